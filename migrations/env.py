@@ -1,0 +1,41 @@
+"""Alembic environment for simdb's own schema.
+
+simdb runs it programmatically on the caller's connection (Alembic cookbook: sharing a
+connection), passed in `config.attributes["connection"]`; `alembic -x url=...` works as well.
+"""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection
+
+SCHEMA = "simdb"
+VERSION_TABLE = "_alembic_version"
+# One lock id for every simdb process: concurrent first runs migrate once, one after another.
+MIGRATION_LOCK = 0x51D8_0001
+
+
+def run(connection: Connection) -> None:
+    connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK})
+    connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+    context.configure(
+        connection=connection,
+        target_metadata=None,
+        version_table=VERSION_TABLE,
+        version_table_schema=SCHEMA,
+        transactional_ddl=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+shared = context.config.attributes.get("connection")
+if shared is not None:
+    run(shared)
+else:
+    url = context.get_x_argument(as_dictionary=True).get("url")
+    if not url:
+        raise SystemExit("pass a database URL: alembic -x url=postgresql+psycopg://... upgrade head")
+    with create_engine(url).begin() as connection:
+        run(connection)

@@ -1,0 +1,45 @@
+"""The one place where unsigned 64-bit fingerprints meet PostgreSQL's signed bigint, plus hex I/O."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from simdb.errors import InvalidParameter
+
+BITS = 64
+MASK64 = (1 << BITS) - 1
+_SIGN = 1 << (BITS - 1)
+
+
+def to_signed(value: int) -> int:
+    """Unsigned 64-bit value -> the bigint with the same two's-complement bits."""
+    return value - (1 << BITS) if value & _SIGN else value
+
+
+def to_unsigned(value: int) -> int:
+    """bigint (signed) -> the unsigned 64-bit value with the same bits."""
+    return value & MASK64
+
+
+def to_signed_array(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """`to_signed` for a numpy array (a reinterpretation of the same bits, no copy)."""
+    return values.view(np.int64)
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two 64-bit values (signed or unsigned alike)."""
+    return ((a ^ b) & MASK64).bit_count()
+
+
+def to_hex(value: int) -> str:
+    """16 lower-case hex digits of the unsigned value."""
+    return format(to_unsigned(value), "016x")
+
+
+def parse_hex(text: str) -> int:
+    """Parse up to 16 hex digits (optional 0x) into an unsigned 64-bit value."""
+    digits = text.strip().lower().removeprefix("0x")
+    if not 1 <= len(digits) <= 16 or any(c not in "0123456789abcdef" for c in digits):
+        raise InvalidParameter(f"bad fingerprint {text!r}", "give 1 to 16 hex digits, e.g. 3f2a9c0d11e4b7a8")
+    return int(digits, 16)

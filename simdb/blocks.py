@@ -1,0 +1,166 @@
+"""Permuted block tables (Manku, Jain, Das Sarma 2007): pure planning and permutation code.
+
+Split the 64 bits into b blocks. Two fingerprints within Hamming distance k agree on at least
+b - k whole blocks, so for each of the C(b, k) choices of b - k blocks we keep a copy of the
+fingerprint with those blocks moved to the front; a query probes each copy for the entries that
+share its leading b - k blocks (a prefix range in a B-tree) and verifies the distance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import combinations
+
+import numpy as np
+import numpy.typing as npt
+
+from simdb.bits import BITS, MASK64
+from simdb.errors import InvalidParameter
+
+MAX_TABLES = 64
+MAX_DISTANCE = 8
+DEFAULT_MAX_DISTANCE = 3
+DEFAULT_EXPECTED_ROWS = 1_000_000
+
+
+def block_widths(blocks: int) -> tuple[int, ...]:
+    """Widths of the blocks, most significant first; the first 64 % b blocks get one extra bit."""
+    base, extra = divmod(BITS, blocks)
+    return tuple(base + (1 if j < extra else 0) for j in range(blocks))
+
+
+@dataclass(frozen=True)
+class Move:
+    """Copy `width` bits found at `source` (lowest bit's position) to `target` in the permuted value."""
+
+    source: int
+    width: int
+    target: int
+
+
+@dataclass(frozen=True)
+class Table:
+    """One permuted copy: `order` lists block numbers, the leading `b - k` of them form the prefix."""
+
+    order: tuple[int, ...]
+    moves: tuple[Move, ...]
+    prefix_bits: int
+
+    @property
+    def prefix_mask(self) -> int:
+        """Unsigned mask of the prefix bits (the top `prefix_bits` bits)."""
+        return (MASK64 << (BITS - self.prefix_bits)) & MASK64
+
+    def permute(self, value: int) -> int:
+        """The unsigned permuted value of an unsigned fingerprint."""
+        out = 0
+        for move in self.moves:
+            out |= ((value >> move.source) & ((1 << move.width) - 1)) << move.target
+        return out
+
+    def permute_array(self, values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """`permute` over an array of unsigned fingerprints."""
+        out = np.zeros_like(values)
+        for move in self.moves:
+            mask = np.uint64((1 << move.width) - 1)
+            out |= ((values >> np.uint64(move.source)) & mask) << np.uint64(move.target)
+        return out
+
+    def probe_range(self, value: int) -> tuple[int, int]:
+        """Unsigned [low, high] of permuted values that share the query's prefix."""
+        low = self.permute(value) & self.prefix_mask
+        return low, low | (~self.prefix_mask & MASK64)
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The C(b, k) permuted tables for 64-bit fingerprints, distance k and b blocks."""
+
+    max_distance: int
+    blocks: int
+
+    def __post_init__(self) -> None:
+        k, b = self.max_distance, self.blocks
+        _check_distance(k)
+        if not k < b <= BITS:
+            raise InvalidParameter(
+                f"{b} blocks cannot serve max distance {k}",
+                f"use more blocks than the distance, from {k + 1} to {BITS}",
+            )
+        tables = math.comb(b, k)
+        if tables > MAX_TABLES:
+            raise InvalidParameter(
+                f"{b} blocks at max distance {k} need {tables} tables, more than {MAX_TABLES}",
+                "use fewer blocks or a smaller max distance",
+            )
+
+    @cached_property
+    def widths(self) -> tuple[int, ...]:
+        return block_widths(self.blocks)
+
+    @cached_property
+    def tables(self) -> tuple[Table, ...]:
+        """One table per choice of b - k leading blocks, in itertools.combinations order."""
+        b, k = self.blocks, self.max_distance
+        # Position of each block's lowest bit in the fingerprint (block 0 is most significant).
+        lows = [BITS - sum(self.widths[: j + 1]) for j in range(b)]
+        result = []
+        for leading in combinations(range(b), b - k):
+            order = leading + tuple(j for j in range(b) if j not in leading)
+            moves, top = [], BITS
+            for j in order:
+                top -= self.widths[j]
+                moves.append(Move(source=lows[j], width=self.widths[j], target=top))
+            prefix = sum(self.widths[j] for j in leading)
+            result.append(Table(order=order, moves=tuple(moves), prefix_bits=prefix))
+        return tuple(result)
+
+    @property
+    def orders(self) -> list[list[int]]:
+        """Block orders of all tables, as stored in the catalog."""
+        return [list(table.order) for table in self.tables]
+
+    def permuted(self, value: int) -> list[int]:
+        """Unsigned permuted values of one fingerprint, one per table."""
+        return [table.permute(value) for table in self.tables]
+
+    def candidates_per_probe(self, rows: int) -> float:
+        """Expected rows sharing a query's prefix, summed over all tables, for random fingerprints."""
+        return sum(rows / 2.0**table.prefix_bits for table in self.tables)
+
+
+def choose_blocks(max_distance: int, expected_rows: int = DEFAULT_EXPECTED_ROWS) -> int:
+    """The documented default rule for b.
+
+    Manku et al. pick the tables so that each probed prefix has about log2(N) bits, which
+    leaves about one random candidate per table. We take the smallest b > k whose shortest
+    prefix reaches ceil(log2(N)) bits; if that would need more than MAX_TABLES tables, the
+    largest b that stays within that many.
+    """
+    if expected_rows < 1:
+        raise InvalidParameter(
+            f"expected rows {expected_rows} is not positive", "give a row count of 1 or more"
+        )
+    _check_distance(max_distance)
+    wanted = math.ceil(math.log2(max(expected_rows, 2)))
+    best = None
+    for blocks in range(max_distance + 1, BITS + 1):
+        if math.comb(blocks, max_distance) > MAX_TABLES:
+            break
+        best = blocks
+        shortest = sum(sorted(block_widths(blocks))[: blocks - max_distance])
+        if shortest >= wanted:
+            break
+    if best is None:  # unreachable while MAX_DISTANCE keeps C(k + 1, k) small
+        raise InvalidParameter(f"no block plan for max distance {max_distance}")
+    return best
+
+
+def _check_distance(k: int) -> None:
+    if not 0 <= k <= MAX_DISTANCE:
+        raise InvalidParameter(
+            f"max distance {k} is out of range",
+            f"exact search supports 0 to {MAX_DISTANCE} bits; 3 is usual for 64-bit SimHash",
+        )

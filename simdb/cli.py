@@ -1,0 +1,420 @@
+"""The `simdb` command: parses options, calls one library function, prints the result.
+
+simdb's own errors become one line on stderr with a hint and exit status 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+import psycopg
+
+from simdb import connection, embedded, index, ingest, query, readers, schema
+from simdb.bits import parse_hex, to_hex
+from simdb.blocks import DEFAULT_EXPECTED_ROWS, DEFAULT_MAX_DISTANCE
+from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
+from simdb.fingerprint import EmptyDocument, Features, fingerprint
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class Settings:
+    dsn: str | None
+
+
+@contextmanager
+def database(ctx: click.Context) -> Iterator[connection.Connection]:
+    """Connect (starting the embedded server if no DSN is given) and migrate simdb's schema."""
+    settings: Settings = ctx.find_object(Settings) or Settings(None)
+    target = connection.resolve(settings.dsn)
+    with connection.connect(target) as conn:
+        schema.ensure_schema(conn)
+        yield conn
+
+
+def json_option(function: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(function)
+
+
+def emit_json(value: object) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=None))
+
+
+def features_option(function: F) -> F:
+    return click.option(
+        "--features",
+        default="word:3",
+        show_default=True,
+        help="Shingles: word:N (word n-grams) or char:N (character n-grams).",
+    )(function)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--dsn",
+    metavar="DSN",
+    help="PostgreSQL connection (URL or key=value). Default: SIMDB_DSN, DATABASE_URL, the PG* "
+    "variables, else simdb's own embedded server.",
+)
+@click.version_option(package_name="simdb")
+@click.pass_context
+def main(ctx: click.Context, dsn: str | None) -> None:
+    """Near-duplicate search that lives in PostgreSQL.
+
+    \b
+    Quick start (no database needed; simdb starts its own):
+      simdb create docs
+      simdb ingest docs ./my-folder
+      simdb query docs --file ./my-folder/a.txt
+    """
+    ctx.obj = Settings(dsn)
+
+
+@main.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create or migrate simdb's schema (other commands do this on first use)."""
+    with database(ctx):
+        pass
+    click.echo(f"simdb schema is at revision {schema.HEAD}")
+
+
+@main.command()
+@click.argument("name")
+@click.option(
+    "--max-distance",
+    "-k",
+    type=int,
+    default=DEFAULT_MAX_DISTANCE,
+    show_default=True,
+    help="Largest Hamming distance the index answers exactly (0-8).",
+)
+@click.option(
+    "--expected-rows",
+    type=int,
+    default=DEFAULT_EXPECTED_ROWS,
+    show_default=True,
+    help="Rows you expect; picks the number of blocks.",
+)
+@click.option(
+    "--blocks",
+    type=int,
+    default=None,
+    help="Number of blocks b (> k); overrides the rule from --expected-rows.",
+)
+@features_option
+@json_option
+@click.pass_context
+def create(
+    ctx: click.Context,
+    name: str,
+    max_distance: int,
+    expected_rows: int,
+    blocks: int | None,
+    features: str,
+    as_json: bool,
+) -> None:
+    """Create index NAME, readable in SQL as simdb."NAME"."""
+    with database(ctx) as conn:
+        made = index.create(
+            conn,
+            name,
+            max_distance=max_distance,
+            expected_rows=expected_rows,
+            blocks=blocks,
+            features=Features.parse(features),
+        )
+    plan = made.plan
+    if as_json:
+        emit_json(
+            {
+                "name": made.name,
+                "max_distance": plan.max_distance,
+                "blocks": plan.blocks,
+                "tables": len(plan.tables),
+                "prefix_bits": [t.prefix_bits for t in plan.tables],
+                "features": str(made.features),
+            }
+        )
+        return
+    prefixes = sorted({t.prefix_bits for t in plan.tables})
+    click.echo(
+        f"created index {made.name}: max distance {plan.max_distance}, {plan.blocks} blocks, "
+        f"{len(plan.tables)} tables (prefix {'/'.join(map(str, prefixes))} bits), "
+        f'features {made.features}; SQL: simdb."{made.name}"'
+    )
+
+
+@main.command(name="list")
+@json_option
+@click.pass_context
+def list_(ctx: click.Context, as_json: bool) -> None:
+    """List the indexes with their row counts and parameters."""
+    with database(ctx) as conn:
+        summaries = index.list_indexes(conn)
+    if as_json:
+        emit_json([summary.__dict__ for summary in summaries])
+        return
+    if not summaries:
+        click.echo("no indexes yet; create one with `simdb create NAME`", err=True)
+        return
+    click.echo(f"{'name':<20} {'rows':>10} {'k':>3} {'blocks':>6} {'tables':>6}  features")
+    for s in summaries:
+        click.echo(f"{s.name:<20} {s.rows:>10} {s.max_distance:>3} {s.blocks:>6} {s.tables:>6}  {s.features}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def drop(ctx: click.Context, name: str, yes: bool) -> None:
+    """Drop index NAME and all its rows."""
+    index.check_name(name)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidParameter(f"dropping index {name!r} needs confirmation", "pass --yes")
+        click.confirm(f"Drop index {name} and all its rows?", abort=True)
+    with database(ctx) as conn:
+        index.drop(conn, name)
+    click.echo(f"dropped index {name}")
+
+
+@main.command(name="ingest")
+@click.argument("name")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(readers.FORMATS),
+    default="auto",
+    show_default=True,
+    help="auto: .jsonl/.ndjson and .csv by extension, folders as text, - as JSONL.",
+)
+@click.option("--key-field", default="key", show_default=True, help="JSONL/CSV field holding the key.")
+@click.option("--text-field", default="text", show_default=True, help="JSONL/CSV field holding the text.")
+@click.option("--skip-errors", is_flag=True, help="Skip and count bad records or files instead of stopping.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1),
+    default=ingest.DEFAULT_BATCH,
+    show_default=True,
+    help="Documents per transaction.",
+)
+@json_option
+@click.pass_context
+def ingest_(
+    ctx: click.Context,
+    name: str,
+    paths: tuple[str, ...],
+    format_: str,
+    key_field: str,
+    text_field: str,
+    skip_errors: bool,
+    batch_size: int,
+    as_json: bool,
+) -> None:
+    """Fingerprint files, folders, JSONL or CSV (or - for stdin) into index NAME.
+
+    A file's key is its path; JSONL and CSV records give theirs. Re-ingesting a key replaces
+    its row, so an interrupted run is completed by running it again.
+    """
+    from tqdm import tqdm
+
+    options = readers.Options(format_, key_field, text_field, skip_errors)
+    readers.check_sources(paths)
+    with database(ctx) as conn:
+        target = index.get(conn, name)
+        total = readers.total_size(paths)
+        with tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc=f"ingest {name}",
+            disable=not sys.stderr.isatty(),
+            file=sys.stderr,
+        ) as bar:
+            documents = readers.read(paths, options)
+            report = ingest.ingest(conn, target, documents, batch_size=batch_size, progress=bar.update)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        click.echo(report.summary())
+
+
+def _query_fingerprint(
+    conn: connection.Connection,
+    target: index.Index,
+    text: str | None,
+    file: str | None,
+    hex_value: str | None,
+    key: str | None,
+) -> int:
+    if hex_value is not None:
+        return parse_hex(hex_value)
+    if key is not None:
+        stored = query.stored_fingerprint(conn, target, key)
+        if stored is None:
+            raise InputError(f"index {target.name!r} has no key {key!r}", "check the key, e.g. with SQL")
+        return stored
+    document = readers.read_document(file).text if file is not None else str(text)
+    return _fingerprint_text(document, target.features, file or "--text")
+
+
+def _fingerprint_text(text: str, features: Features, source: str) -> int:
+    try:
+        return fingerprint(text, features)
+    except EmptyDocument as error:
+        raise InputError(
+            f"{source} has no word characters, so it has no fingerprint", "give a document with some text"
+        ) from error
+
+
+def _exactly_one(**given: object) -> None:
+    chosen = [name for name, value in given.items() if value is not None]
+    if len(chosen) != 1:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in given)
+        raise click.UsageError(f"give exactly one of {flags}")
+
+
+@main.command(name="query")
+@click.argument("name")
+@click.option("--text", help="Query with this text.")
+@click.option("--file", type=str, help="Query with this file's text.")
+@click.option("--fingerprint", "hex_value", metavar="HEX", help="Query with a fingerprint (16 hex digits).")
+@click.option("--key", help="Query with the fingerprint stored under this key.")
+@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@json_option
+@click.pass_context
+def query_(
+    ctx: click.Context,
+    name: str,
+    text: str | None,
+    file: str | None,
+    hex_value: str | None,
+    key: str | None,
+    max_distance: int | None,
+    as_json: bool,
+) -> None:
+    """Rows of index NAME within a Hamming distance of a document, fingerprint or stored key."""
+    _exactly_one(text=text, file=file, fingerprint=hex_value, key=key)
+    with database(ctx) as conn:
+        target = index.get(conn, name)
+        k = query.check_distance(target, max_distance)
+        value = _query_fingerprint(conn, target, text, file, hex_value, key)
+        matches = query.near(conn, target, value, k)
+    if as_json:
+        emit_json([match.as_dict() for match in matches])
+        return
+    if not matches:
+        click.echo(f"no rows within {k} bits of {to_hex(value)}", err=True)
+        return
+    click.echo(f"{'distance':>8}  {'similarity':>10}  key")
+    for match in matches:
+        click.echo(f"{match.distance:>8}  {match.similarity:>10.3f}  {match.key}")
+
+
+@main.command(name="fingerprint")
+@click.option("--text", help="Fingerprint this text.")
+@click.option("--file", type=str, help="Fingerprint this file's text.")
+@features_option
+def fingerprint_(text: str | None, file: str | None, features: str) -> None:
+    """Print the 64-bit SimHash (spec v1) of a text as 16 hex digits."""
+    _exactly_one(text=text, file=file)
+    document = readers.read_document(file).text if file is not None else str(text)
+    click.echo(to_hex(_fingerprint_text(document, Features.parse(features), file or "--text")))
+
+
+@main.group()
+def db() -> None:
+    """The embedded PostgreSQL server (used when no DSN is given); data in SIMDB_HOME."""
+
+
+@db.command()
+@json_option
+def status(as_json: bool) -> None:
+    """Say whether the embedded server runs, where, and its URL."""
+    state = embedded.EmbeddedServer().status()
+    if as_json:
+        emit_json(
+            {
+                "running": state.running,
+                "pid": state.pid,
+                "home": str(state.home),
+                "url": state.url,
+                "version": state.version,
+                "stale_pid_file": state.stale_pid_file,
+            }
+        )
+        return
+    word = f"running (pid {state.pid})" if state.running else "stopped"
+    if state.stale_pid_file:
+        word += " (a stale pid file from a killed server is left; `simdb db start` clears it)"
+    click.echo(f"embedded PostgreSQL {state.version or '(not initialised)'}: {word}")
+    click.echo(f"home: {state.home}")
+    click.echo(f"url:  {state.url}")
+
+
+@db.command()
+def start() -> None:
+    """Start the embedded server (initialising it on first use) and print its URL."""
+    click.echo(embedded.EmbeddedServer().start())
+
+
+@db.command()
+def stop() -> None:
+    """Stop the embedded server."""
+    stopped = embedded.EmbeddedServer().stop()
+    click.echo("stopped" if stopped else "was not running")
+
+
+@db.command()
+def url() -> None:
+    """Print the embedded server's URL (for psql or your application)."""
+    click.echo(embedded.EmbeddedServer().url())
+
+
+def run() -> None:
+    """Entry point: simdb's errors become one line with a hint, never a traceback."""
+    try:
+        main.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except SimdbError as error:
+        click.echo(f"simdb: error: {error}", err=True)
+        sys.exit(1)
+    except psycopg.OperationalError as error:
+        click.echo(f"simdb: error: {DatabaseUnavailable(_first_line(error), _RERUN)}", err=True)
+        sys.exit(1)
+    except psycopg.Error as error:
+        click.echo(f"simdb: error: the database refused: {_first_line(error)} ({_RERUN})", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo(f"simdb: interrupted ({_RERUN})", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+_RERUN = "batches already committed are kept; running the same command again completes the work"
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,161 @@
+"""SimHash fingerprint spec v1: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 bits.
+
+Pure code (numpy and xxhash only), so it is fast to test and easy to port; the README gives the
+spec step by step and tests pin it with known-answer vectors.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from simdb.bits import BITS
+from simdb.errors import InvalidParameter
+
+SPEC_VERSION = 1
+
+TOKEN_PATTERN = re.compile(r"\w+")
+SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
+_FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SHIFT_33 = np.uint64(33)
+FEATURE_KINDS = ("word", "char")
+MAX_SHINGLE = 32
+
+# _BIT_TABLE[v, b] is bit b of byte value v: turns per-byte value histograms into bit counts.
+_BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
+# Byte j of a hash is counted in histogram bins 256*j .. 256*j + 255.
+_BYTE_OFFSETS = (np.arange(8, dtype=np.uint16) * 256)[None, :]
+
+UInt64Array = npt.NDArray[np.uint64]
+
+# ASCII bytes: letters lower-cased, digits and '_' kept, everything else turned into a space.
+_ASCII_WORDS = bytes(
+    (ord(chr(c).lower()) if chr(c).isalnum() or c == ord("_") else ord(" ")) if c < 128 else c
+    for c in range(256)
+)
+
+
+@dataclass(frozen=True)
+class Features:
+    """Which shingles make a fingerprint: word n-grams or character n-grams."""
+
+    kind: str = "word"
+    n: int = 3
+
+    def __post_init__(self) -> None:
+        if self.kind not in FEATURE_KINDS:
+            raise InvalidParameter(
+                f"unknown feature kind {self.kind!r}", "use 'word:N' or 'char:N', e.g. word:3"
+            )
+        if not 1 <= self.n <= MAX_SHINGLE:
+            raise InvalidParameter(
+                f"shingle size {self.n} is out of range", f"use 1 to {MAX_SHINGLE}, e.g. word:3"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Features:
+        """Parse 'word:3' / 'char:5' (a bare 'word' means n=3, a bare 'char' n=5)."""
+        kind, _, size = text.strip().lower().partition(":")
+        if not size:
+            return cls(kind, 3 if kind == "word" else 5)
+        if not size.isdigit():
+            raise InvalidParameter(
+                f"bad feature setting {text!r}", "write KIND:N with N a whole number, e.g. word:3"
+            )
+        return cls(kind, int(size))
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.n}"
+
+
+DEFAULT_FEATURES = Features()
+
+
+class EmptyDocument(ValueError):
+    """The document has no tokens, so it has no fingerprint (callers count and skip it)."""
+
+
+def normalize(text: str) -> str:
+    """Step 1: Unicode NFKC, then case folding."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def tokens(text: str) -> list[bytes]:
+    """Step 2: runs of word characters (Python's Unicode \\w) of the normalised text, as UTF-8.
+
+    ASCII text takes a byte-level fast path (NFKC is the identity there and casefold is
+    lower-casing); it gives exactly the tokens the regular expression gives.
+    """
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS).split()
+    return [word.encode("utf-8") for word in TOKEN_PATTERN.findall(normalize(text))]
+
+
+def _unit_hashes_of_words(words: list[bytes]) -> UInt64Array:
+    """xxh3_64 (seed 0) of each token's UTF-8 bytes."""
+    return np.fromiter(map(xxhash.xxh3_64_intdigest, words), dtype=np.uint64, count=len(words))
+
+
+def _unit_hashes_of_chars(words: list[bytes]) -> UInt64Array:
+    """xxh3_64 of each character's UTF-8 bytes, over the tokens joined by single spaces."""
+    joined = b" ".join(words).decode("utf-8")
+    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    distinct, order = np.unique(points, return_inverse=True)
+    hashes = [xxhash.xxh3_64_intdigest(chr(c).encode("utf-8")) for c in distinct.tolist()]
+    return np.array(hashes, dtype=np.uint64)[order.reshape(-1)]
+
+
+def fmix64(values: UInt64Array) -> UInt64Array:
+    """MurmurHash3's 64-bit finaliser, applied element-wise (wrapping uint64 arithmetic)."""
+    h = values ^ (values >> _SHIFT_33)
+    h = h * _FMIX_C1
+    h ^= h >> _SHIFT_33
+    h = h * _FMIX_C2
+    h ^= h >> _SHIFT_33
+    return h
+
+
+def shingle_hashes(unit_hashes: UInt64Array, n: int) -> UInt64Array:
+    """Step 4: hash of each window of n units: acc = acc * K + u (mod 2^64), then fmix64.
+
+    A document with fewer than n units forms one shingle of all its units.
+    """
+    size = min(n, len(unit_hashes))
+    count = len(unit_hashes) - size + 1
+    acc = unit_hashes[0:count].copy()
+    for j in range(1, size):
+        acc = acc * SHINGLE_MULTIPLIER + unit_hashes[j : j + count]
+    return fmix64(acc)
+
+
+def simhash(hashes: UInt64Array) -> int:
+    """Step 5: bit i is 1 exactly when more shingle occurrences have bit i set than clear.
+
+    Every occurrence adds +1 where its hash has a 1 and -1 where it has a 0, which is the
+    same as weighting each distinct shingle by its number of occurrences.
+    """
+    as_bytes = hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
+    histogram = np.bincount((as_bytes + _BYTE_OFFSETS).ravel(), minlength=8 * 256)
+    ones = (histogram.reshape(8, 256) @ _BIT_TABLE).ravel()
+    bits = (2 * ones > len(hashes)).astype(np.uint64)
+    return int((bits << np.arange(BITS, dtype=np.uint64)).sum(dtype=np.uint64))
+
+
+def feature_hashes(text: str, features: Features = DEFAULT_FEATURES) -> UInt64Array:
+    """Steps 1-4: the 64-bit hash of every shingle occurrence of a document, in order."""
+    words = tokens(text)
+    if not words:
+        raise EmptyDocument("the document has no word characters")
+    units = _unit_hashes_of_words(words) if features.kind == "word" else _unit_hashes_of_chars(words)
+    return shingle_hashes(units, features.n)
+
+
+def fingerprint(text: str, features: Features = DEFAULT_FEATURES) -> int:
+    """The unsigned 64-bit SimHash (spec v1) of a document; raises EmptyDocument if it has no tokens."""
+    return simhash(feature_hashes(text, features))

@@ -1,0 +1,204 @@
+"""Indexes: the catalog row with every parameter, and the table simdb."NAME" with one B-tree per table."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from simdb.bits import BITS
+from simdb.blocks import DEFAULT_EXPECTED_ROWS, DEFAULT_MAX_DISTANCE, BlockPlan, choose_blocks
+from simdb.connection import Connection
+from simdb.errors import IndexExists, IndexMismatch, IndexNotFound, InvalidParameter
+from simdb.fingerprint import DEFAULT_FEATURES, SPEC_VERSION, Features
+from simdb.schema import SCHEMA
+
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def check_name(name: str) -> str:
+    """Index names are plain lower-case identifiers, so SQL users never need to quote them."""
+    if not NAME_PATTERN.fullmatch(name):
+        raise InvalidParameter(
+            f"bad index name {name!r}",
+            "use 1 to 40 characters: a lower-case letter, then letters, digits or '_'",
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Index:
+    """An index's parameters as stored in the catalog."""
+
+    name: str
+    plan: BlockPlan
+    features: Features
+    expected_rows: int
+
+    @property
+    def columns(self) -> list[str]:
+        """The permuted block columns, one per table: p0, p1, ..."""
+        return [column_name(number) for number in range(len(self.plan.tables))]
+
+    @property
+    def table(self) -> sql.Identifier:
+        """simdb."NAME", quoted for psycopg.sql."""
+        return sql.Identifier(SCHEMA, self.name)
+
+
+def column_name(table_number: int) -> str:
+    return f"p{table_number}"
+
+
+def create(
+    conn: Connection,
+    name: str,
+    *,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
+    expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    blocks: int | None = None,
+    features: Features = DEFAULT_FEATURES,
+) -> Index:
+    """Create the catalog rows, the table and its B-trees in one transaction."""
+    check_name(name)
+    plan = BlockPlan(
+        max_distance, blocks if blocks is not None else choose_blocks(max_distance, expected_rows)
+    )
+    index = Index(name, plan, features, expected_rows)
+    try:
+        with conn.transaction():
+            if conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{name}",)).fetchone() != (None,):
+                raise IndexExists(
+                    f"index {name!r} already exists",
+                    f"pick another name, or drop it first with `simdb drop {name}`",
+                )
+            conn.execute(
+                "INSERT INTO simdb._indexes (name, bits, max_distance, blocks, block_widths,"
+                " features, spec_version, expected_rows) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    name,
+                    BITS,
+                    plan.max_distance,
+                    plan.blocks,
+                    list(plan.widths),
+                    str(features),
+                    SPEC_VERSION,
+                    expected_rows,
+                ),
+            )
+            for number, table in enumerate(plan.tables):
+                conn.execute(
+                    "INSERT INTO simdb._tables (index_name, table_no, column_name, block_order,"
+                    " prefix_bits) VALUES (%s, %s, %s, %s, %s)",
+                    (name, number, column_name(number), list(table.order), table.prefix_bits),
+                )
+            _create_table(conn, index)
+    except psycopg.errors.UniqueViolation as error:
+        raise IndexExists(f"index {name!r} already exists", "pick another name") from error
+    return index
+
+
+def _create_table(conn: Connection, index: Index) -> None:
+    permuted = sql.SQL(", ").join(
+        sql.SQL("{} bigint NOT NULL").format(sql.Identifier(column)) for column in index.columns
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE TABLE {table} ("
+            " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+            " key text NOT NULL UNIQUE,"
+            " fingerprint bigint NOT NULL,"
+            " {permuted},"
+            " added_at timestamptz NOT NULL DEFAULT now())"
+        ).format(table=index.table, permuted=permuted)
+    )
+    conn.execute(
+        sql.SQL("COMMENT ON TABLE {} IS {}").format(
+            index.table,
+            sql.Literal(f"simdb index {index.name}: {index.plan.max_distance} bits, {index.features}"),
+        )
+    )
+    for column in index.columns:
+        # INCLUDE (id): a probe verifies candidates on the indexed permuted value and returns
+        # the row id from the index itself (an index-only scan), reading no table rows.
+        conn.execute(
+            sql.SQL("CREATE INDEX {name} ON {table} ({column}) INCLUDE (id)").format(
+                name=sql.Identifier(f"{index.name}_{column}"),
+                table=index.table,
+                column=sql.Identifier(column),
+            )
+        )
+
+
+def get(conn: Connection, name: str) -> Index:
+    """Load an index's parameters; refuse one made under settings this simdb cannot reproduce."""
+    check_name(name)
+    row = conn.execute(
+        "SELECT bits, max_distance, blocks, features, spec_version, expected_rows"
+        " FROM simdb._indexes WHERE name = %s",
+        (name,),
+    ).fetchone()
+    if row is None:
+        raise IndexNotFound(
+            f"no index named {name!r}",
+            f"create it with `simdb create {name}`; `simdb list` shows the indexes",
+        )
+    bits, max_distance, blocks, features, spec_version, expected_rows = row
+    if bits != BITS or spec_version != SPEC_VERSION:
+        raise IndexMismatch(
+            f"index {name!r} holds {bits}-bit fingerprints of spec v{spec_version}; "
+            f"this simdb makes {BITS}-bit fingerprints of spec v{SPEC_VERSION}",
+            "use the simdb version that built it, or create a new index and re-ingest",
+        )
+    plan = BlockPlan(max_distance, blocks)
+    stored = conn.execute(
+        "SELECT block_order FROM simdb._tables WHERE index_name = %s ORDER BY table_no", (name,)
+    ).fetchall()
+    if [list(order) for (order,) in stored] != plan.orders:
+        raise IndexMismatch(
+            f"index {name!r} has a table layout this simdb does not compute",
+            "use the simdb version that built it, or create a new index and re-ingest",
+        )
+    return Index(name, plan, Features.parse(features), expected_rows)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One line of `simdb list`."""
+
+    name: str
+    rows: int
+    max_distance: int
+    blocks: int
+    tables: int
+    features: str
+
+
+def list_indexes(conn: Connection) -> list[Summary]:
+    names = [str(name) for (name,) in conn.execute("SELECT name FROM simdb._indexes ORDER BY name")]
+    result = []
+    for name in names:
+        index = get(conn, name)
+        count = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(index.table)).fetchone()
+        rows = count[0] if count else 0
+        result.append(
+            Summary(
+                name,
+                rows,
+                index.plan.max_distance,
+                index.plan.blocks,
+                len(index.plan.tables),
+                str(index.features),
+            )
+        )
+    return result
+
+
+def drop(conn: Connection, name: str) -> None:
+    """Remove an index: its table, B-trees and catalog rows, in one transaction."""
+    index = get(conn, name)
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TABLE {}").format(index.table))
+        conn.execute("DELETE FROM simdb._indexes WHERE name = %s", (name,))

@@ -1,0 +1,153 @@
+"""Fingerprint documents and load them with COPY, one transaction per batch, idempotent per key."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+from psycopg import sql
+
+from simdb.bits import to_signed_array
+from simdb.connection import Connection
+from simdb.fingerprint import EmptyDocument, fingerprint
+from simdb.index import Index
+from simdb.readers import Document, Item, Skip
+
+DEFAULT_BATCH = 2000
+
+
+@dataclass
+class Report:
+    """What an ingest did: rows inserted, rows whose fingerprint changed, rows left as they were."""
+
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    repaired: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def stored(self) -> int:
+        return self.inserted + self.updated + self.unchanged
+
+    def summary(self) -> str:
+        skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(self.skipped.items()))
+        line = (
+            f"ingested {self.stored} documents: {self.inserted} new, {self.updated} updated, "
+            f"{self.unchanged} unchanged; skipped {sum(self.skipped.values())}"
+        )
+        line += f" ({skipped})" if skipped else ""
+        if self.repaired:
+            line += f"; {self.repaired} had invalid UTF-8 replaced by U+FFFD"
+        return line
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "inserted": self.inserted,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "skipped": dict(self.skipped),
+            "repaired": self.repaired,
+        }
+
+
+def ingest(
+    conn: Connection,
+    index: Index,
+    items: Iterable[Item],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int], object] | None = None,
+) -> Report:
+    """Store every document of `items` in `index`; a re-run with the same input changes nothing.
+
+    Each batch is fingerprinted, then copied and upserted in its own transaction, so an error
+    or a kill loses at most the batch in flight, and running the same command again completes it.
+    """
+    report = Report()
+    batch: dict[str, int] = {}
+    for item in items:
+        if isinstance(item, Skip):
+            report.skipped[item.reason] += 1
+        else:
+            _add(batch, item, index, report)
+        if progress is not None:
+            progress(item.size)
+        if len(batch) >= batch_size:
+            _store(conn, index, batch, report)
+            batch = {}
+    if batch:
+        _store(conn, index, batch, report)
+    if report.inserted or report.updated:
+        vacuum(conn, index)
+    return report
+
+
+def _add(batch: dict[str, int], document: Document, index: Index, report: Report) -> None:
+    try:
+        value = fingerprint(document.text, index.features)
+    except EmptyDocument:
+        report.skipped["empty"] += 1
+        return
+    report.repaired += document.repaired
+    if document.key in batch:
+        report.updated += 1  # a later record with the same key replaces the earlier one
+    batch[document.key] = value
+
+
+def _store(conn: Connection, index: Index, batch: dict[str, int], report: Report) -> None:
+    """COPY one batch into a staging table and upsert it into the index, in one transaction."""
+    keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
+    values = np.array([batch[key] for key in keys], dtype=np.uint64)
+    permuted = [to_signed_array(table.permute_array(values)) for table in index.plan.tables]
+    fingerprints = to_signed_array(values)
+    stage = sql.Identifier(f"_simdb_stage_{index.name}")
+    columns = [sql.Identifier(column) for column in index.columns]
+    with conn.transaction():
+        conn.execute(
+            sql.SQL(
+                "CREATE TEMP TABLE IF NOT EXISTS {stage} (key text, fingerprint bigint, {columns})"
+                " ON COMMIT DELETE ROWS"
+            ).format(
+                stage=stage,
+                columns=sql.SQL(", ").join(sql.SQL("{} bigint").format(c) for c in columns),
+            )
+        )
+        names = sql.SQL(", ").join([sql.Identifier("key"), sql.Identifier("fingerprint"), *columns])
+        with conn.cursor().copy(
+            sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, names)
+        ) as copy:
+            copy.set_types(["text", "int8"] + ["int8"] * len(columns))
+            for row, key in enumerate(keys):
+                copy.write_row([key, int(fingerprints[row]), *(int(p[row]) for p in permuted)])
+        updates = sql.SQL(", ").join(
+            sql.SQL("{0} = excluded.{0}").format(column)
+            for column in [sql.Identifier("fingerprint"), *columns, sql.Identifier("added_at")]
+        )
+        counts = conn.execute(
+            sql.SQL(
+                "WITH up AS ("
+                " INSERT INTO {table} AS t ({names}, added_at)"
+                " SELECT {names}, now() FROM {stage} ORDER BY key"
+                " ON CONFLICT (key) DO UPDATE SET {updates}"
+                " WHERE t.fingerprint IS DISTINCT FROM excluded.fingerprint"
+                " RETURNING (xmax = 0) AS inserted)"
+                " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
+            ).format(table=index.table, names=names, stage=stage, updates=updates)
+        ).fetchone()
+    inserted, updated = counts if counts else (0, 0)
+    report.inserted += inserted
+    report.updated += updated
+    report.unchanged += len(keys) - inserted - updated
+
+
+def vacuum(conn: Connection, index: Index) -> None:
+    """VACUUM ANALYZE after loading: marks pages all-visible, so probes stay index-only.
+
+    VACUUM cannot run inside a transaction; on a connection that is not in autocommit mode we
+    leave it to autovacuum rather than commit the caller's transaction.
+    """
+    if conn.autocommit:
+        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(index.table))

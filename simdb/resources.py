@@ -1,0 +1,20 @@
+"""Find the `sql/` and `migrations/` folders, inside an installed wheel or in a source checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def resource_dir(name: str) -> Path:
+    """simdb/<name> in a wheel (the build copies it there), else <checkout>/<name>."""
+    for candidate in (_PACKAGE / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"simdb's {name}/ folder is missing from {_PACKAGE}; reinstall simdb")
+
+
+def sql_text(filename: str) -> str:
+    """The text of one file in sql/."""
+    return (resource_dir("sql") / filename).read_text(encoding="utf-8")

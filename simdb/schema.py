@@ -1,0 +1,71 @@
+"""simdb's own schema in the database, owned by Alembic and migrated on first use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
+
+from simdb.connection import Connection
+from simdb.resources import resource_dir
+
+SCHEMA = "simdb"
+VERSION_TABLE = "_alembic_version"
+HEAD = "0001"  # tests check that this is the head of migrations/versions
+
+
+def alembic_config() -> Config:
+    """An Alembic Config for the migrations shipped with simdb."""
+    config = Config()
+    config.set_main_option("script_location", str(resource_dir("migrations")))
+    return config
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def current_revision(conn: Connection) -> str | None:
+    """The schema revision in the database, or None before the first migration."""
+    if conn.execute("SELECT to_regclass('simdb._alembic_version')").fetchone() == (None,):
+        return None
+    row = conn.execute("SELECT version_num FROM simdb._alembic_version").fetchone()
+    return None if row is None else str(row[0])
+
+
+def ensure_schema(conn: Connection) -> bool:
+    """Migrate to HEAD when the database is behind; returns True if it ran migrations."""
+    if current_revision(conn) == HEAD:
+        return False
+    if not conn.autocommit:
+        conn.commit()
+    upgrade(conn.info.dsn, password=conn.info.password)
+    return True
+
+
+def upgrade(dsn: str, revision: str = "head", *, password: str | None = None) -> None:
+    """Run simdb's migrations up to `revision` in one transaction, on a connection of our own."""
+    _run(dsn, password, lambda config: command.upgrade(config, revision))
+
+
+def downgrade(dsn: str, revision: str = "base", *, password: str | None = None) -> None:
+    _run(dsn, password, lambda config: command.downgrade(config, revision))
+
+
+def _run(dsn: str, password: str | None, action: Callable[[Config], None]) -> None:
+    def connect() -> Connection:
+        return psycopg.connect(dsn, password=password) if password else psycopg.connect(dsn)
+
+    engine = create_engine("postgresql+psycopg://", creator=connect, poolclass=NullPool)
+    config = alembic_config()
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            action(config)
+    finally:
+        engine.dispose()

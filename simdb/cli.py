@@ -380,10 +380,10 @@ def url() -> None:
     click.echo(embedded.EmbeddedServer().url())
 
 
-def run() -> None:
+def run(args: list[str] | None = None) -> None:
     """Entry point: simdb's errors become one line with a hint, never a traceback."""
     try:
-        main.main(standalone_mode=False)
+        main.main(args=args, prog_name="simdb", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)

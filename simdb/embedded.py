@@ -59,6 +59,11 @@ def _provider_install() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
 
 
+def program(name: str) -> Path:
+    """A client program shipped with the embedded PostgreSQL, such as psql or pg_dump."""
+    return _provider_install() / "bin" / name
+
+
 @dataclass(frozen=True)
 class Status:
     """What `simdb db status` reports."""

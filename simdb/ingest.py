@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,10 +76,10 @@ def ingest(
         if progress is not None:
             progress(item.size)
         if len(batch) >= batch_size:
-            _store(conn, index, batch, report)
+            _count(report, len(batch), store(conn, index, batch))
             batch = {}
     if batch:
-        _store(conn, index, batch, report)
+        _count(report, len(batch), store(conn, index, batch))
     if report.inserted or report.updated:
         vacuum(conn, index)
     return report
@@ -97,8 +97,19 @@ def _add(batch: dict[str, int], document: Document, index: Index, report: Report
     batch[document.key] = value
 
 
-def _store(conn: Connection, index: Index, batch: dict[str, int], report: Report) -> None:
-    """COPY one batch into a staging table and upsert it into the index, in one transaction."""
+def _count(report: Report, size: int, counts: tuple[int, int]) -> None:
+    inserted, updated = counts
+    report.inserted += inserted
+    report.updated += updated
+    report.unchanged += size - inserted - updated
+
+
+def store(conn: Connection, index: Index, batch: Mapping[str, int]) -> tuple[int, int]:
+    """Upsert {key: unsigned fingerprint} in one transaction; returns (inserted, updated).
+
+    The rows are copied (binary COPY) into a staging table, then inserted; an existing key gets
+    the new fingerprint, and a key whose fingerprint is unchanged is left alone.
+    """
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     values = np.array([batch[key] for key in keys], dtype=np.uint64)
     permuted = [to_signed_array(table.permute_array(values)) for table in index.plan.tables]
@@ -137,10 +148,7 @@ def _store(conn: Connection, index: Index, batch: dict[str, int], report: Report
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, names=names, stage=stage, updates=updates)
         ).fetchone()
-    inserted, updated = counts if counts else (0, 0)
-    report.inserted += inserted
-    report.updated += updated
-    report.unchanged += len(keys) - inserted - updated
+    return (counts[0], counts[1]) if counts else (0, 0)
 
 
 def vacuum(conn: Connection, index: Index) -> None:

@@ -64,21 +64,19 @@ BEGIN
 END
 $$;
 
--- Every row of an index within max_distance bits of a fingerprint: exact, through the B-trees.
--- Each permuted column is probed for its prefix range; candidates are verified on the permuted
--- value in the index itself (distance does not change under a permutation), so rows that fail
--- are never read. max_distance defaults to, and may not exceed, the index's own.
-CREATE FUNCTION simdb.near(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
-RETURNS TABLE (key text, distance integer)
+-- The exact query simdb.near runs: one prefix-range probe per permuted column, candidates verified
+-- on the permuted value inside the index (distance does not change under a permutation), so rows
+-- that fail are never read; the survivors' ids are joined to the rows. The numbers in it are
+-- computed bigints; the identifiers are quoted with %I.
+CREATE FUNCTION simdb.near_query(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
+RETURNS text
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     idx      simdb._indexes;
     tbl      simdb._tables;
     k        integer;
     mask     bigint;
-    permuted bigint[] := '{}';
-    lows     bigint[] := '{}';
-    highs    bigint[] := '{}';
+    permuted bigint;
     probes   text[] := '{}';
 BEGIN
     SELECT * INTO idx FROM simdb._indexes AS i WHERE i.name = index_name;
@@ -95,19 +93,36 @@ BEGIN
                   HINT = 'an index answers exactly up to the max distance it was created with';
     END IF;
     FOR tbl IN SELECT * FROM simdb._tables AS t WHERE t.index_name = idx.name ORDER BY t.table_no LOOP
-        permuted := permuted || simdb.permute(fingerprint, idx.block_widths, tbl.block_order);
+        permuted := simdb.permute(fingerprint, idx.block_widths, tbl.block_order);
         mask := (-1)::bigint << (64 - tbl.prefix_bits);
-        lows := lows || (permuted[tbl.table_no + 1] & mask);
-        highs := highs || (permuted[tbl.table_no + 1] | ~mask);
         probes := probes || format(
-            'SELECT id FROM simdb.%1$I WHERE %2$I BETWEEN $2[%3$s] AND $3[%3$s] '
-            'AND bit_count((%2$I # $4[%3$s])::bit(64)) <= $5',
-            idx.name, tbl.column_name, tbl.table_no + 1);
+            'SELECT id FROM simdb.%1$I WHERE %2$I BETWEEN %3$s AND %4$s'
+            ' AND bit_count((%2$I # %5$s::bigint)::bit(64)) <= %6$s',
+            idx.name, tbl.column_name, permuted & mask, permuted | ~mask, permuted, k);
     END LOOP;
-    RETURN QUERY EXECUTE format(
-        'SELECT r.key, bit_count((r.fingerprint # $1)::bit(64))::integer FROM simdb.%I AS r '
-        'WHERE r.id IN (%s) ORDER BY 2, 1',
-        idx.name, array_to_string(probes, ' UNION ALL '))
-    USING fingerprint, lows, highs, permuted, k;
+    RETURN format(
+        'SELECT r.key, bit_count((r.fingerprint # %s::bigint)::bit(64))::integer AS distance'
+        ' FROM simdb.%I AS r WHERE r.id IN (%s) ORDER BY 2, 1',
+        fingerprint, idx.name, array_to_string(probes, ' UNION ALL '));
+END
+$$;
+
+-- Every row of an index within max_distance bits of a fingerprint, nearest first: exact, through
+-- the B-trees. max_distance defaults to, and may not exceed, the index's own.
+CREATE FUNCTION simdb.near(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
+RETURNS TABLE (key text, distance integer)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY EXECUTE simdb.near_query(index_name, fingerprint, max_distance);
+END
+$$;
+
+-- The plan PostgreSQL uses for simdb.near, as EXPLAIN (ANALYZE) prints it.
+CREATE FUNCTION simdb.explain_near(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RETURN QUERY EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) '
+        || simdb.near_query(index_name, fingerprint, max_distance);
 END
 $$;

@@ -1,4 +1,4 @@
-"""simdb core: the catalog of indexes and the SQL functions hamming, to_hex, from_hex, permute, near.
+"""simdb core: the catalog of indexes and the SQL functions (hamming, permute, near, ...).
 
 Revision ID: 0001
 Revises:
@@ -29,7 +29,9 @@ def downgrade() -> None:
     for (name,) in raw.execute("SELECT name FROM simdb._indexes").fetchall():
         raw.execute(sql.SQL("DROP TABLE IF EXISTS simdb.{}").format(sql.Identifier(name)))
     _run_script(
+        "DROP FUNCTION simdb.explain_near(text, bigint, integer);"
         "DROP FUNCTION simdb.near(text, bigint, integer);"
+        "DROP FUNCTION simdb.near_query(text, bigint, integer);"
         "DROP FUNCTION simdb.permute(bigint, integer[], integer[]);"
         "DROP FUNCTION simdb.from_hex(text);"
         "DROP FUNCTION simdb.to_hex(bigint);"

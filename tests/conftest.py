@@ -1,0 +1,95 @@
+"""Test databases: SIMDB_TEST_DSN when set, else a private embedded PostgreSQL for the session.
+
+A template database is migrated once; each test gets a fresh copy of it (CREATE DATABASE ...
+TEMPLATE), so tests are isolated and still fast. Never a mock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from simdb import schema
+from simdb.embedded import EmbeddedServer
+
+_counter = itertools.count()
+
+
+def traversable_tempdir(prefix: str) -> Path:
+    """A fresh folder of our own that the embedded server's user can enter when we run as root."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o755 if os.geteuid() == 0 else 0o700)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def admin_dsn() -> Iterator[str]:
+    """A DSN with the right to create databases."""
+    configured = os.environ.get("SIMDB_TEST_DSN")
+    if configured:
+        yield configured
+        return
+    server = EmbeddedServer(traversable_tempdir("simdb-test-") / "home")
+    url = server.start()
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+def _with_db(dsn: str, name: str) -> str:
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = name
+    return make_conninfo("", **params)
+
+
+@pytest.fixture(scope="session")
+def template_db(admin_dsn: str) -> Iterator[str]:
+    name = f"simdb_tpl_{os.getpid()}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    schema.upgrade(_with_db(admin_dsn, name))
+    yield name
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def dsn(admin_dsn: str, template_db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh, migrated database for one test; SIMDB_DSN points at it for CLI calls."""
+    name = f"simdb_t_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
+        )
+    url = _with_db(admin_dsn, name)
+    monkeypatch.setenv("SIMDB_DSN", url)
+    yield url
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        yield connection
+
+
+@pytest.fixture
+def empty_db(admin_dsn: str) -> Iterator[str]:
+    """A fresh database without simdb's schema (for migration tests)."""
+    name = f"simdb_e_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield _with_db(admin_dsn, name)
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -1,0 +1,43 @@
+"""A deliberately plain, loop-by-loop reading of the SimHash spec v1 in the README.
+
+Written from the spec text, without numpy, so the vectorised implementation is checked
+against the spec rather than against itself.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import xxhash
+
+M64 = 2**64 - 1
+K = 0x9E3779B97F4A7C15
+
+
+def fmix64(h: int) -> int:
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & M64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & M64
+    h ^= h >> 33
+    return h
+
+
+def reference_fingerprint(text: str, kind: str = "word", n: int = 3) -> int | None:
+    normal = unicodedata.normalize("NFKC", text).casefold()
+    tokens = re.findall(r"\w+", normal)
+    if not tokens:
+        return None
+    units = tokens if kind == "word" else list(" ".join(tokens))
+    hashes = [xxhash.xxh3_64_intdigest(unit.encode("utf-8")) for unit in units]
+    size = min(n, len(hashes))
+    counters = [0] * 64
+    for start in range(len(hashes) - size + 1):
+        acc = hashes[start]
+        for j in range(1, size):
+            acc = (acc * K + hashes[start + j]) & M64
+        shingle = fmix64(acc)
+        for bit in range(64):
+            counters[bit] += 1 if (shingle >> bit) & 1 else -1
+    return sum(1 << bit for bit in range(64) if counters[bit] > 0)

@@ -1,0 +1,111 @@
+"""Permuted block tables: the pigeonhole guarantee, permutations, probe ranges and the b rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdb.bits import MASK64, hamming, to_signed
+from simdb.blocks import MAX_TABLES, BlockPlan, block_widths, choose_blocks
+from simdb.errors import InvalidParameter
+
+U64 = st.integers(min_value=0, max_value=MASK64)
+
+PLANS = [(k, b) for k in range(0, 9) for b in range(k + 1, 17) if math.comb(b, k) <= MAX_TABLES]
+
+
+@st.composite
+def pair_within(draw: st.DrawFn) -> tuple[BlockPlan, int, int]:
+    """A plan, a value, and a second value at most k bits away from it."""
+    k, b = draw(st.sampled_from(PLANS))
+    value = draw(U64)
+    flips = draw(st.lists(st.integers(0, 63), max_size=k, unique=True))
+    other = value
+    for bit in flips:
+        other ^= 1 << bit
+    return BlockPlan(k, b), value, other
+
+
+def test_widths_cover_64_bits() -> None:
+    for blocks in range(1, 65):
+        widths = block_widths(blocks)
+        assert sum(widths) == 64 and max(widths) - min(widths) <= 1 and len(widths) == blocks
+
+
+def test_table_count_and_prefixes() -> None:
+    plan = BlockPlan(3, 5)
+    assert len(plan.tables) == math.comb(5, 3) == 10
+    assert {t.prefix_bits for t in plan.tables} == {25, 26}  # widths 13,13,13,13,12
+    assert plan.tables[0].order == (0, 1, 2, 3, 4)
+
+
+@settings(max_examples=500)
+@given(pair_within())
+def test_some_table_has_equal_prefixes_within_k(case: tuple[BlockPlan, int, int]) -> None:
+    plan, a, b = case
+    assert any(
+        t.permute(a) & t.prefix_mask == t.permute(b) & t.prefix_mask for t in plan.tables
+    )
+
+
+@settings(max_examples=500)
+@given(pair_within())
+def test_candidate_set_contains_every_true_neighbour(case: tuple[BlockPlan, int, int]) -> None:
+    plan, stored, query = case
+    found = False
+    for table in plan.tables:
+        low, high = table.probe_range(query)
+        if low <= table.permute(stored) <= high:
+            # the probe in signed bigint space is the same range (its top bit is fixed)
+            assert to_signed(low) <= to_signed(table.permute(stored)) <= to_signed(high)
+            found = True
+    assert found
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(PLANS), U64, U64)
+def test_permutation_preserves_distance(plan_args: tuple[int, int], a: int, b: int) -> None:
+    plan = BlockPlan(*plan_args)
+    for table in plan.tables:
+        assert hamming(table.permute(a), table.permute(b)) == hamming(a, b)
+
+
+@settings(max_examples=100)
+@given(st.sampled_from(PLANS), st.lists(U64, min_size=1, max_size=50))
+def test_array_permutation_equals_scalar(plan_args: tuple[int, int], values: list[int]) -> None:
+    plan = BlockPlan(*plan_args)
+    array = np.array(values, dtype=np.uint64)
+    for table in plan.tables:
+        assert table.permute_array(array).tolist() == [table.permute(v) for v in values]
+
+
+def test_probe_range_has_the_query_prefix() -> None:
+    plan = BlockPlan(3, 5)
+    for table in plan.tables:
+        low, high = table.probe_range(0x0123456789ABCDEF)
+        assert high - low == 2 ** (64 - table.prefix_bits) - 1
+        assert low & table.prefix_mask == table.permute(0x0123456789ABCDEF) & table.prefix_mask
+
+
+def test_blocks_rule_follows_log2_rows() -> None:
+    assert choose_blocks(3, 1_000) == 4  # 16-bit prefixes >= log2(1000)
+    assert choose_blocks(3, 1_000_000) == 5  # 25-bit prefixes >= 20
+    assert choose_blocks(3, 10**9) == 6  # 32-bit prefixes >= 30
+    assert choose_blocks(6, 1_000_000) == 8  # C(9, 6) = 84 would exceed MAX_TABLES
+    for k in range(9):
+        assert math.comb(choose_blocks(k, 10**7), k) <= MAX_TABLES
+
+
+@pytest.mark.parametrize(("k", "b"), [(3, 3), (3, 2), (-1, 4), (9, 10), (6, 12)])
+def test_bad_plans_are_refused(k: int, b: int) -> None:
+    with pytest.raises(InvalidParameter):
+        BlockPlan(k, b)
+
+
+def test_bad_expected_rows() -> None:
+    with pytest.raises(InvalidParameter):
+        choose_blocks(3, 0)

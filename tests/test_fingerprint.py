@@ -1,0 +1,119 @@
+"""SimHash spec v1: known-answer vectors, the spec's rules, and agreement with a plain reference."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import fmix64, reference_fingerprint
+
+from simdb.bits import hamming, to_hex
+from simdb.errors import InvalidParameter
+from simdb.fingerprint import EmptyDocument, Features, fingerprint, tokens
+
+# (text, features, fingerprint as 16 hex digits): pinned; a change here is a new spec version.
+KNOWN_ANSWERS = [
+    ("The quick brown fox jumps over the lazy dog", "word:3", "a70392059ddfcbce"),
+    ("The quick brown fox jumps over the lazy dog.", "word:1", "56ae985a5e266680"),
+    ("The quick brown fox jumps over the lazy dog", "char:5", "27b87a29ce126c2a"),
+    ("hello", "word:3", "e254f015a478ad1e"),
+    ("hello world", "word:3", "ba9b091b33c2300c"),
+    ("Straße ﬁnal ÉCOLE café", "word:3", "84bb880200945822"),
+    ("Straße ﬁnal ÉCOLE café", "char:3", "d86742a88dbdb2c2"),
+    ("日本語のテキスト、そして English words_with_underscores 42", "word:2", "1aa434884a24d801"),
+]
+
+
+@pytest.mark.parametrize(("text", "features", "expected"), KNOWN_ANSWERS)
+def test_known_answers(text: str, features: str, expected: str) -> None:
+    assert to_hex(fingerprint(text, Features.parse(features))) == expected
+
+
+@pytest.mark.parametrize(("text", "features", "expected"), KNOWN_ANSWERS)
+def test_known_answers_match_the_plain_reference(text: str, features: str, expected: str) -> None:
+    parsed = Features.parse(features)
+    assert reference_fingerprint(text, parsed.kind, parsed.n) == int(expected, 16)
+
+
+def test_one_shingle_document_is_the_mixed_hash_of_its_token() -> None:
+    # One token, one shingle: every counter is +1 or -1, so the fingerprint is the shingle hash.
+    assert fingerprint("hello") == fmix64(xxhash.xxh3_64_intdigest(b"hello"))
+
+
+def test_normalisation_nfkc_and_casefold() -> None:
+    assert fingerprint("ＨＥＬＬＯ Ｗｏｒｌｄ ﬁne") == fingerprint("hello world fine")
+    assert fingerprint("STRASSE groß") == fingerprint("strasse GROSS")
+
+
+def test_punctuation_and_spacing_do_not_matter() -> None:
+    assert fingerprint("one, two;   three!\n\tfour") == fingerprint("one two three four")
+
+
+def _shingle(*words: bytes) -> int:
+    acc = xxhash.xxh3_64_intdigest(words[0])
+    for word in words[1:]:
+        acc = (acc * 0x9E3779B97F4A7C15 + xxhash.xxh3_64_intdigest(word)) & (2**64 - 1)
+    return fmix64(acc)
+
+
+def test_weights_are_occurrence_counts() -> None:
+    # Shingles abc, bca, cab, abc: four occurrences, so a bit is 1 when three or more have it.
+    # abc occurs twice, so the result is exactly abc & (bca | cab).
+    abc, bca, cab = _shingle(b"a", b"b", b"c"), _shingle(b"b", b"c", b"a"), _shingle(b"c", b"a", b"b")
+    assert fingerprint("a b c a b c") == abc & (bca | cab)
+
+
+def test_short_documents_use_the_tokens_they_have() -> None:
+    assert fingerprint("two words", Features("word", 5)) == reference_fingerprint("two words", "word", 5)
+    assert fingerprint("two words", Features("word", 5)) == fingerprint("two words", Features("word", 2))
+
+
+@pytest.mark.parametrize("text", ["", "   ", "!!! ... ---", "\n\n"])
+def test_documents_without_tokens_are_empty(text: str) -> None:
+    with pytest.raises(EmptyDocument):
+        fingerprint(text)
+
+
+def test_near_duplicates_get_near_fingerprints() -> None:
+    base = " ".join(f"word{i % 97} item{i % 13} thing{i}" for i in range(400))
+    edited = base.replace("thing200 ", "changed200 ", 1)
+    assert hamming(fingerprint(base), fingerprint(edited)) <= 3
+    assert hamming(fingerprint(base), fingerprint("an unrelated text " * 50)) > 10
+
+
+@pytest.mark.parametrize("bad", ["word:0", "word:33", "line:3", "word:x", "char:-1"])
+def test_bad_feature_settings(bad: str) -> None:
+    with pytest.raises(InvalidParameter):
+        Features.parse(bad)
+
+
+def test_feature_parsing() -> None:
+    assert Features.parse("word") == Features("word", 3)
+    assert Features.parse("CHAR:4") == Features("char", 4)
+    assert str(Features.parse("char")) == "char:5"
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_fast_path_tokenises_like_the_regex(text: str) -> None:
+    expected = [t.encode() for t in re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())]
+    assert tokens(text) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("ab cd EF é ß ﬁ 1 _ .\n日本"), max_size=200),
+    st.sampled_from(["word", "char"]),
+    st.integers(min_value=1, max_value=6),
+)
+def test_fingerprint_equals_the_plain_reference(text: str, kind: str, n: int) -> None:
+    expected = reference_fingerprint(text, kind, n)
+    if expected is None:
+        with pytest.raises(EmptyDocument):
+            fingerprint(text, Features(kind, n))
+    else:
+        assert fingerprint(text, Features(kind, n)) == expected

@@ -1,0 +1,162 @@
+"""The SQL face: schema migrations, functions equal to Python, simdb.near through the B-trees."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+import psycopg
+import pytest
+
+from simdb import index, ingest, query, schema
+from simdb.bits import MASK64, hamming, to_hex, to_signed, to_unsigned
+from simdb.embedded import program
+from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def test_head_constant_matches_the_migrations() -> None:
+    assert schema.head_revision() == schema.HEAD
+
+
+def test_migrations_up_down_up(empty_db: str) -> None:
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert schema.current_revision(conn) == schema.HEAD
+        index.create(conn, "docs")
+        ingest.store(conn, index.get(conn, "docs"), {"a": 1})
+    schema.downgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('simdb.docs'), to_regclass('simdb._indexes')").fetchone() == (
+            None,
+            None,
+        )
+        assert conn.execute("SELECT to_regprocedure('simdb.hamming(bigint,bigint)')").fetchone() == (None,)
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert schema.current_revision(conn) == schema.HEAD
+
+
+def test_ensure_schema_migrates_once(empty_db: str) -> None:
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert schema.ensure_schema(conn) is True
+        assert schema.ensure_schema(conn) is False
+
+
+def test_sql_hamming_equals_python(conn: Conn) -> None:
+    rng = random.Random(1)
+    pairs = [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(2000)]
+    pairs += [(0, MASK64), (MASK64, MASK64), (1 << 63, 0)]
+    rows = conn.execute(
+        "SELECT simdb.hamming(a, b) FROM unnest(%s::bigint[], %s::bigint[]) AS t(a, b)",
+        ([to_signed(a) for a, _ in pairs], [to_signed(b) for _, b in pairs]),
+    ).fetchall()
+    assert [r[0] for r in rows] == [hamming(a, b) for a, b in pairs]
+
+
+@pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 7), (6, 8)])
+def test_sql_permute_equals_python(conn: Conn, k: int, blocks: int) -> None:
+    made = index.create(conn, f"perm_{k}_{blocks}", max_distance=k, blocks=blocks)
+    rng = random.Random(k * 100 + blocks)
+    values = [rng.getrandbits(64) for _ in range(300)] + [0, MASK64, 1 << 63, 1]
+    for number, table in enumerate(made.plan.tables):
+        rows = conn.execute(
+            "SELECT simdb.permute(v, i.block_widths, t.block_order) FROM unnest(%s::bigint[]) AS v,"
+            " simdb._indexes i JOIN simdb._tables t ON t.index_name = i.name"
+            " WHERE i.name = %s AND t.table_no = %s",
+            ([to_signed(v) for v in values], made.name, number),
+        ).fetchall()
+        assert [to_unsigned(r[0]) for r in rows] == [table.permute(v) for v in values]
+
+
+def test_hex_functions(conn: Conn) -> None:
+    for value in (0, 1, 0xFFFFFFFFFFFFFFFF, 0x8000000000000000, 0x0123456789ABCDEF):
+        row = conn.execute("SELECT simdb.to_hex(%s), simdb.from_hex(%s)", (to_signed(value), to_hex(value)))
+        assert row.fetchone() == (to_hex(value), to_signed(value))
+
+
+def _load(conn: Conn, name: str, rows: dict[str, int]) -> index.Index:
+    made = index.create(conn, name, max_distance=3)
+    ingest.store(conn, made, rows)
+    ingest.vacuum(conn, made)
+    return made
+
+
+def test_near_equals_a_brute_force_sql_scan(conn: Conn) -> None:
+    rng = random.Random(7)
+    base = [rng.getrandbits(64) for _ in range(40)]
+    rows = {f"r{i}": rng.getrandbits(64) for i in range(3000)}
+    for i, value in enumerate(base):  # planted neighbours at 0..4 bits
+        for d in range(5):
+            flipped = value
+            for bit in rng.sample(range(64), d):
+                flipped ^= 1 << bit
+            rows[f"q{i}_d{d}"] = flipped
+    made = _load(conn, "docs", rows)
+    for value in base:
+        for k in range(4):
+            near = conn.execute("SELECT key, distance FROM simdb.near('docs', %s, %s)", (to_signed(value), k))
+            brute = conn.execute(
+                "SELECT key, simdb.hamming(fingerprint, %s) FROM simdb.docs"
+                " WHERE simdb.hamming(fingerprint, %s) <= %s ORDER BY 2, 1",
+                (to_signed(value), to_signed(value), k),
+            )
+            assert near.fetchall() == brute.fetchall()
+    assert len(query.near(conn, made, base[0])) >= 4
+
+
+def test_near_plan_uses_index_only_scans(conn: Conn) -> None:
+    rng = random.Random(3)
+    _load(conn, "docs", {f"r{i}": rng.getrandbits(64) for i in range(20000)})
+    rows = conn.execute("SELECT simdb.explain_near('docs', %s)", (to_signed(rng.getrandbits(64)),))
+    plan = "\n".join(str(line) for (line,) in rows.fetchall())
+    assert plan.count("Index Only Scan using docs_p") == 10, plan
+    assert "Heap Fetches: 0" in plan, plan
+    assert "Seq Scan" not in plan, plan
+
+
+def test_near_errors(conn: Conn) -> None:
+    _load(conn, "docs", {"a": 1})
+    with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'nope'"):
+        conn.execute("SELECT * FROM simdb.near('nope', 1, 1)")
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="outside 0..3"):
+        conn.execute("SELECT * FROM simdb.near('docs', 1, 4)")
+
+
+def test_catalog_records_parameters(conn: Conn) -> None:
+    index.create(conn, "docs", max_distance=2, blocks=4)
+    row = conn.execute(
+        "SELECT bits, max_distance, blocks, block_widths, features, spec_version FROM simdb._indexes"
+    ).fetchone()
+    assert row == (64, 2, 4, [16, 16, 16, 16], "word:3", 1)
+    assert conn.execute("SELECT count(*) FROM simdb._tables").fetchone() == (6,)
+
+
+def test_index_name_never_reaches_sql_unquoted(conn: Conn) -> None:
+    for bad in ['x"; DROP TABLE simdb._indexes; --', "Docs", "1abc", "a" * 41, ""]:
+        with pytest.raises(InvalidParameter, match="bad index name"):
+            index.create(conn, bad)
+    assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)
+
+
+def test_create_twice_and_unknown(conn: Conn) -> None:
+    index.create(conn, "docs")
+    with pytest.raises(IndexExists):
+        index.create(conn, "docs")
+    with pytest.raises(IndexNotFound):
+        index.get(conn, "other")
+
+
+def test_psql_client_gets_the_same_answer(conn: Conn, dsn: str) -> None:
+    rng = random.Random(11)
+    rows = {f"r{i}": rng.getrandbits(64) for i in range(500)}
+    target = rows["r1"] ^ 0b101
+    rows["near"] = target
+    _load(conn, "docs", rows)
+    result = subprocess.run(
+        [str(program("psql")), "-X", "-A", "-t", "-F", ",", "-d", dsn, "-c",
+         f"SELECT key, distance FROM simdb.near('docs', {to_signed(rows['r1'])}, 3)"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert result.stdout.split() == ["r1,0", "near,2"]

@@ -207,6 +207,12 @@ def drop(ctx: click.Context, name: str, yes: bool) -> None:
     show_default=True,
     help="Documents per transaction.",
 )
+@click.option(
+    "--create",
+    "create_missing",
+    is_flag=True,
+    help="Create the index with default settings if it is missing.",
+)
 @json_option
 @click.pass_context
 def ingest_(
@@ -218,6 +224,7 @@ def ingest_(
     text_field: str,
     skip_errors: bool,
     batch_size: int,
+    create_missing: bool,
     as_json: bool,
 ) -> None:
     """Fingerprint files, folders, JSONL or CSV (or - for stdin) into index NAME.
@@ -230,7 +237,7 @@ def ingest_(
     options = readers.Options(format_, key_field, text_field, skip_errors)
     readers.check_sources(paths)
     with database(ctx) as conn:
-        target = index.get(conn, name)
+        target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
         total = readers.total_size(paths)
         with tqdm(
             total=total,

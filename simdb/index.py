@@ -164,6 +164,17 @@ def get(conn: Connection, name: str) -> Index:
     return Index(name, plan, Features.parse(features), expected_rows)
 
 
+def get_or_create(conn: Connection, name: str) -> Index:
+    """The index NAME, created with default settings if it does not exist yet."""
+    try:
+        return get(conn, name)
+    except IndexNotFound:
+        try:
+            return create(conn, name)
+        except IndexExists:  # created by a concurrent process in the meantime
+            return get(conn, name)
+
+
 @dataclass(frozen=True)
 class Summary:
     """One line of `simdb list`."""

@@ -69,7 +69,9 @@ def dsn(admin_dsn: str, template_db: str, monkeypatch: pytest.MonkeyPatch) -> It
     name = f"simdb_t_{os.getpid()}_{next(_counter)}"
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template_db)
+            )
         )
     url = _with_db(admin_dsn, name)
     monkeypatch.setenv("SIMDB_DSN", url)

@@ -47,9 +47,7 @@ def test_table_count_and_prefixes() -> None:
 @given(pair_within())
 def test_some_table_has_equal_prefixes_within_k(case: tuple[BlockPlan, int, int]) -> None:
     plan, a, b = case
-    assert any(
-        t.permute(a) & t.prefix_mask == t.permute(b) & t.prefix_mask for t in plan.tables
-    )
+    assert any(t.permute(a) & t.prefix_mask == t.permute(b) & t.prefix_mask for t in plan.tables)
 
 
 @settings(max_examples=500)

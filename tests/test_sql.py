@@ -120,7 +120,7 @@ def test_near_errors(conn: Conn) -> None:
     _load(conn, "docs", {"a": 1})
     with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'nope'"):
         conn.execute("SELECT * FROM simdb.near('nope', 1, 1)")
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="outside 0..3"):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"outside 0\.\.3"):
         conn.execute("SELECT * FROM simdb.near('docs', 1, 4)")
 
 
@@ -155,8 +155,20 @@ def test_psql_client_gets_the_same_answer(conn: Conn, dsn: str) -> None:
     rows["near"] = target
     _load(conn, "docs", rows)
     result = subprocess.run(
-        [str(program("psql")), "-X", "-A", "-t", "-F", ",", "-d", dsn, "-c",
-         f"SELECT key, distance FROM simdb.near('docs', {to_signed(rows['r1'])}, 3)"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            str(program("psql")),
+            "-X",
+            "-A",
+            "-t",
+            "-F",
+            ",",
+            "-d",
+            dsn,
+            "-c",
+            f"SELECT key, distance FROM simdb.near('docs', {to_signed(rows['r1'])}, 3)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert result.stdout.split() == ["r1,0", "near,2"]

@@ -1,0 +1,253 @@
+"""The CLI end to end on a real database: exit codes and messages are exact."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from simdb import cli
+from simdb.bits import to_hex
+from simdb.fingerprint import fingerprint
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+BASE = " ".join(f"alpha{i % 31} beta{i % 7} gamma{i}" for i in range(300))
+
+
+def simdb(capsys: pytest.CaptureFixture[str], *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """Run `simdb ARGS` in-process; returns (exit code, stdout, stderr)."""
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    try:
+        cli.run(list(args))
+        code = 0
+    except SystemExit as done:
+        code = int(done.code or 0)
+    finally:
+        sys.stdin = sys.__stdin__
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def rows(conn: Conn, name: str = "docs") -> list[tuple[object, ...]]:
+    return conn.execute(f"SELECT key, fingerprint FROM simdb.{name} ORDER BY key").fetchall()
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "corpus"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text(BASE)
+    (folder / "sub" / "a_copy.txt").write_text(BASE.replace("gamma150", "edited150", 1))
+    (folder / "b.txt").write_text("an unrelated text about other things " * 30)
+    (folder / "empty.txt").write_text("  ... \n")
+    (folder / ".hidden").write_text(BASE)
+    return folder
+
+
+def test_fingerprint_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert simdb(capsys, "fingerprint", "--text", "hello world") == (0, "ba9b091b33c2300c\n", "")
+    file = tmp_path / "f.txt"
+    file.write_text("The quick brown fox jumps over the lazy dog", encoding="utf-8")
+    assert simdb(capsys, "fingerprint", "--file", str(file)) == (0, "a70392059ddfcbce\n", "")
+    code, _, err = simdb(capsys, "fingerprint", "--text", "...")
+    assert (code, err) == (
+        1,
+        "simdb: error: --text has no word characters, so it has no fingerprint (give a document with some text)\n",
+    )
+    code, _, err = simdb(capsys, "fingerprint", "--text", "a", "--file", str(file))
+    assert code == 2 and "give exactly one of --text, --file" in err
+
+
+def test_help_is_clear(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = simdb(capsys, "--help")
+    assert code == 0 and "Near-duplicate search that lives in PostgreSQL" in out
+    for command in ("create", "ingest", "query", "fingerprint", "db", "list", "drop"):
+        assert command in out
+    code, out, _ = simdb(capsys, "ingest", "--help")
+    assert code == 0 and "--skip-errors" in out and "--key-field" in out
+
+
+def test_folder_ingest_and_query(
+    capsys: pytest.CaptureFixture[str], dsn: str, conn: Conn, corpus: Path
+) -> None:
+    code, out, _ = simdb(capsys, "create", "docs")
+    assert code == 0 and out.startswith("created index docs: max distance 3, 5 blocks, 10 tables")
+    code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
+    assert (code, out) == (0, "ingested 3 documents: 3 new, 0 updated, 0 unchanged; skipped 1 (1 empty)\n")
+    code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
+    assert (code, out) == (0, "ingested 3 documents: 0 new, 0 updated, 3 unchanged; skipped 1 (1 empty)\n")
+
+    code, out, _ = simdb(capsys, "query", "docs", "--file", str(corpus / "a.txt"), "--json")
+    result = json.loads(out)
+    keys = [match["key"] for match in result]
+    assert code == 0 and keys[0] == str(corpus / "a.txt") and str(corpus / "sub" / "a_copy.txt") in keys
+    assert str(corpus / "b.txt") not in keys
+    assert result[0] == {"key": str(corpus / "a.txt"), "distance": 0, "similarity": 1.0}
+
+    code, out, _ = simdb(capsys, "query", "docs", "--key", str(corpus / "b.txt"), "-k", "0")
+    assert code == 0
+    assert out.splitlines() == ["distance  similarity  key", f"       0       1.000  {corpus / 'b.txt'}"]
+
+    value = fingerprint(BASE)
+    code, out, _ = simdb(capsys, "query", "docs", "--fingerprint", to_hex(value), "--json")
+    assert [m["key"] for m in json.loads(out)] == keys
+
+    code, out, _ = simdb(capsys, "list", "--json")
+    assert json.loads(out) == [
+        {"name": "docs", "rows": 3, "max_distance": 3, "blocks": 5, "tables": 10, "features": "word:3"}
+    ]
+
+
+def test_query_errors(capsys: pytest.CaptureFixture[str], dsn: str) -> None:
+    simdb(capsys, "create", "docs", "-k", "2")
+    cases = {
+        ("query", "docs", "--fingerprint", "xyz"): "simdb: error: bad fingerprint 'xyz' "
+        "(give 1 to 16 hex digits, e.g. 3f2a9c0d11e4b7a8)\n",
+        ("query", "docs", "--text", "hello", "-k", "3"): "simdb: error: max distance 3 is outside 0..2 for "
+        "index 'docs' (an index answers exactly up to the distance it was created with; create one with "
+        "--max-distance 3 for more)\n",
+        ("query", "nope", "--text", "hello"): "simdb: error: no index named 'nope' (create it with "
+        "`simdb create nope`; `simdb list` shows the indexes)\n",
+        ("query", "docs", "--key", "missing"): "simdb: error: index 'docs' has no key 'missing' "
+        "(check the key, e.g. with SQL)\n",
+        ("create", "docs"): "simdb: error: index 'docs' already exists (pick another name, or drop it "
+        "first with `simdb drop docs`)\n",
+        ("create", "Bad Name"): "simdb: error: bad index name 'Bad Name' (use 1 to 40 characters: a "
+        "lower-case letter, then letters, digits or '_')\n",
+        ("create", "other", "-k", "12"): "simdb: error: max distance 12 is out of range (exact search "
+        "supports 0 to 8 bits; 3 is usual for 64-bit SimHash)\n",
+        ("create", "other", "--features", "line:3"): "simdb: error: unknown feature kind 'line' "
+        "(use 'word:N' or 'char:N', e.g. word:3)\n",
+    }
+    for args, message in cases.items():
+        assert simdb(capsys, *args) == (1, "", message), args
+    code, _, err = simdb(capsys, "query", "docs")
+    assert code == 2 and "give exactly one of --text, --file, --fingerprint, --key" in err
+
+
+def test_jsonl_csv_and_stdin(capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path) -> None:
+    simdb(capsys, "create", "docs")
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text(
+        json.dumps({"id": 1, "body": BASE})
+        + "\n\n"
+        + json.dumps({"id": "two", "body": BASE + " more"})
+        + "\n"
+    )
+    code, out, _ = simdb(capsys, "ingest", "docs", str(jsonl), "--key-field", "id", "--text-field", "body")
+    assert (code, out) == (0, "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n")
+    table = tmp_path / "docs.csv"
+    table.write_text('key,text\nc1,"a, quoted\nmultiline text"\nc2,plain words here\n')
+    code, out, _ = simdb(capsys, "ingest", "docs", str(table))
+    assert (code, out) == (0, "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n")
+    stdin = (json.dumps({"key": "s1", "text": "from standard input"}) + "\n").encode()
+    code, out, _ = simdb(capsys, "ingest", "docs", "-", stdin=stdin)
+    assert (code, out) == (0, "ingested 1 documents: 1 new, 0 updated, 0 unchanged; skipped 0\n")
+    assert [key for key, _ in rows(conn)] == ["1", "c1", "c2", "s1", "two"]
+
+
+def test_malformed_jsonl_stops_and_stores_nothing(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    simdb(capsys, "create", "docs")
+    simdb(capsys, "ingest", "docs", "-", stdin=b'{"key": "old", "text": "already stored text"}\n')
+    before = rows(conn)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"key": "a", "text": "one two three"}\n{"key": "b", "text": "x y z"}\n{"key": "c", "text": \n'
+    )
+    code, out, err = simdb(capsys, "ingest", "docs", str(bad))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"simdb: error: {bad}:3: not valid JSON (Expecting value) "
+        "(fix it, or pass --skip-errors to skip bad records and go on)\n"
+    )
+    assert rows(conn) == before
+    code, out, _ = simdb(capsys, "ingest", "docs", str(bad), "--skip-errors")
+    assert (code, out) == (
+        0,
+        "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 1 (1 malformed)\n",
+    )
+
+
+def test_bad_records(capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path) -> None:
+    simdb(capsys, "create", "docs")
+    missing = tmp_path / "m.jsonl"
+    missing.write_text('{"id": 1, "body": "text"}\n')
+    assert simdb(capsys, "ingest", "docs", str(missing)) == (
+        1,
+        "",
+        f"simdb: error: {missing}:1: no field 'key' (fields: id, body) (name the right one with --key-field)\n",
+    )
+    not_object = tmp_path / "n.jsonl"
+    not_object.write_text("[1, 2]\n")
+    assert simdb(capsys, "ingest", "docs", str(not_object))[2] == (
+        f"simdb: error: {not_object}:1: a JSON line must be an object "
+        "(fix it, or pass --skip-errors to skip bad records and go on)\n"
+    )
+    ragged = tmp_path / "r.csv"
+    ragged.write_text("key,text\nk1,fine text\nk2,too,many\n")
+    assert simdb(capsys, "ingest", "docs", str(ragged)) == (
+        1,
+        "",
+        f"simdb: error: {ragged}:3: malformed CSV row: 3 fields where the header has 2 "
+        "(fix it, or pass --skip-errors to skip bad records and go on)\n",
+    )
+    assert rows(conn) == []
+    assert simdb(capsys, "ingest", "docs", str(tmp_path / "nope.txt")) == (
+        1,
+        "",
+        f"simdb: error: no such file or folder: {tmp_path / 'nope.txt'} (check the path)\n",
+    )
+
+
+def test_encoding_binary_and_unreadable_files(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    simdb(capsys, "create", "docs")
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "latin1.txt").write_bytes("café crème brûlée à la carte".encode("latin-1"))
+    (folder / "image.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (folder / "broken").symlink_to(folder / "does-not-exist")
+    code, _, err = simdb(capsys, "ingest", "docs", str(folder))
+    assert code == 1
+    assert err == (
+        f"simdb: error: cannot read {folder / 'broken'}: No such file or directory (check the file's permissions)\n"
+    )
+    assert rows(conn) == []
+    code, out, _ = simdb(capsys, "ingest", "docs", str(folder), "--skip-errors")
+    assert (code, out) == (
+        0,
+        "ingested 1 documents: 1 new, 0 updated, 0 unchanged; skipped 2 (1 binary, 1 unreadable); "
+        "1 had invalid UTF-8 replaced by U+FFFD\n",
+    )
+    expected = fingerprint("café crème brûlée à la carte".encode("latin-1").decode("utf-8", "replace"))
+    assert [(k, v & (2**64 - 1)) for k, v in rows(conn)] == [(str(folder / "latin1.txt"), expected)]
+
+
+def test_database_down_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = simdb(capsys, "--dsn", "postgresql://postgres@127.0.0.1:1/none", "list")
+    assert (code, out) == (1, "")
+    assert err.startswith("simdb: error: cannot connect to PostgreSQL (--dsn): ")
+    assert err.endswith(
+        "(check that the server is up and the DSN is right; with no DSN simdb uses its own server)\n"
+    )
+    assert err.count("\n") == 1
+
+
+def test_drop(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
+    simdb(capsys, "create", "docs")
+    assert simdb(capsys, "drop", "docs") == (
+        1,
+        "",
+        "simdb: error: dropping index 'docs' needs confirmation (pass --yes)\n",
+    )
+    assert simdb(capsys, "drop", "docs", "--yes") == (0, "dropped index docs\n", "")
+    assert conn.execute("SELECT to_regclass('simdb.docs')").fetchone() == (None,)

@@ -1,0 +1,132 @@
+"""The embedded PostgreSQL: start/stop/status, no DSN needed, stale pid files, running as root."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import traversable_tempdir
+from test_cli import simdb
+
+from simdb.embedded import EmbeddedServer
+from simdb.errors import DatabaseUnavailable
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """SIMDB_HOME in a fresh folder, no other connection settings; the server is stopped after."""
+    for name in (
+        "SIMDB_DSN",
+        "DATABASE_URL",
+        "PGHOST",
+        "PGHOSTADDR",
+        "PGPORT",
+        "PGDATABASE",
+        "PGUSER",
+        "PGSERVICE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    folder = traversable_tempdir("simdb-home-") / "home"
+    monkeypatch.setenv("SIMDB_HOME", str(folder))
+    yield folder
+    EmbeddedServer(folder).stop()
+
+
+def test_cli_runs_on_the_embedded_server_with_no_dsn(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    code, out, _ = simdb(capsys, "db", "status", "--json")
+    assert code == 0 and json.loads(out)["running"] is False
+    (tmp_path / "a.txt").write_text("one two three four five six")
+    assert simdb(capsys, "create", "docs")[0] == 0
+    assert simdb(capsys, "ingest", "docs", str(tmp_path))[1].startswith("ingested 1 documents: 1 new")
+    code, out, _ = simdb(capsys, "query", "docs", "--text", "one two three four five six", "--json")
+    assert json.loads(out) == [{"key": str(tmp_path / "a.txt"), "distance": 0, "similarity": 1.0}]
+    status = json.loads(simdb(capsys, "db", "status", "--json")[1])
+    assert status["running"] is True and status["version"] == "18" and status["home"] == str(home)
+    url = simdb(capsys, "db", "url")[1].strip()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM simdb.docs").fetchone() == (1,)
+        assert conn.info.server_version >= 180000
+    assert simdb(capsys, "db", "stop") == (0, "stopped\n", "")
+    assert simdb(capsys, "db", "stop") == (0, "was not running\n", "")
+    # the data survives a stop; the next command starts the server again
+    assert json.loads(simdb(capsys, "list", "--json")[1])[0]["rows"] == 1
+
+
+def test_stale_pid_file_after_a_hard_kill(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    server = EmbeddedServer(home)
+    url = server.start()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE kept (x int)")
+    pid = server.status().pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    while server.status().running:
+        time.sleep(0.05)
+    # the pid file now names a live process that is not PostgreSQL (as after pid reuse)
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        pid_file = home / "pgdata" / "postmaster.pid"
+        lines = pid_file.read_text().splitlines()
+        pid_file.write_text("\n".join([str(bystander.pid), *lines[1:]]) + "\n")
+        status = json.loads(simdb(capsys, "db", "status", "--json")[1])
+        assert status["running"] is False and status["stale_pid_file"] is True
+        assert simdb(capsys, "db", "stop") == (0, "was not running\n", "")
+        assert simdb(capsys, "db", "start")[0] == 0
+        assert bystander.poll() is None  # the bystander was left alone
+        with psycopg.connect(server.url()) as conn:
+            assert conn.execute("SELECT to_regclass('kept') IS NOT NULL").fetchone() == (True,)
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def _modes(path: Path) -> dict[Path, int]:
+    return {p: stat.S_IMODE(p.stat().st_mode) for p in [path, *path.parents]}
+
+
+def test_never_loosens_existing_folders(monkeypatch: pytest.MonkeyPatch) -> None:
+    private = traversable_tempdir("simdb-private-")
+    private.chmod(0o700)  # like a user's home directory
+    home = private / "data" / "simdb"
+    before = _modes(private)
+    server = EmbeddedServer(home)
+    try:
+        if os.geteuid() == 0:
+            # the server must run as an unprivileged user, who cannot enter a 0700 folder of root's
+            with pytest.raises(DatabaseUnavailable, match="never loosens an existing folder's permissions"):
+                server.start()
+        else:
+            server.start()
+            assert server.status().running
+    finally:
+        server.stop()
+    assert _modes(private) == before
+
+
+def test_root_default_home_is_reachable_by_the_server_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SIMDB_HOME", raising=False)
+    home = EmbeddedServer().home
+    if os.geteuid() == 0:
+        assert home == Path("/var/lib/simdb")
+    else:
+        assert Path.home() in home.parents
+
+
+def test_concurrent_processes_share_one_server(home: Path) -> None:
+    command = [sys.executable, "-c", "from simdb.cli import run; run(['db', 'start'])"]
+    first, second = (subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2))
+    outputs = [process.communicate(timeout=120)[0] for process in (first, second)]
+    assert first.returncode == second.returncode == 0
+    assert outputs[0] == outputs[1] == EmbeddedServer(home).url() + "\n"
+    assert EmbeddedServer(home).status().running

@@ -338,6 +338,69 @@ def fingerprint_(text: str | None, file: str | None, features: str) -> None:
     click.echo(to_hex(_fingerprint_text(document, Features.parse(features), file or "--text")))
 
 
+@main.command(name="bench")
+@click.option(
+    "--rows", type=click.IntRange(1), default=100_000, show_default=True, help="Rows in the scratch index."
+)
+@click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
+@click.option("--queries", type=click.IntRange(1), default=1000, show_default=True, help="Timed queries.")
+@click.option(
+    "--brute-force-queries",
+    type=click.IntRange(0),
+    default=20,
+    show_default=True,
+    help="Queries also answered by a full bit_count scan, for the ratio and recall.",
+)
+@click.option(
+    "--text",
+    "text_paths",
+    multiple=True,
+    metavar="PATH",
+    help="Also time fingerprinting of the text files below PATH (repeatable).",
+)
+@features_option
+@json_option
+@click.pass_context
+def bench_(
+    ctx: click.Context,
+    rows: int,
+    max_distance: int,
+    queries: int,
+    brute_force_queries: int,
+    text_paths: tuple[str, ...],
+    features: str,
+    as_json: bool,
+) -> None:
+    """Measure load, query latency and exactness on a scratch index, against a brute-force scan.
+
+    The scratch index is dropped afterwards. With --text, also measure fingerprinting MB/s on
+    one core against the straightforward per-shingle method.
+    """
+    from simdb import bench
+
+    fingerprinting = None
+    if text_paths:
+        readers.check_sources(text_paths)
+        fingerprinting = bench.bench_fingerprint(text_paths, Features.parse(features))
+    with database(ctx) as conn:
+        say = (lambda line: None) if as_json else (lambda line: click.echo(f"... {line}", err=True))
+        measured = bench.bench_index(
+            conn,
+            rows=rows,
+            max_distance=max_distance,
+            queries=queries,
+            brute_force_queries=brute_force_queries,
+            progress=say,
+        )
+    if as_json:
+        report = {"index": measured.as_dict()}
+        if fingerprinting is not None:
+            report["fingerprint"] = fingerprinting.as_dict()
+        emit_json(report)
+        return
+    click.echo(bench.format_report(measured, fingerprinting))
+
+
 @main.group()
 def db() -> None:
     """The embedded PostgreSQL server (used when no DSN is given); data in SIMDB_HOME."""
@@ -406,7 +469,7 @@ def run(args: list[str] | None = None) -> None:
         click.echo(f"simdb: error: {DatabaseUnavailable(_first_line(error), _RERUN)}", err=True)
         sys.exit(1)
     except psycopg.Error as error:
-        click.echo(f"simdb: error: the database refused: {_first_line(error)} ({_RERUN})", err=True)
+        click.echo(f"simdb: error: the database refused: {_first_line(error)} ({_ROLLED_BACK})", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo(f"simdb: interrupted ({_RERUN})", err=True)
@@ -415,6 +478,7 @@ def run(args: list[str] | None = None) -> None:
         sys.exit(0)
 
 
+_ROLLED_BACK = "the failed statement's transaction was rolled back; work committed before it is kept"
 _RERUN = "batches already committed are kept; running the same command again completes the work"
 
 

@@ -14,6 +14,7 @@ from simdb.connection import Connection
 from simdb.errors import IndexExists, IndexMismatch, IndexNotFound, InvalidParameter
 from simdb.fingerprint import DEFAULT_FEATURES, SPEC_VERSION, Features
 from simdb.schema import SCHEMA
+from simdb.sqlgen import create_near_function, near_function, near_statement, table_column
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
@@ -40,16 +41,17 @@ class Index:
     @property
     def columns(self) -> list[str]:
         """The permuted block columns, one per table: p0, p1, ..."""
-        return [column_name(number) for number in range(len(self.plan.tables))]
+        return [table_column(number) for number in range(len(self.plan.tables))]
 
     @property
     def table(self) -> sql.Identifier:
         """simdb."NAME", quoted for psycopg.sql."""
         return sql.Identifier(SCHEMA, self.name)
 
-
-def column_name(table_number: int) -> str:
-    return f"p{table_number}"
+    @property
+    def near_function(self) -> sql.Identifier:
+        """simdb."NAME__near"(fingerprint, max_distance): the index's exact near query."""
+        return sql.Identifier(SCHEMA, near_function(self.name))
 
 
 def create(
@@ -67,6 +69,7 @@ def create(
         max_distance, blocks if blocks is not None else choose_blocks(max_distance, expected_rows)
     )
     index = Index(name, plan, features, expected_rows)
+    near_sql = near_statement(name, plan).as_string(conn)
     try:
         with conn.transaction():
             if conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{name}",)).fetchone() != (None,):
@@ -76,7 +79,8 @@ def create(
                 )
             conn.execute(
                 "INSERT INTO simdb._indexes (name, bits, max_distance, blocks, block_widths,"
-                " features, spec_version, expected_rows) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                " features, spec_version, expected_rows, near_sql)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     name,
                     BITS,
@@ -86,15 +90,17 @@ def create(
                     str(features),
                     SPEC_VERSION,
                     expected_rows,
+                    near_sql,
                 ),
             )
             for number, table in enumerate(plan.tables):
                 conn.execute(
                     "INSERT INTO simdb._tables (index_name, table_no, column_name, block_order,"
                     " prefix_bits) VALUES (%s, %s, %s, %s, %s)",
-                    (name, number, column_name(number), list(table.order), table.prefix_bits),
+                    (name, number, table_column(number), list(table.order), table.prefix_bits),
                 )
             _create_table(conn, index)
+            conn.execute(create_near_function(name, near_sql))
     except psycopg.errors.UniqueViolation as error:
         raise IndexExists(f"index {name!r} already exists", "pick another name") from error
     return index
@@ -212,4 +218,5 @@ def drop(conn: Connection, name: str) -> None:
     index = get(conn, name)
     with conn.transaction():
         conn.execute(sql.SQL("DROP TABLE {}").format(index.table))
+        conn.execute(sql.SQL("DROP FUNCTION {}").format(index.near_function))
         conn.execute("DELETE FROM simdb._indexes WHERE name = %s", (name,))

@@ -45,9 +45,8 @@ def check_distance(index: Index, max_distance: int | None) -> int:
 def near(conn: Connection, index: Index, value: int, max_distance: int | None = None) -> list[Match]:
     """Rows within max_distance bits of an unsigned fingerprint, nearest first, then by key."""
     k = check_distance(index, max_distance)
-    rows = conn.execute(
-        "SELECT key, distance FROM simdb.near(%s, %s, %s)", (index.name, to_signed(value), k)
-    ).fetchall()
+    statement = sql.SQL("SELECT key, distance FROM {}(%s, %s)").format(index.near_function)
+    rows = conn.execute(statement, (to_signed(value), k), prepare=True).fetchall()
     return [Match(key, distance) for key, distance in rows]
 
 

@@ -11,6 +11,7 @@ CREATE TABLE simdb._indexes (
     features      text NOT NULL,
     spec_version  integer NOT NULL,
     expected_rows bigint NOT NULL,
+    near_sql      text NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE simdb._indexes IS 'simdb: one row per index with the parameters it was built with';
@@ -64,65 +65,52 @@ BEGIN
 END
 $$;
 
--- The exact query simdb.near runs: one prefix-range probe per permuted column, candidates verified
--- on the permuted value inside the index (distance does not change under a permutation), so rows
--- that fail are never read; the survivors' ids are joined to the rows. The numbers in it are
--- computed bigints; the identifiers are quoted with %I.
-CREATE FUNCTION simdb.near_query(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
-RETURNS text
+-- Every row of an index within max_distance bits of a fingerprint, nearest first: exact, through
+-- the B-trees. max_distance defaults to, and may not exceed, the index's own. The query itself is
+-- the index's static statement (simdb._indexes.near_sql), run by its function simdb.NAME__near.
+CREATE FUNCTION simdb.near(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
+RETURNS TABLE (key text, distance integer)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    idx      simdb._indexes;
-    tbl      simdb._tables;
-    k        integer;
-    mask     bigint;
-    permuted bigint;
-    probes   text[] := '{}';
+    k integer := simdb._checked_distance(index_name, max_distance);
 BEGIN
-    SELECT * INTO idx FROM simdb._indexes AS i WHERE i.name = index_name;
-    IF NOT FOUND THEN
+    RETURN QUERY EXECUTE format('SELECT * FROM simdb.%I($1, $2)', index_name || '__near')
+        USING fingerprint, k;
+END
+$$;
+
+-- The plan PostgreSQL uses for simdb.near, as EXPLAIN ANALYZE prints it.
+CREATE FUNCTION simdb.explain_near(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    k integer := simdb._checked_distance(index_name, max_distance);
+    statement text := (SELECT i.near_sql FROM simdb._indexes AS i WHERE i.name = index_name);
+BEGIN
+    RETURN QUERY EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || statement
+        USING fingerprint, k;
+END
+$$;
+
+-- max_distance, or the index's k when it is NULL; an unknown index or a larger k is an error.
+CREATE FUNCTION simdb._checked_distance(index_name text, max_distance integer)
+RETURNS integer
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    k_max integer := (SELECT i.max_distance FROM simdb._indexes AS i WHERE i.name = index_name);
+    k integer := coalesce(max_distance, k_max);
+BEGIN
+    IF k_max IS NULL THEN
         RAISE EXCEPTION 'simdb: no index named %', quote_literal(index_name)
             USING ERRCODE = 'undefined_object',
                   HINT = 'SELECT name FROM simdb._indexes lists the indexes';
     END IF;
-    k := coalesce(max_distance, idx.max_distance);
-    IF k < 0 OR k > idx.max_distance THEN
+    IF k < 0 OR k > k_max THEN
         RAISE EXCEPTION 'simdb: max distance % is outside 0..% for index %',
-                k, idx.max_distance, quote_literal(index_name)
+                k, k_max, quote_literal(index_name)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'an index answers exactly up to the max distance it was created with';
     END IF;
-    FOR tbl IN SELECT * FROM simdb._tables AS t WHERE t.index_name = idx.name ORDER BY t.table_no LOOP
-        permuted := simdb.permute(fingerprint, idx.block_widths, tbl.block_order);
-        mask := (-1)::bigint << (64 - tbl.prefix_bits);
-        probes := probes || format(
-            'SELECT id FROM simdb.%1$I WHERE %2$I BETWEEN %3$s AND %4$s'
-            ' AND bit_count((%2$I # %5$s::bigint)::bit(64)) <= %6$s',
-            idx.name, tbl.column_name, permuted & mask, permuted | ~mask, permuted, k);
-    END LOOP;
-    RETURN format(
-        'SELECT r.key, bit_count((r.fingerprint # %s::bigint)::bit(64))::integer AS distance'
-        ' FROM simdb.%I AS r WHERE r.id IN (%s) ORDER BY 2, 1',
-        fingerprint, idx.name, array_to_string(probes, ' UNION ALL '));
-END
-$$;
-
--- Every row of an index within max_distance bits of a fingerprint, nearest first: exact, through
--- the B-trees. max_distance defaults to, and may not exceed, the index's own.
-CREATE FUNCTION simdb.near(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
-RETURNS TABLE (key text, distance integer)
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN QUERY EXECUTE simdb.near_query(index_name, fingerprint, max_distance);
-END
-$$;
-
--- The plan PostgreSQL uses for simdb.near, as EXPLAIN (ANALYZE) prints it.
-CREATE FUNCTION simdb.explain_near(index_name text, fingerprint bigint, max_distance integer DEFAULT NULL)
-RETURNS SETOF text
-LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-    RETURN QUERY EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) '
-        || simdb.near_query(index_name, fingerprint, max_distance);
+    RETURN k;
 END
 $$;

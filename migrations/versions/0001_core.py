@@ -28,10 +28,11 @@ def downgrade() -> None:
     raw = op.get_bind().connection.driver_connection
     for (name,) in raw.execute("SELECT name FROM simdb._indexes").fetchall():
         raw.execute(sql.SQL("DROP TABLE IF EXISTS simdb.{}").format(sql.Identifier(name)))
+        raw.execute(sql.SQL("DROP FUNCTION IF EXISTS simdb.{}").format(sql.Identifier(f"{name}__near")))
     _run_script(
         "DROP FUNCTION simdb.explain_near(text, bigint, integer);"
         "DROP FUNCTION simdb.near(text, bigint, integer);"
-        "DROP FUNCTION simdb.near_query(text, bigint, integer);"
+        "DROP FUNCTION simdb._checked_distance(text, integer);"
         "DROP FUNCTION simdb.permute(bigint, integer[], integer[]);"
         "DROP FUNCTION simdb.from_hex(text);"
         "DROP FUNCTION simdb.to_hex(bigint);"

@@ -1,0 +1,268 @@
+"""Benchmarks that print figures with their machine, sizes and a same-process comparison.
+
+Nothing here asserts a timing; `simdb bench` reports what it measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import statistics
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import xxhash
+from psycopg import sql
+
+from simdb import index, ingest, readers
+from simdb.bits import to_signed
+from simdb.connection import Connection
+from simdb.fingerprint import EmptyDocument, Features, fingerprint
+from simdb.sqlgen import near_statement
+
+LOAD_BATCH = 50_000
+
+
+def machine() -> dict[str, object]:
+    """What the figures were measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
+            cpu = models[0] if models else cpu
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "os": platform.platform(),
+    }
+
+
+@dataclass
+class IndexBench:
+    """Figures of one `simdb bench` run on a scratch index."""
+
+    rows: int
+    max_distance: int
+    blocks: int
+    tables: int
+    queries: int
+    server: str
+    load_rows_per_s: float
+    bytes_per_row: float
+    query_p50_ms: float
+    query_p99_ms: float
+    server_p50_ms: float
+    roundtrip_p50_ms: float
+    brute_force_p50_ms: float
+    brute_force_queries: int
+    recall: float
+    machine: dict[str, object] = field(default_factory=machine)
+
+    @property
+    def speedup(self) -> float:
+        return self.brute_force_p50_ms / self.query_p50_ms if self.query_p50_ms else float("nan")
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "speedup_vs_brute_force": self.speedup}
+
+
+def _percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def _planted(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int], list[int]]:
+    """Random fingerprints plus, for each query, neighbours at every distance 0..k+1."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 2**64, size=rows, dtype=np.uint64)
+    probes = rng.integers(0, 2**64, size=queries, dtype=np.uint64)
+    planted = min(rows, queries * (k + 2))
+    for slot in range(planted):
+        query, distance = divmod(slot, k + 2)
+        flips = rng.choice(64, size=distance, replace=False)
+        values[slot] = probes[query] ^ np.bitwise_or.reduce(
+            np.uint64(1) << flips.astype(np.uint64), initial=0
+        )
+    return {f"r{i}": int(v) for i, v in enumerate(values.tolist())}, [int(p) for p in probes.tolist()]
+
+
+def bench_index(
+    conn: Connection,
+    *,
+    rows: int,
+    max_distance: int,
+    queries: int = 1000,
+    brute_force_queries: int = 20,
+    seed: int = 1,
+    progress: Callable[[str], None] = lambda _: None,
+) -> IndexBench:
+    """Load `rows` random fingerprints into a scratch index, time queries, compare with a scan."""
+    name = f"bench_{os.getpid()}"
+    data, probes = _planted(rows, queries, max_distance, seed)
+    made = index.create(conn, name, max_distance=max_distance, expected_rows=rows)
+    try:
+        progress(f"loading {rows} rows into scratch index {name}")
+        keys = list(data)
+        started = time.perf_counter()
+        for start in range(0, len(keys), LOAD_BATCH):
+            ingest.store(conn, made, {key: data[key] for key in keys[start : start + LOAD_BATCH]})
+        load_s = time.perf_counter() - started
+        ingest.vacuum(conn, made)
+        size = conn.execute("SELECT pg_total_relation_size(%s)", (f"simdb.{name}",)).fetchone()
+        total_bytes = size[0] if size else 0
+
+        progress(f"timing {queries} queries")
+        statement = "SELECT key, distance FROM simdb.near(%s, %s, %s)"
+        client: list[float] = []
+        results: list[set[str]] = []
+        for value in probes[:50]:  # warm the cache and the prepared statement
+            conn.execute(statement, (name, to_signed(value), max_distance), prepare=True).fetchall()
+        for value in probes:
+            began = time.perf_counter()
+            found = conn.execute(statement, (name, to_signed(value), max_distance), prepare=True).fetchall()
+            client.append((time.perf_counter() - began) * 1000)
+            results.append({key for key, _ in found})
+        roundtrip = []
+        for value in probes:
+            began = time.perf_counter()
+            conn.execute("SELECT %s::bigint", (to_signed(value),), prepare=True).fetchall()
+            roundtrip.append((time.perf_counter() - began) * 1000)
+        server = _server_side_ms(conn, made, probes[: min(200, len(probes))], max_distance)
+
+        progress(f"timing {brute_force_queries} brute-force scans")
+        brute: list[float] = []
+        matched = 0
+        scan = sql.SQL("SELECT key FROM {} WHERE simdb.hamming(fingerprint, %s) <= %s").format(made.table)
+        for number, value in enumerate(probes[:brute_force_queries]):
+            began = time.perf_counter()
+            expected = {key for (key,) in conn.execute(scan, (to_signed(value), max_distance)).fetchall()}
+            brute.append((time.perf_counter() - began) * 1000)
+            matched += expected == results[number]
+        version = conn.execute("SHOW server_version").fetchone()
+        return IndexBench(
+            rows=rows,
+            max_distance=max_distance,
+            blocks=made.plan.blocks,
+            tables=len(made.plan.tables),
+            queries=len(probes),
+            server=f"PostgreSQL {version[0] if version else '?'}",
+            load_rows_per_s=rows / load_s,
+            bytes_per_row=total_bytes / rows,
+            query_p50_ms=statistics.median(client),
+            query_p99_ms=_percentile(client, 0.99),
+            server_p50_ms=statistics.median(server),
+            roundtrip_p50_ms=statistics.median(roundtrip),
+            brute_force_p50_ms=statistics.median(brute) if brute else float("nan"),
+            brute_force_queries=len(brute),
+            recall=matched / len(brute) if brute else float("nan"),
+        )
+    finally:
+        index.drop(conn, name)
+
+
+def _server_side_ms(conn: Connection, made: index.Index, probes: Sequence[int], k: int) -> list[float]:
+    """Execution time inside the server of the index's near statement (its cached generic plan)."""
+    name = sql.Identifier(f"simdb_bench_near_{os.getpid()}")
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute(
+        sql.SQL("PREPARE {} (bigint, integer) AS {}").format(name, near_statement(made.name, made.plan))
+    )
+    timings = []
+    try:
+        for value in probes:
+            explain = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {}({}, {})").format(
+                name, sql.Literal(to_signed(value)), sql.Literal(k)
+            )
+            plan = conn.execute(explain).fetchone()
+            if plan:
+                timings.append(float(plan[0][0]["Execution Time"]))
+    finally:
+        conn.execute(sql.SQL("DEALLOCATE {}").format(name))
+        conn.execute("RESET plan_cache_mode")
+    return timings
+
+
+@dataclass
+class FingerprintBench:
+    """Fingerprinting throughput on real files, one core, against a straightforward method."""
+
+    files: int
+    megabytes: float
+    features: str
+    mb_per_s: float
+    straightforward_mb_per_s: float
+    machine: dict[str, object] = field(default_factory=machine)
+
+    @property
+    def speedup(self) -> float:
+        return self.mb_per_s / self.straightforward_mb_per_s
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "speedup_vs_straightforward": self.speedup}
+
+
+def straightforward_fingerprint(text: str, n: int = 3) -> int:
+    """The textbook method, for comparison: xxh3 of each shingle's text, numpy bit counting."""
+    words = re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())
+    if not words:
+        raise EmptyDocument("no tokens")
+    shingles = [" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))]
+    hashes = np.fromiter(
+        (xxhash.xxh3_64_intdigest(s.encode("utf-8")) for s in shingles), dtype=np.uint64, count=len(shingles)
+    )
+    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    ones = bits.sum(axis=0, dtype=np.int64)
+    return int.from_bytes(np.packbits(2 * ones > len(hashes), bitorder="little").tobytes(), "little")
+
+
+def bench_fingerprint(paths: Sequence[str], features: Features, rounds: int = 3) -> FingerprintBench:
+    """Best of `rounds` passes over the text files below `paths`, already read into memory."""
+    items = readers.read(paths, readers.Options(skip_errors=True))
+    texts = [item.text for item in items if isinstance(item, readers.Document)]
+    size = sum(len(text.encode("utf-8")) for text in texts)
+
+    def best(function: Callable[[str], int]) -> float:
+        times = []
+        for _ in range(rounds):
+            began = time.perf_counter()
+            for text in texts:
+                with contextlib.suppress(EmptyDocument):
+                    function(text)
+            times.append(time.perf_counter() - began)
+        return size / 1e6 / min(times)
+
+    ours = best(lambda text: fingerprint(text, features))
+    baseline = best(lambda text: straightforward_fingerprint(text, features.n))
+    return FingerprintBench(len(texts), size / 1e6, str(features), ours, baseline)
+
+
+def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None = None) -> str:
+    """The human-readable lines of a bench run."""
+    host = figures.machine
+    lines = [f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}, {figures.server}"]
+    if fingerprinting is not None:
+        fp = fingerprinting
+        lines.append(
+            f"fingerprint ({fp.features}, one core): {fp.files} files, {fp.megabytes:.1f} MB: "
+            f"{fp.mb_per_s:.1f} MB/s; straightforward method {fp.straightforward_mb_per_s:.1f} MB/s "
+            f"(x{fp.speedup:.2f})"
+        )
+    f = figures
+    lines += [
+        f"index: {f.rows} rows, k={f.max_distance}, {f.blocks} blocks, {f.tables} tables, "
+        f"{f.bytes_per_row:.0f} bytes/row with indexes, loaded at {f.load_rows_per_s:.0f} rows/s",
+        f"query simdb.near ({f.queries} queries, client-side, psycopg): p50 {f.query_p50_ms:.3f} ms, "
+        f"p99 {f.query_p99_ms:.3f} ms; server-side execution p50 {f.server_p50_ms:.3f} ms; "
+        f"a bare prepared round trip p50 {f.roundtrip_p50_ms:.3f} ms",
+        f"brute-force bit_count scan ({f.brute_force_queries} queries): p50 {f.brute_force_p50_ms:.1f} ms; "
+        f"simdb.near is x{f.speedup:.0f} faster; recall against the scan {f.recall:.3f}",
+    ]
+    return "\n".join(lines)

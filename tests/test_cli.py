@@ -251,3 +251,30 @@ def test_drop(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
     )
     assert simdb(capsys, "drop", "docs", "--yes") == (0, "dropped index docs\n", "")
     assert conn.execute("SELECT to_regclass('simdb.docs')").fetchone() == (None,)
+
+
+def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(BASE)
+    code, out, _ = simdb(
+        capsys,
+        "bench",
+        "--rows",
+        "3000",
+        "--queries",
+        "30",
+        "--brute-force-queries",
+        "10",
+        "--text",
+        str(tmp_path),
+        "--json",
+    )
+    assert code == 0
+    report = json.loads(out)
+    figures = report["index"]
+    assert (figures["rows"], figures["queries"], figures["brute_force_queries"]) == (3000, 30, 10)
+    assert figures["recall"] == 1.0
+    assert report["fingerprint"]["files"] == 1
+    for name in ("load_rows_per_s", "query_p50_ms", "query_p99_ms", "brute_force_p50_ms", "bytes_per_row"):
+        assert figures[name] > 0
+    # the scratch index is gone
+    assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)

@@ -89,12 +89,22 @@ def normalize(text: str) -> str:
 def tokens(text: str) -> list[bytes]:
     """Step 2: runs of word characters (Python's Unicode \\w) of the normalised text, as UTF-8.
 
-    ASCII text takes a byte-level fast path (NFKC is the identity there and casefold is
-    lower-casing); it gives exactly the tokens the regular expression gives.
+    Byte-level fast path, exact for any text: ASCII non-word characters become spaces and the
+    bytes are split there; only the pieces holding non-ASCII characters (which may be word
+    characters or not) go through the regular expression.
     """
-    if text.isascii():
+    if text.isascii():  # NFKC is the identity on ASCII and casefold is lower-casing
         return text.encode("ascii").translate(_ASCII_WORDS).split()
-    return [word.encode("utf-8") for word in TOKEN_PATTERN.findall(normalize(text))]
+    pieces = normalize(text).encode("utf-8").translate(_ASCII_WORDS).split()
+    if all(piece.isascii() for piece in pieces):
+        return pieces
+    words: list[bytes] = []
+    for piece in pieces:
+        if piece.isascii():
+            words.append(piece)
+        else:
+            words.extend(word.encode("utf-8") for word in TOKEN_PATTERN.findall(piece.decode("utf-8")))
+    return words
 
 
 def _unit_hashes_of_words(words: list[bytes]) -> UInt64Array:

@@ -2,7 +2,7 @@
 
 from simdb.bits import hamming, parse_hex, to_hex, to_signed, to_unsigned
 from simdb.errors import SimdbError
-from simdb.fingerprint import SPEC_VERSION, Features, fingerprint
+from simdb.simhash import SPEC_VERSION, Features, fingerprint
 
 __all__ = [
     "SPEC_VERSION",

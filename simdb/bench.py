@@ -22,7 +22,7 @@ from psycopg import sql
 from simdb import index, ingest, readers
 from simdb.bits import to_signed
 from simdb.connection import Connection
-from simdb.fingerprint import EmptyDocument, Features, fingerprint
+from simdb.simhash import EmptyDocument, Features, fingerprint
 from simdb.sqlgen import near_statement
 
 LOAD_BATCH = 50_000

@@ -19,7 +19,7 @@ from simdb import connection, embedded, index, ingest, query, readers, schema
 from simdb.bits import parse_hex, to_hex
 from simdb.blocks import DEFAULT_EXPECTED_ROWS, DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
-from simdb.fingerprint import EmptyDocument, Features, fingerprint
+from simdb.simhash import EmptyDocument, Features, fingerprint
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -12,8 +12,8 @@ from simdb.bits import BITS
 from simdb.blocks import DEFAULT_EXPECTED_ROWS, DEFAULT_MAX_DISTANCE, BlockPlan, choose_blocks
 from simdb.connection import Connection
 from simdb.errors import IndexExists, IndexMismatch, IndexNotFound, InvalidParameter
-from simdb.fingerprint import DEFAULT_FEATURES, SPEC_VERSION, Features
 from simdb.schema import SCHEMA
+from simdb.simhash import DEFAULT_FEATURES, SPEC_VERSION, Features
 from simdb.sqlgen import create_near_function, near_function, near_statement, table_column
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")

@@ -11,9 +11,9 @@ from psycopg import sql
 
 from simdb.bits import to_signed_array
 from simdb.connection import Connection
-from simdb.fingerprint import EmptyDocument, fingerprint
 from simdb.index import Index
 from simdb.readers import Document, Item, Skip
+from simdb.simhash import EmptyDocument, fingerprint
 
 DEFAULT_BATCH = 2000
 

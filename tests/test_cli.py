@@ -12,7 +12,7 @@ import pytest
 
 from simdb import cli
 from simdb.bits import to_hex
-from simdb.fingerprint import fingerprint
+from simdb.simhash import fingerprint
 
 Conn = psycopg.Connection[tuple[object, ...]]
 

@@ -13,7 +13,7 @@ from reference import fmix64, reference_fingerprint
 
 from simdb.bits import hamming, to_hex
 from simdb.errors import InvalidParameter
-from simdb.fingerprint import EmptyDocument, Features, fingerprint, tokens
+from simdb.simhash import EmptyDocument, Features, fingerprint, tokens
 
 # (text, features, fingerprint as 16 hex digits): pinned; a change here is a new spec version.
 KNOWN_ANSWERS = [

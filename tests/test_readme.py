@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 
 from simdb.bits import to_signed
-from simdb.fingerprint import fingerprint
+from simdb.simhash import fingerprint
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

@@ -19,7 +19,7 @@ import numpy as np
 import xxhash
 from psycopg import sql
 
-from simdb import index, ingest, readers
+from simdb import batch, index, ingest, readers
 from simdb.bits import to_signed
 from simdb.connection import Connection
 from simdb.simhash import EmptyDocument, Features, fingerprint
@@ -64,6 +64,9 @@ class IndexBench:
     brute_force_p50_ms: float
     brute_force_queries: int
     recall: float
+    pairs: int
+    pairs_seconds: float
+    pairs_recall: float
     machine: dict[str, object] = field(default_factory=machine)
 
     @property
@@ -77,6 +80,17 @@ class IndexBench:
 def _percentile(values: Sequence[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def _planted_pairs(data: dict[str, int], planted: int, k: int) -> set[tuple[str, str]]:
+    """All pairs within k among the planted rows r0..r{planted-1}, by brute force (a small set)."""
+    keys = sorted(f"r{i}" for i in range(planted))
+    values = np.array([data[key] for key in keys], dtype=np.uint64)
+    found: set[tuple[str, str]] = set()
+    for i in range(len(keys)):
+        close = np.nonzero(np.bitwise_count(values[i + 1 :] ^ values[i]) <= k)[0]
+        found.update((keys[i], keys[i + 1 + int(j)]) for j in close)
+    return found
 
 
 def _planted(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int], list[int]]:
@@ -107,6 +121,7 @@ def bench_index(
     """Load `rows` random fingerprints into a scratch index, time queries, compare with a scan."""
     name = f"bench_{os.getpid()}"
     data, probes = _planted(rows, queries, max_distance, seed)
+    planted = min(rows, queries * (max_distance + 2))
     made = index.create(conn, name, max_distance=max_distance, expected_rows=rows)
     try:
         progress(f"loading {rows} rows into scratch index {name}")
@@ -146,6 +161,11 @@ def bench_index(
             expected = {key for (key,) in conn.execute(scan, (to_signed(value), max_distance)).fetchall()}
             brute.append((time.perf_counter() - began) * 1000)
             matched += expected == results[number]
+        progress("timing all pairs")
+        began = time.perf_counter()
+        found_pairs = {(pair.key_a, pair.key_b) for pair in batch.pairs(conn, made, max_distance)}
+        pairs_s = time.perf_counter() - began
+        expected_pairs = _planted_pairs(data, planted, max_distance)
         version = conn.execute("SHOW server_version").fetchone()
         return IndexBench(
             rows=rows,
@@ -163,6 +183,9 @@ def bench_index(
             brute_force_p50_ms=statistics.median(brute) if brute else float("nan"),
             brute_force_queries=len(brute),
             recall=matched / len(brute) if brute else float("nan"),
+            pairs=len(found_pairs),
+            pairs_seconds=pairs_s,
+            pairs_recall=len(expected_pairs & found_pairs) / len(expected_pairs) if expected_pairs else 1.0,
         )
     finally:
         index.drop(conn, name)
@@ -264,5 +287,7 @@ def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None =
         f"a bare prepared round trip p50 {f.roundtrip_p50_ms:.3f} ms",
         f"brute-force bit_count scan ({f.brute_force_queries} queries): p50 {f.brute_force_p50_ms:.1f} ms; "
         f"simdb.near is x{f.speedup:.0f} faster; recall against the scan {f.recall:.3f}",
+        f"all pairs within {f.max_distance} bits (simdb.pairs): {f.pairs} pairs in {f.pairs_seconds:.2f} s; "
+        f"recall of the planted pairs {f.pairs_recall:.3f}",
     ]
     return "\n".join(lines)

@@ -5,6 +5,7 @@ simdb's own errors become one line on stderr with a hint and exit status 1; usag
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 import click
 import psycopg
 
-from simdb import connection, embedded, index, ingest, query, readers, schema
+from simdb import batch, connection, embedded, index, ingest, query, readers, schema
 from simdb.bits import parse_hex, to_hex
 from simdb.blocks import DEFAULT_EXPECTED_ROWS, DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
@@ -313,7 +314,7 @@ def query_(
     _exactly_one(text=text, file=file, fingerprint=hex_value, key=key)
     with database(ctx) as conn:
         target = index.get(conn, name)
-        k = query.check_distance(target, max_distance)
+        k = target.checked_distance(max_distance)
         value = _query_fingerprint(conn, target, text, file, hex_value, key)
         matches = query.near(conn, target, value, k)
     if as_json:
@@ -325,6 +326,90 @@ def query_(
     click.echo(f"{'distance':>8}  {'similarity':>10}  key")
     for match in matches:
         click.echo(f"{match.distance:>8}  {match.similarity:>10.3f}  {match.key}")
+
+
+def _writer(format_: str, header: tuple[str, ...]) -> Callable[[tuple[object, ...]], None]:
+    """A row printer for --format csv (with a header line) or jsonl."""
+    if format_ == "jsonl":
+        return lambda row: click.echo(json.dumps(dict(zip(header, row, strict=True)), ensure_ascii=False))
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    out.writerow(header)
+    return lambda row: out.writerow(row)
+
+
+format_option = click.option(
+    "--format", "format_", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True
+)
+
+
+@main.command(name="pairs")
+@click.argument("name")
+@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@format_option
+@click.pass_context
+def pairs_(ctx: click.Context, name: str, max_distance: int | None, format_: str) -> None:
+    """Every pair of rows of index NAME within a Hamming distance, each once (key_a < key_b).
+
+    Computed in SQL by joining each permuted column with itself on its prefix, and streamed.
+    """
+    with database(ctx) as conn:
+        target = index.get(conn, name)
+        k = target.checked_distance(max_distance)
+        write = _writer(format_, ("key_a", "key_b", "distance"))
+        for pair in batch.pairs(conn, target, k):
+            write((pair.key_a, pair.key_b, pair.distance))
+
+
+@main.command(name="clusters")
+@click.argument("name")
+@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@json_option
+@click.pass_context
+def clusters_(ctx: click.Context, name: str, max_distance: int | None, as_json: bool) -> None:
+    """Group the near-duplicates of index NAME into clusters (connected components of the pairs).
+
+    The result is stored in simdb."NAME__clusters" (key, cluster, max_distance), so SQL can join
+    cluster numbers to keys; keys without a near-duplicate are not listed.
+    """
+    with database(ctx) as conn:
+        found = batch.clusters(conn, index.get(conn, name), max_distance)
+    if as_json:
+        emit_json(
+            {
+                "clusters": len(found.groups),
+                "keys": found.keys,
+                "pairs": found.pairs,
+                "max_distance": found.max_distance,
+                "table": f"simdb.{name}__clusters",
+            }
+        )
+        return
+    click.echo(f"{found.summary()}; stored in simdb.{name}__clusters")
+
+
+@main.command(name="dedup")
+@click.argument("name")
+@click.option(
+    "--keep",
+    type=click.Choice(batch.KEEP_RULES),
+    required=True,
+    help="Which member of each cluster to keep: first/last added, shortest/longest text.",
+)
+@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@format_option
+@click.pass_context
+def dedup_(ctx: click.Context, name: str, keep: str, max_distance: int | None, format_: str) -> None:
+    """One representative per cluster of index NAME, and the keys to drop (action keep|drop)."""
+    kept = dropped = 0
+    with database(ctx) as conn:
+        target = index.get(conn, name)
+        k = target.checked_distance(max_distance)
+        write = _writer(format_, ("cluster", "key", "action"))
+        for decision in batch.dedup(conn, target, keep, k):
+            write((decision.cluster, decision.key, "keep" if decision.keep else "drop"))
+            kept += decision.keep
+            dropped += not decision.keep
+    click.echo(f"{kept} clusters: keep {kept} keys, drop {dropped}", err=True)
 
 
 @main.command(name="fingerprint")

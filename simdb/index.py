@@ -14,17 +14,29 @@ from simdb.connection import Connection
 from simdb.errors import IndexExists, IndexMismatch, IndexNotFound, InvalidParameter
 from simdb.schema import SCHEMA
 from simdb.simhash import DEFAULT_FEATURES, SPEC_VERSION, Features
-from simdb.sqlgen import create_near_function, near_function, near_statement, table_column
+from simdb.sqlgen import (
+    clusters_table,
+    create_block_index,
+    create_near_function,
+    create_pairs_function,
+    near_function,
+    near_statement,
+    pairs_function,
+    pairs_statement,
+    table_column,
+)
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# NAME__near, NAME__pairs, NAME__clusters belong to index NAME, so names never contain "__".
+RESERVED_SEPARATOR = "__"
 
 
 def check_name(name: str) -> str:
     """Index names are plain lower-case identifiers, so SQL users never need to quote them."""
-    if not NAME_PATTERN.fullmatch(name):
+    if not NAME_PATTERN.fullmatch(name) or RESERVED_SEPARATOR in name:
         raise InvalidParameter(
             f"bad index name {name!r}",
-            "use 1 to 40 characters: a lower-case letter, then letters, digits or '_'",
+            "use 1 to 40 characters: a lower-case letter, then letters, digits or single '_'",
         )
     return name
 
@@ -43,6 +55,19 @@ class Index:
         """The permuted block columns, one per table: p0, p1, ..."""
         return [table_column(number) for number in range(len(self.plan.tables))]
 
+    def checked_distance(self, max_distance: int | None) -> int:
+        """The distance to search: the index's k by default; above it exactness is lost, so refuse."""
+        k = self.plan.max_distance
+        if max_distance is None:
+            return k
+        if not 0 <= max_distance <= k:
+            raise InvalidParameter(
+                f"max distance {max_distance} is outside 0..{k} for index {self.name!r}",
+                f"an index answers exactly up to the distance it was created with; "
+                f"create one with --max-distance {max_distance} for more",
+            )
+        return max_distance
+
     @property
     def table(self) -> sql.Identifier:
         """simdb."NAME", quoted for psycopg.sql."""
@@ -52,6 +77,11 @@ class Index:
     def near_function(self) -> sql.Identifier:
         """simdb."NAME__near"(fingerprint, max_distance): the index's exact near query."""
         return sql.Identifier(SCHEMA, near_function(self.name))
+
+    @property
+    def pairs_function(self) -> sql.Identifier:
+        """simdb."NAME__pairs"(max_distance): every pair within max_distance bits."""
+        return sql.Identifier(SCHEMA, pairs_function(self.name))
 
 
 def create(
@@ -101,6 +131,7 @@ def create(
                 )
             _create_table(conn, index)
             conn.execute(create_near_function(name, near_sql))
+            conn.execute(create_pairs_function(name, pairs_statement(name, plan).as_string(conn)))
     except psycopg.errors.UniqueViolation as error:
         raise IndexExists(f"index {name!r} already exists", "pick another name") from error
     return index
@@ -116,6 +147,7 @@ def _create_table(conn: Connection, index: Index) -> None:
             " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
             " key text NOT NULL UNIQUE,"
             " fingerprint bigint NOT NULL,"
+            " size bigint,"
             " {permuted},"
             " added_at timestamptz NOT NULL DEFAULT now())"
         ).format(table=index.table, permuted=permuted)
@@ -126,16 +158,8 @@ def _create_table(conn: Connection, index: Index) -> None:
             sql.Literal(f"simdb index {index.name}: {index.plan.max_distance} bits, {index.features}"),
         )
     )
-    for column in index.columns:
-        # INCLUDE (id): a probe verifies candidates on the indexed permuted value and returns
-        # the row id from the index itself (an index-only scan), reading no table rows.
-        conn.execute(
-            sql.SQL("CREATE INDEX {name} ON {table} ({column}) INCLUDE (id)").format(
-                name=sql.Identifier(f"{index.name}_{column}"),
-                table=index.table,
-                column=sql.Identifier(column),
-            )
-        )
+    for number, table in enumerate(index.plan.tables):
+        conn.execute(create_block_index(index.name, number, table))
 
 
 def get(conn: Connection, name: str) -> Index:
@@ -219,4 +243,7 @@ def drop(conn: Connection, name: str) -> None:
     with conn.transaction():
         conn.execute(sql.SQL("DROP TABLE {}").format(index.table))
         conn.execute(sql.SQL("DROP FUNCTION {}").format(index.near_function))
+        conn.execute(sql.SQL("DROP FUNCTION {}").format(index.pairs_function))
+        clusters = sql.Identifier(SCHEMA, clusters_table(name))
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(clusters))
         conn.execute("DELETE FROM simdb._indexes WHERE name = %s", (name,))

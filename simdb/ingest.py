@@ -68,24 +68,27 @@ def ingest(
     """
     report = Report()
     batch: dict[str, int] = {}
+    sizes: dict[str, int] = {}
     for item in items:
         if isinstance(item, Skip):
             report.skipped[item.reason] += 1
         else:
-            _add(batch, item, index, report)
+            _add(batch, sizes, item, index, report)
         if progress is not None:
-            progress(item.size)
+            progress(item.consumed)
         if len(batch) >= batch_size:
-            _count(report, len(batch), store(conn, index, batch))
-            batch = {}
+            _count(report, len(batch), store(conn, index, batch, sizes))
+            batch, sizes = {}, {}
     if batch:
-        _count(report, len(batch), store(conn, index, batch))
+        _count(report, len(batch), store(conn, index, batch, sizes))
     if report.inserted or report.updated:
         vacuum(conn, index)
     return report
 
 
-def _add(batch: dict[str, int], document: Document, index: Index, report: Report) -> None:
+def _add(
+    batch: dict[str, int], sizes: dict[str, int], document: Document, index: Index, report: Report
+) -> None:
     try:
         value = fingerprint(document.text, index.features)
     except EmptyDocument:
@@ -95,6 +98,7 @@ def _add(batch: dict[str, int], document: Document, index: Index, report: Report
     if document.key in batch:
         report.updated += 1  # a later record with the same key replaces the earlier one
     batch[document.key] = value
+    sizes[document.key] = len(document.text.encode("utf-8"))
 
 
 def _count(report: Report, size: int, counts: tuple[int, int]) -> None:
@@ -104,12 +108,16 @@ def _count(report: Report, size: int, counts: tuple[int, int]) -> None:
     report.unchanged += size - inserted - updated
 
 
-def store(conn: Connection, index: Index, batch: Mapping[str, int]) -> tuple[int, int]:
+def store(
+    conn: Connection, index: Index, batch: Mapping[str, int], sizes: Mapping[str, int] | None = None
+) -> tuple[int, int]:
     """Upsert {key: unsigned fingerprint} in one transaction; returns (inserted, updated).
 
-    The rows are copied (binary COPY) into a staging table, then inserted; an existing key gets
-    the new fingerprint, and a key whose fingerprint is unchanged is left alone.
+    `sizes` gives each document's size in bytes (NULL where missing). The rows are copied
+    (binary COPY) into a staging table, then inserted; an existing key gets the new
+    fingerprint and size, and a key whose fingerprint and size are unchanged is left alone.
     """
+    sizes = sizes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     values = np.array([batch[key] for key in keys], dtype=np.uint64)
     permuted = [to_signed_array(table.permute_array(values)) for table in index.plan.tables]
@@ -119,23 +127,25 @@ def store(conn: Connection, index: Index, batch: Mapping[str, int]) -> tuple[int
     with conn.transaction():
         conn.execute(
             sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {stage} (key text, fingerprint bigint, {columns})"
-                " ON COMMIT DELETE ROWS"
+                "CREATE TEMP TABLE IF NOT EXISTS {stage}"
+                " (key text, fingerprint bigint, size bigint, {columns}) ON COMMIT DELETE ROWS"
             ).format(
                 stage=stage,
                 columns=sql.SQL(", ").join(sql.SQL("{} bigint").format(c) for c in columns),
             )
         )
-        names = sql.SQL(", ").join([sql.Identifier("key"), sql.Identifier("fingerprint"), *columns])
+        fixed = [sql.Identifier(name) for name in ("key", "fingerprint", "size")]
+        names = sql.SQL(", ").join([*fixed, *columns])
         with conn.cursor().copy(
             sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, names)
         ) as copy:
-            copy.set_types(["text", "int8"] + ["int8"] * len(columns))
+            copy.set_types(["text", "int8", "int8"] + ["int8"] * len(columns))
             for row, key in enumerate(keys):
-                copy.write_row([key, int(fingerprints[row]), *(int(p[row]) for p in permuted)])
+                values_row = [int(p[row]) for p in permuted]
+                copy.write_row([key, int(fingerprints[row]), sizes.get(key), *values_row])
         updates = sql.SQL(", ").join(
             sql.SQL("{0} = excluded.{0}").format(column)
-            for column in [sql.Identifier("fingerprint"), *columns, sql.Identifier("added_at")]
+            for column in [*fixed[1:], *columns, sql.Identifier("added_at")]
         )
         counts = conn.execute(
             sql.SQL(
@@ -143,7 +153,7 @@ def store(conn: Connection, index: Index, batch: Mapping[str, int]) -> tuple[int
                 " INSERT INTO {table} AS t ({names}, added_at)"
                 " SELECT {names}, now() FROM {stage} ORDER BY key"
                 " ON CONFLICT (key) DO UPDATE SET {updates}"
-                " WHERE t.fingerprint IS DISTINCT FROM excluded.fingerprint"
+                " WHERE (t.fingerprint, t.size) IS DISTINCT FROM (excluded.fingerprint, excluded.size)"
                 " RETURNING (xmax = 0) AS inserted)"
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, names=names, stage=stage, updates=updates)

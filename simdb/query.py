@@ -8,7 +8,6 @@ from psycopg import sql
 
 from simdb.bits import BITS, to_signed, to_unsigned
 from simdb.connection import Connection
-from simdb.errors import InvalidParameter
 from simdb.index import Index
 
 
@@ -28,23 +27,9 @@ class Match:
         return {"key": self.key, "distance": self.distance, "similarity": self.similarity}
 
 
-def check_distance(index: Index, max_distance: int | None) -> int:
-    """The distance to search: the index's k by default; above it, exactness is lost, so refuse."""
-    k = index.plan.max_distance
-    if max_distance is None:
-        return k
-    if not 0 <= max_distance <= k:
-        raise InvalidParameter(
-            f"max distance {max_distance} is outside 0..{k} for index {index.name!r}",
-            f"an index answers exactly up to the distance it was created with; "
-            f"create one with --max-distance {max_distance} for more",
-        )
-    return max_distance
-
-
 def near(conn: Connection, index: Index, value: int, max_distance: int | None = None) -> list[Match]:
     """Rows within max_distance bits of an unsigned fingerprint, nearest first, then by key."""
-    k = check_distance(index, max_distance)
+    k = index.checked_distance(max_distance)
     statement = sql.SQL("SELECT key, distance FROM {}(%s, %s)").format(index.near_function)
     rows = conn.execute(statement, (to_signed(value), k), prepare=True).fetchall()
     return [Match(key, distance) for key, distance in rows]

@@ -28,11 +28,15 @@ csv.field_size_limit(2**31 - 1)
 
 @dataclass(frozen=True)
 class Document:
-    """One document to fingerprint. `repaired`: invalid UTF-8 bytes were replaced by U+FFFD."""
+    """One document to fingerprint.
+
+    `consumed`: bytes of input it took (for progress); `repaired`: invalid UTF-8 bytes were
+    replaced by U+FFFD.
+    """
 
     key: str
     text: str
-    size: int
+    consumed: int
     repaired: bool = False
 
 
@@ -42,7 +46,7 @@ class Skip:
 
     source: str
     reason: str
-    size: int = 0
+    consumed: int = 0
 
 
 Item = Document | Skip
@@ -244,7 +248,7 @@ def _read_csv(stream: BinaryIO, name: str, options: Options) -> Iterator[Item]:
         yield _record(dict(zip(header, row, strict=True)), where, options, sum(map(len, row)), repaired)
 
 
-def _record(record: dict[str, object], where: str, options: Options, size: int, repaired: bool) -> Item:
+def _record(record: dict[str, object], where: str, options: Options, consumed: int, repaired: bool) -> Item:
     """A Document from a JSONL object or CSV row, or InputError for a missing or wrong field."""
     for field in (options.key_field, options.text_field):
         if field not in record:
@@ -255,33 +259,33 @@ def _record(record: dict[str, object], where: str, options: Options, size: int, 
                 where,
                 f"{where}: no field {field!r} (fields: {fields})",
                 f"name the right one with {flag}",
-                size,
+                consumed,
             )
     key, text = record[options.key_field], record[options.text_field]
     if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
         message = f"{where}: the key {options.key_field!r} must be a non-empty string or integer"
-        return _refuse(options, where, message, "fix the record or pick another --key-field", size)
+        return _refuse(options, where, message, "fix the record or pick another --key-field", consumed)
     if not isinstance(text, str):
         return _refuse(
             options,
             where,
             f"{where}: the text {options.text_field!r} must be a string",
             "fix the record or pick another --text-field",
-            size,
+            consumed,
         )
-    return Document(str(key), text, size, repaired)
+    return Document(str(key), text, consumed, repaired)
 
 
-def _refuse(options: Options, where: str, message: str, hint: str, size: int) -> Skip:
+def _refuse(options: Options, where: str, message: str, hint: str, consumed: int) -> Skip:
     if not options.skip_errors:
         raise InputError(message, hint)
-    return Skip(where, "malformed", size)
+    return Skip(where, "malformed", consumed)
 
 
 def _fail(
-    options: Options, where: str, message: str, reason: str, hint: str, size: int = 0
+    options: Options, where: str, message: str, reason: str, hint: str, consumed: int = 0
 ) -> Iterator[Skip]:
     """Raise InputError, or with --skip-errors yield a counted Skip."""
     if not options.skip_errors:
         raise InputError(message, hint)
-    yield Skip(where, reason, size)
+    yield Skip(where, reason, consumed)

@@ -1,22 +1,26 @@
-"""The static SQL of an index's exact near query, generated once from its block plan.
+"""The static SQL of an index's exact queries (near, pairs), generated once from its block plan.
 
-Each permuted column is probed for the query's prefix range, and candidates are verified with
+near: each permuted column is probed for the query's prefix range, and candidates are verified with
 bit_count on the permuted value inside the index (Hamming distance does not change under a
 permutation), so rows that fail are never read. The permuted query values are bit expressions
 of the fingerprint parameter, so the whole query is one statement with two parameters, planned
 once and cached by PostgreSQL.
+
+pairs (Manku et al.'s batch mode): each permuted column is joined with itself on its prefix,
+pairs are verified with bit_count on the permuted values, and pairs found by several tables are
+kept once.
 """
 
 from __future__ import annotations
 
 from psycopg import sql
 
-from simdb.bits import MASK64, to_signed
 from simdb.blocks import BlockPlan, Table
 
 SCHEMA = "simdb"
 FINGERPRINT = sql.SQL("$1")
 MAX_DISTANCE = sql.SQL("$2")
+MAX_DISTANCE_1 = sql.SQL("$1")  # the only parameter of the pairs statement
 
 
 def table_column(number: int) -> str:
@@ -27,6 +31,16 @@ def table_column(number: int) -> str:
 def near_function(index_name: str) -> str:
     """Name of the per-index SQL function that runs the near query: NAME__near."""
     return f"{index_name}__near"
+
+
+def clusters_table(index_name: str) -> str:
+    """Name of the table that maps keys to cluster numbers: NAME__clusters."""
+    return f"{index_name}__clusters"
+
+
+def pairs_function(index_name: str) -> str:
+    """Name of the per-index SQL function that lists all pairs: NAME__pairs."""
+    return f"{index_name}__pairs"
 
 
 def permuted(table: Table, fingerprint: sql.Composable) -> sql.Composable:
@@ -46,6 +60,30 @@ def permuted(table: Table, fingerprint: sql.Composable) -> sql.Composable:
     return sql.SQL("({})").format(sql.SQL(" | ").join(parts))
 
 
+def prefix(table: Table, value: sql.Composable) -> sql.Composed:
+    """The table's prefix of a permuted value: value >> (64 - prefix bits).
+
+    Each table's B-tree is on exactly this expression of its column, so a probe is an
+    equality and the batch self-join is a merge join of the index with itself.
+    """
+    return sql.SQL("{} >> {}").format(value, sql.Literal(64 - table.prefix_bits))
+
+
+def create_block_index(index_name: str, number: int, table: Table) -> sql.Composed:
+    """B-tree on a permuted column's prefix, carrying the column and the row id.
+
+    INCLUDE (column, id): a probe verifies candidates with bit_count on the indexed permuted
+    value and returns the row id from the index itself (an index-only scan, no table rows read).
+    """
+    column = sql.Identifier(table_column(number))
+    return sql.SQL("CREATE INDEX {name} ON {table} (({prefix})) INCLUDE ({column}, id)").format(
+        name=sql.Identifier(f"{index_name}_{table_column(number)}"),
+        table=sql.Identifier(SCHEMA, index_name),
+        prefix=prefix(table, column),
+        column=column,
+    )
+
+
 def near_statement(index_name: str, plan: BlockPlan) -> sql.Composed:
     """SELECT key, distance of the rows within $2 bits of fingerprint $1, nearest first."""
     table = sql.Identifier(SCHEMA, index_name)
@@ -55,14 +93,14 @@ def near_statement(index_name: str, plan: BlockPlan) -> sql.Composed:
         value = permuted(entry, FINGERPRINT)
         probes.append(
             sql.SQL(
-                "SELECT id FROM {table} WHERE {column} BETWEEN {value} & {prefix} AND {value} | {suffix}"
+                "SELECT id FROM {table} WHERE {stored} = {wanted}"
                 " AND bit_count(({column} # {value})::bit(64)) <= {k}"
             ).format(
                 table=table,
+                stored=prefix(entry, column),
+                wanted=prefix(entry, value),
                 column=column,
                 value=value,
-                prefix=sql.Literal(to_signed(entry.prefix_mask)),
-                suffix=sql.Literal(to_signed(~entry.prefix_mask & MASK64)),
                 k=MAX_DISTANCE,
             )
         )
@@ -70,6 +108,50 @@ def near_statement(index_name: str, plan: BlockPlan) -> sql.Composed:
         "SELECT r.key, bit_count((r.fingerprint # {fp})::bit(64))::integer AS distance"
         " FROM {table} AS r WHERE r.id IN ({probes}) ORDER BY 2, 1"
     ).format(fp=FINGERPRINT, table=table, probes=sql.SQL(" UNION ALL ").join(probes))
+
+
+def pairs_statement(index_name: str, plan: BlockPlan) -> sql.Composed:
+    """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b)."""
+    table = sql.Identifier(SCHEMA, index_name)
+    joins = []
+    for number, entry in enumerate(plan.tables):
+        column = sql.Identifier(table_column(number))
+        left, right = (sql.SQL("{}.{}").format(sql.Identifier(side), column) for side in "xy")
+        joins.append(
+            sql.SQL(
+                "SELECT x.id AS a, y.id AS b FROM {table} AS x JOIN {table} AS y"
+                " ON {left_prefix} = {right_prefix} AND x.id < y.id"
+                " WHERE bit_count(({left} # {right})::bit(64)) <= {k}"
+            ).format(
+                table=table,
+                left_prefix=prefix(entry, left),
+                right_prefix=prefix(entry, right),
+                left=left,
+                right=right,
+                k=MAX_DISTANCE_1,
+            )
+        )
+    return sql.SQL(
+        "SELECT least(a.key, b.key), greatest(a.key, b.key),"
+        " bit_count((a.fingerprint # b.fingerprint)::bit(64))::integer"
+        " FROM ({joins}) AS p JOIN {table} AS a ON a.id = p.a JOIN {table} AS b ON b.id = p.b"
+    ).format(joins=sql.SQL(" UNION ").join(joins), table=table)
+
+
+def create_pairs_function(index_name: str, body: str) -> sql.Composed:
+    """CREATE FUNCTION simdb.NAME__pairs(max_distance) running `body`."""
+    return sql.SQL(
+        "CREATE FUNCTION {function}(max_distance integer)"
+        " RETURNS TABLE (key_a text, key_b text, distance integer)"
+        " LANGUAGE plpgsql STABLE"
+        # Each self-join is a merge join of the prefix index with itself, already in order; left
+        # to itself the planner hashes or sorts the whole table once per permuted column.
+        " SET enable_hashjoin = off SET enable_sort = off SET max_parallel_workers_per_gather = 0"
+        " AS {body}"
+    ).format(
+        function=sql.Identifier(SCHEMA, pairs_function(index_name)),
+        body=sql.Literal(f"BEGIN RETURN QUERY {body}; END"),
+    )
 
 
 def create_near_function(index_name: str, body: str) -> sql.Composed:

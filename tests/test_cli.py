@@ -119,7 +119,7 @@ def test_query_errors(capsys: pytest.CaptureFixture[str], dsn: str) -> None:
         ("create", "docs"): "simdb: error: index 'docs' already exists (pick another name, or drop it "
         "first with `simdb drop docs`)\n",
         ("create", "Bad Name"): "simdb: error: bad index name 'Bad Name' (use 1 to 40 characters: a "
-        "lower-case letter, then letters, digits or '_')\n",
+        "lower-case letter, then letters, digits or single '_')\n",
         ("create", "other", "-k", "12"): "simdb: error: max distance 12 is out of range (exact search "
         "supports 0 to 8 bits; 3 is usual for 64-bit SimHash)\n",
         ("create", "other", "--features", "line:3"): "simdb: error: unknown feature kind 'line' "

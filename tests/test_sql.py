@@ -134,7 +134,7 @@ def test_catalog_records_parameters(conn: Conn) -> None:
 
 
 def test_index_name_never_reaches_sql_unquoted(conn: Conn) -> None:
-    for bad in ['x"; DROP TABLE simdb._indexes; --', "Docs", "1abc", "a" * 41, ""]:
+    for bad in ['x"; DROP TABLE simdb._indexes; --', "Docs", "1abc", "a" * 41, "", "a__near"]:
         with pytest.raises(InvalidParameter, match="bad index name"):
             index.create(conn, bad)
     assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)

@@ -27,10 +27,13 @@ def upgrade() -> None:
 def downgrade() -> None:
     raw = op.get_bind().connection.driver_connection
     for (name,) in raw.execute("SELECT name FROM simdb._indexes").fetchall():
-        raw.execute(sql.SQL("DROP TABLE IF EXISTS simdb.{}").format(sql.Identifier(name)))
-        raw.execute(sql.SQL("DROP FUNCTION IF EXISTS simdb.{}").format(sql.Identifier(f"{name}__near")))
+        for table in (name, f"{name}__clusters"):
+            raw.execute(sql.SQL("DROP TABLE IF EXISTS simdb.{}").format(sql.Identifier(table)))
+        for function in (f"{name}__near", f"{name}__pairs"):
+            raw.execute(sql.SQL("DROP FUNCTION IF EXISTS simdb.{}").format(sql.Identifier(function)))
     _run_script(
         "DROP FUNCTION simdb.explain_near(text, bigint, integer);"
+        "DROP FUNCTION simdb.pairs(text, integer);"
         "DROP FUNCTION simdb.near(text, bigint, integer);"
         "DROP FUNCTION simdb._checked_distance(text, integer);"
         "DROP FUNCTION simdb.permute(bigint, integer[], integer[]);"

@@ -1,0 +1,154 @@
+"""Batch mode: all near-duplicate pairs, the clusters they form, and one representative per cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from simdb.connection import Connection
+from simdb.errors import InvalidParameter
+from simdb.index import Index
+from simdb.schema import SCHEMA
+from simdb.sqlgen import clusters_table
+
+KEEP_RULES = ("first", "last", "shortest", "longest")
+_FETCH = 10_000
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two keys within the distance (key_a < key_b)."""
+
+    key_a: str
+    key_b: str
+    distance: int
+
+
+def pairs(conn: Connection, index: Index, max_distance: int | None = None) -> Iterator[Pair]:
+    """Every pair within max_distance bits exactly once, streamed from a server-side cursor."""
+    k = index.checked_distance(max_distance)
+    statement = sql.SQL("SELECT key_a, key_b, distance FROM {}(%s)").format(index.pairs_function)
+    with conn.transaction(), conn.cursor(name=f"simdb_pairs_{index.name}") as cursor:
+        cursor.itersize = _FETCH
+        cursor.execute(statement, (k,))
+        for key_a, key_b, distance in cursor:
+            yield Pair(key_a, key_b, distance)
+
+
+class _Components:
+    """Union-find over keys, with path halving and union by size."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+        self.size: dict[str, int] = {}
+
+    def find(self, key: str) -> str:
+        parent = self.parent
+        parent.setdefault(key, key)
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    def union(self, a: str, b: str) -> None:
+        root_a, root_b = self.find(a), self.find(b)
+        if root_a == root_b:
+            return
+        if self.size.get(root_a, 1) < self.size.get(root_b, 1):
+            root_a, root_b = root_b, root_a
+        self.parent[root_b] = root_a
+        self.size[root_a] = self.size.get(root_a, 1) + self.size.get(root_b, 1)
+
+    def groups(self) -> list[list[str]]:
+        """The components with two or more keys, each sorted, ordered by their smallest key."""
+        members: dict[str, list[str]] = {}
+        for key in self.parent:
+            members.setdefault(self.find(key), []).append(key)
+        return sorted((sorted(group) for group in members.values() if len(group) > 1), key=lambda g: g[0])
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Connected components of the near-duplicate graph (only keys with a near-duplicate)."""
+
+    groups: list[list[str]]
+    pairs: int
+    max_distance: int
+
+    @property
+    def keys(self) -> int:
+        return sum(len(group) for group in self.groups)
+
+    def summary(self) -> str:
+        largest = max((len(group) for group in self.groups), default=0)
+        return (
+            f"{len(self.groups)} clusters of {self.keys} keys from {self.pairs} pairs within "
+            f"{self.max_distance} bits (largest: {largest} keys)"
+        )
+
+
+def clusters(conn: Connection, index: Index, max_distance: int | None = None) -> Clusters:
+    """Compute the clusters and store them in simdb."NAME__clusters" (key, cluster) for SQL joins.
+
+    Cluster numbers start at 1, ordered by each cluster's smallest key. Keys without any
+    near-duplicate are not listed. The table is replaced in one transaction.
+    """
+    k = index.checked_distance(max_distance)
+    components = _Components()
+    count = 0
+    for pair in pairs(conn, index, k):
+        components.union(pair.key_a, pair.key_b)
+        count += 1
+    result = Clusters(components.groups(), count, k)
+    table = sql.Identifier(SCHEMA, clusters_table(index.name))
+    with conn.transaction():
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, cluster integer NOT NULL,"
+                " max_distance integer NOT NULL)"
+            ).format(table)
+        )
+        conn.execute(sql.SQL("TRUNCATE {}").format(table))
+        with conn.cursor().copy(
+            sql.SQL("COPY {} (key, cluster, max_distance) FROM STDIN").format(table)
+        ) as copy:
+            for number, group in enumerate(result.groups, start=1):
+                for key in group:
+                    copy.write_row((key, number, k))
+    return result
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Keep or drop one key of a cluster."""
+
+    cluster: int
+    key: str
+    keep: bool
+
+
+def dedup(conn: Connection, index: Index, keep: str, max_distance: int | None = None) -> Iterator[Decision]:
+    """One representative per cluster by the rule `keep`; every other member is to be dropped.
+
+    first/last: earliest/latest added (then lowest/highest id); shortest/longest: fewest/most
+    bytes (rows without a size come last), then key.
+    """
+    if keep not in KEEP_RULES:
+        raise InvalidParameter(f"unknown keep rule {keep!r}", f"use one of {', '.join(KEEP_RULES)}")
+    found = clusters(conn, index, max_distance)
+    order = {
+        "first": sql.SQL("r.added_at, r.id"),
+        "last": sql.SQL("r.added_at DESC, r.id DESC"),
+        "shortest": sql.SQL("r.size NULLS LAST, r.key"),
+        "longest": sql.SQL("r.size DESC NULLS LAST, r.key"),
+    }[keep]
+    statement = sql.SQL(
+        "SELECT c.cluster, c.key, row_number() OVER (PARTITION BY c.cluster ORDER BY {order}) = 1"
+        " FROM {clusters} AS c JOIN {table} AS r ON r.key = c.key ORDER BY c.cluster, 3 DESC, c.key"
+    ).format(order=order, clusters=sql.Identifier(SCHEMA, clusters_table(index.name)), table=index.table)
+    if not found.groups:
+        return
+    for cluster, key, kept in conn.execute(statement):
+        yield Decision(cluster, key, kept)

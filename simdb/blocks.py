@@ -22,7 +22,6 @@ from simdb.errors import InvalidParameter
 MAX_TABLES = 64
 MAX_DISTANCE = 8
 DEFAULT_MAX_DISTANCE = 3
-DEFAULT_EXPECTED_ROWS = 1_000_000
 
 
 def block_widths(blocks: int) -> tuple[int, ...]:
@@ -83,7 +82,7 @@ class BlockPlan:
 
     def __post_init__(self) -> None:
         k, b = self.max_distance, self.blocks
-        _check_distance(k)
+        check_distance(k)
         if not k < b <= BITS:
             raise InvalidParameter(
                 f"{b} blocks cannot serve max distance {k}",
@@ -126,41 +125,14 @@ class BlockPlan:
         """Unsigned permuted values of one fingerprint, one per table."""
         return [table.permute(value) for table in self.tables]
 
-    def candidates_per_probe(self, rows: int) -> float:
-        """Expected rows sharing a query's prefix, summed over all tables, for random fingerprints."""
-        return sum(rows / 2.0**table.prefix_bits for table in self.tables)
 
-
-def choose_blocks(max_distance: int, expected_rows: int = DEFAULT_EXPECTED_ROWS) -> int:
-    """The documented default rule for b.
-
-    Manku et al. pick the tables so that each probed prefix has about log2(N) bits, which
-    leaves about one random candidate per table. We take the smallest b > k whose shortest
-    prefix reaches ceil(log2(N)) bits; if that would need more than MAX_TABLES tables, the
-    largest b that stays within that many.
-    """
-    if expected_rows < 1:
-        raise InvalidParameter(
-            f"expected rows {expected_rows} is not positive", "give a row count of 1 or more"
-        )
-    _check_distance(max_distance)
-    wanted = math.ceil(math.log2(max(expected_rows, 2)))
-    best = None
-    for blocks in range(max_distance + 1, BITS + 1):
-        if math.comb(blocks, max_distance) > MAX_TABLES:
-            break
-        best = blocks
-        shortest = sum(sorted(block_widths(blocks))[: blocks - max_distance])
-        if shortest >= wanted:
-            break
-    if best is None:  # unreachable while MAX_DISTANCE keeps C(k + 1, k) small
-        raise InvalidParameter(f"no block plan for max distance {max_distance}")
-    return best
-
-
-def _check_distance(k: int) -> None:
+def check_distance(k: int) -> None:
+    """Exact search is offered for k = 0..8: past that, an exact plan needs more than 64 tables
+    or prefixes so short that every probe returns a large share of the rows."""
     if not 0 <= k <= MAX_DISTANCE:
         raise InvalidParameter(
             f"max distance {k} is out of range",
-            f"exact search supports 0 to {MAX_DISTANCE} bits; 3 is usual for 64-bit SimHash",
+            f"exact search supports 0 to {MAX_DISTANCE} bits (beyond that the tables it needs "
+            "multiply past 64 or every probe reads a large share of the rows); "
+            "3 is usual for 64-bit SimHash",
         )

@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 import click
 import psycopg
 
-from simdb import batch, connection, embedded, index, ingest, query, readers, schema
+from simdb import batch, connection, embedded, index, ingest, planner, query, readers, schema
 from simdb.bits import parse_hex, to_hex
-from simdb.blocks import DEFAULT_EXPECTED_ROWS, DEFAULT_MAX_DISTANCE
+from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
+from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
 from simdb.simhash import EmptyDocument, Features, fingerprint
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,6 +56,15 @@ def features_option(function: F) -> F:
         show_default=True,
         help="Shingles: word:N (word n-grams) or char:N (character n-grams).",
     )(function)
+
+
+workload_option = click.option(
+    "--workload",
+    type=click.Choice(WORKLOADS),
+    default="both",
+    show_default=True,
+    help="What the index must be fast at: online queries, batch pairs, or both.",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -102,13 +112,14 @@ def init(ctx: click.Context) -> None:
     type=int,
     default=DEFAULT_EXPECTED_ROWS,
     show_default=True,
-    help="Rows you expect; picks the number of blocks.",
+    help="Rows you expect; the planner picks the number of blocks for it (see `simdb plan`).",
 )
+@workload_option
 @click.option(
     "--blocks",
     type=int,
     default=None,
-    help="Number of blocks b (> k); overrides the rule from --expected-rows.",
+    help="Number of blocks b (> k); overrides the planner.",
 )
 @features_option
 @json_option
@@ -118,6 +129,7 @@ def create(
     name: str,
     max_distance: int,
     expected_rows: int,
+    workload: str,
     blocks: int | None,
     features: str,
     as_json: bool,
@@ -131,6 +143,7 @@ def create(
             expected_rows=expected_rows,
             blocks=blocks,
             features=Features.parse(features),
+            workload=workload,
         )
     plan = made.plan
     if as_json:
@@ -150,6 +163,53 @@ def create(
         f"created index {made.name}: max distance {plan.max_distance}, {plan.blocks} blocks, "
         f"{len(plan.tables)} tables (prefix {'/'.join(map(str, prefixes))} bits), "
         f'features {made.features}; SQL: simdb."{made.name}"'
+    )
+
+
+@main.command(name="plan")
+@click.option("--rows", type=click.IntRange(1), default=DEFAULT_EXPECTED_ROWS, show_default=True)
+@click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
+@workload_option
+@json_option
+def plan_(rows: int, max_distance: int, workload: str, as_json: bool) -> None:
+    """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick."""
+    options = planner.designs(rows, max_distance)
+    chosen = planner.choose(options, workload)
+    if as_json:
+        emit_json(
+            [
+                {
+                    "blocks": d.plan.blocks,
+                    "tables": d.tables,
+                    "prefix_bits": list(d.prefix_bits),
+                    "candidates_per_query": d.candidates_per_query,
+                    "candidates_per_batch": d.candidates_per_batch,
+                    "bytes_per_row": d.bytes_per_row,
+                    "query_ms": d.online_ms,
+                    "pairs_s": d.batch_s,
+                    "load_s": d.load_s,
+                    "chosen": d is chosen,
+                }
+                for d in options
+            ]
+        )
+        return
+    click.echo(f"designs for {rows} rows, max distance {max_distance}, workload {workload}:")
+    click.echo(
+        f"  {'blocks':>6} {'tables':>6} {'prefix':>7} {'cand/query':>11} {'cand pairs':>11} "
+        f"{'bytes/row':>9} {'query ms':>9} {'pairs s':>9} {'load s':>8}"
+    )
+    for d in options:
+        low, high = d.prefix_bits
+        bits = f"{low}" if low == high else f"{low}-{high}"
+        click.echo(
+            f"{'*' if d is chosen else ' '} {d.plan.blocks:>6} {d.tables:>6} {bits:>7} "
+            f"{d.candidates_per_query:>11.3g} {d.candidates_per_batch:>11.3g} {d.bytes_per_row:>9.0f} "
+            f"{d.online_ms:>9.3f} {d.batch_s:>9.3g} {d.load_s:>8.3g}"
+        )
+    click.echo(
+        f"* chosen: {chosen.plan.blocks} blocks ({chosen.tables} tables); costs measured on simdb's "
+        "development machine, see simdb/planner.py"
     )
 
 

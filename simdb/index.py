@@ -9,9 +9,10 @@ import psycopg
 from psycopg import sql
 
 from simdb.bits import BITS
-from simdb.blocks import DEFAULT_EXPECTED_ROWS, DEFAULT_MAX_DISTANCE, BlockPlan, choose_blocks
+from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexExists, IndexMismatch, IndexNotFound, InvalidParameter
+from simdb.planner import DEFAULT_EXPECTED_ROWS, plan_for
 from simdb.schema import SCHEMA
 from simdb.simhash import DEFAULT_FEATURES, SPEC_VERSION, Features
 from simdb.sqlgen import (
@@ -92,11 +93,15 @@ def create(
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
     blocks: int | None = None,
     features: Features = DEFAULT_FEATURES,
+    workload: str = "both",
 ) -> Index:
-    """Create the catalog rows, the table and its B-trees in one transaction."""
+    """Create the catalog rows, the table, its B-trees and functions in one transaction.
+
+    Without `blocks`, the planner picks b for `expected_rows`, `max_distance` and `workload`.
+    """
     check_name(name)
     plan = BlockPlan(
-        max_distance, blocks if blocks is not None else choose_blocks(max_distance, expected_rows)
+        max_distance, blocks if blocks is not None else plan_for(expected_rows, max_distance, workload).blocks
     )
     index = Index(name, plan, features, expected_rows)
     near_sql = near_statement(name, plan).as_string(conn)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdb.bits import MASK64, hamming, to_signed
-from simdb.blocks import MAX_TABLES, BlockPlan, block_widths, choose_blocks
+from simdb.blocks import MAX_TABLES, BlockPlan, block_widths
 from simdb.errors import InvalidParameter
 
 U64 = st.integers(min_value=0, max_value=MASK64)
@@ -89,21 +89,7 @@ def test_probe_range_has_the_query_prefix() -> None:
         assert low & table.prefix_mask == table.permute(0x0123456789ABCDEF) & table.prefix_mask
 
 
-def test_blocks_rule_follows_log2_rows() -> None:
-    assert choose_blocks(3, 1_000) == 4  # 16-bit prefixes >= log2(1000)
-    assert choose_blocks(3, 1_000_000) == 5  # 25-bit prefixes >= 20
-    assert choose_blocks(3, 10**9) == 6  # 32-bit prefixes >= 30
-    assert choose_blocks(6, 1_000_000) == 8  # C(9, 6) = 84 would exceed MAX_TABLES
-    for k in range(9):
-        assert math.comb(choose_blocks(k, 10**7), k) <= MAX_TABLES
-
-
 @pytest.mark.parametrize(("k", "b"), [(3, 3), (3, 2), (-1, 4), (9, 10), (6, 12)])
 def test_bad_plans_are_refused(k: int, b: int) -> None:
     with pytest.raises(InvalidParameter):
         BlockPlan(k, b)
-
-
-def test_bad_expected_rows() -> None:
-    with pytest.raises(InvalidParameter):
-        choose_blocks(3, 0)

@@ -121,7 +121,8 @@ def test_query_errors(capsys: pytest.CaptureFixture[str], dsn: str) -> None:
         ("create", "Bad Name"): "simdb: error: bad index name 'Bad Name' (use 1 to 40 characters: a "
         "lower-case letter, then letters, digits or single '_')\n",
         ("create", "other", "-k", "12"): "simdb: error: max distance 12 is out of range (exact search "
-        "supports 0 to 8 bits; 3 is usual for 64-bit SimHash)\n",
+        "supports 0 to 8 bits (beyond that the tables it needs multiply past 64 or every probe reads a "
+        "large share of the rows); 3 is usual for 64-bit SimHash)\n",
         ("create", "other", "--features", "line:3"): "simdb: error: unknown feature kind 'line' "
         "(use 'word:N' or 'char:N', e.g. word:3)\n",
     }

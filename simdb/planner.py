@@ -1,0 +1,114 @@
+"""Choose the number of blocks b for an index from its expected rows, k and workload (pure code).
+
+For each b > k the design has C(b, k) tables whose prefixes are the first b - k blocks. A cost
+model prices each design. Its constants were measured on this project's development machine
+(2-core VM, PostgreSQL 15) by loading 300,000 random fingerprints at k=3 with b = 4, 5 and 6
+(4, 10 and 20 tables) and timing, server-side, 300 near queries and the full pairs self-join.
+`simdb plan` prints the figures behind every choice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simdb.blocks import MAX_TABLES, BlockPlan, check_distance
+from simdb.errors import InvalidParameter
+
+WORKLOADS = ("online", "batch", "both")
+DEFAULT_EXPECTED_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Unit costs of the operations a design performs."""
+
+    query_ms: float = 0.35  # fixed per query: round trip, function calls, final sort
+    probe_ms: float = 0.027  # one index-only probe (B-tree descent) per table
+    candidate_ms: float = 0.0007  # one random candidate rejected by bit_count inside the index
+    join_row_s: float = 0.33e-6  # per row and table: merge self-join of a prefix index
+    pair_s: float = 0.5e-6  # per candidate pair compared in the self-join
+    load_row_s: float = 7.5e-6  # per row and table: COPY and upsert with the B-trees in place
+    row_bytes: float = 130.0  # heap row and the id/key indexes, without permuted tables
+    table_bytes: float = 62.0  # per table: the permuted column and its prefix index entry
+
+
+DEFAULT_COSTS = Costs()
+
+
+@dataclass(frozen=True)
+class Design:
+    """One candidate block plan priced for a row count."""
+
+    plan: BlockPlan
+    rows: int
+    online_ms: float
+    batch_s: float
+    load_s: float
+    candidates_per_query: float
+    candidates_per_batch: float
+    bytes_per_row: float
+
+    @property
+    def tables(self) -> int:
+        return len(self.plan.tables)
+
+    @property
+    def prefix_bits(self) -> tuple[int, int]:
+        bits = [table.prefix_bits for table in self.plan.tables]
+        return min(bits), max(bits)
+
+
+def price(plan: BlockPlan, rows: int, costs: Costs = DEFAULT_COSTS) -> Design:
+    """Expected work of a design: random candidates are N / 2^prefix per probe per table."""
+    per_query = sum(rows / 2.0**t.prefix_bits for t in plan.tables)
+    per_batch = sum(rows * (rows - 1) / 2.0 ** (t.prefix_bits + 1) for t in plan.tables)
+    tables = len(plan.tables)
+    return Design(
+        plan=plan,
+        rows=rows,
+        online_ms=costs.query_ms + costs.probe_ms * tables + costs.candidate_ms * per_query,
+        batch_s=costs.join_row_s * rows * tables + costs.pair_s * per_batch,
+        load_s=costs.load_row_s * rows * tables,
+        candidates_per_query=per_query,
+        candidates_per_batch=per_batch,
+        bytes_per_row=costs.row_bytes + costs.table_bytes * tables,
+    )
+
+
+def designs(rows: int, max_distance: int, costs: Costs = DEFAULT_COSTS) -> list[Design]:
+    """Every design with b > k blocks and at most MAX_TABLES tables."""
+    if rows < 1:
+        raise InvalidParameter(f"expected rows {rows} is not positive", "give a row count of 1 or more")
+    check_distance(max_distance)
+    result = []
+    for blocks in range(max_distance + 1, 65):
+        if math.comb(blocks, max_distance) > MAX_TABLES:
+            break
+        result.append(price(BlockPlan(max_distance, blocks), rows, costs))
+    return result
+
+
+def choose(options: list[Design], workload: str = "both") -> Design:
+    """The cheapest design for the workload.
+
+    online: lowest query time; batch: lowest all-pairs time; both: lowest sum of the two, each
+    relative to the best any design achieves (so neither unit dominates). Ties go to fewer tables.
+    """
+    if workload not in WORKLOADS:
+        raise InvalidParameter(f"unknown workload {workload!r}", f"use one of {', '.join(WORKLOADS)}")
+    best_online = min(d.online_ms for d in options)
+    best_batch = min(d.batch_s for d in options)
+
+    def score(design: Design) -> tuple[float, int]:
+        online = design.online_ms / best_online
+        batch = design.batch_s / best_batch
+        value = {"online": online, "batch": batch, "both": online + batch}[workload]
+        return round(value, 9), design.tables
+
+    return min(options, key=score)
+
+
+def plan_for(rows: int, max_distance: int, workload: str = "both") -> BlockPlan:
+    """The block plan `simdb create` uses when --blocks is not given."""
+    return choose(designs(rows, max_distance), workload).plan

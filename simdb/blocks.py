@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 import numpy.typing as npt
 
-from simdb.bits import BITS, MASK64
+from simdb.bits import BITS
 from simdb.errors import InvalidParameter
 
 MAX_TABLES = 64
@@ -48,9 +48,9 @@ class Table:
     prefix_bits: int
 
     @property
-    def prefix_mask(self) -> int:
-        """Unsigned mask of the prefix bits (the top `prefix_bits` bits)."""
-        return (MASK64 << (BITS - self.prefix_bits)) & MASK64
+    def shift(self) -> int:
+        """value >> shift is the prefix: the leading `prefix_bits` bits."""
+        return BITS - self.prefix_bits
 
     def permute(self, value: int) -> int:
         """The unsigned permuted value of an unsigned fingerprint."""
@@ -67,10 +67,9 @@ class Table:
             out |= ((values >> np.uint64(move.source)) & mask) << np.uint64(move.target)
         return out
 
-    def probe_range(self, value: int) -> tuple[int, int]:
-        """Unsigned [low, high] of permuted values that share the query's prefix."""
-        low = self.permute(value) & self.prefix_mask
-        return low, low | (~self.prefix_mask & MASK64)
+    def prefix(self, value: int) -> int:
+        """The prefix of an unsigned fingerprint's permuted value in this table."""
+        return self.permute(value) >> self.shift
 
 
 @dataclass(frozen=True)

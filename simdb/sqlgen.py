@@ -1,10 +1,10 @@
 """The static SQL of an index's exact queries (near, pairs), generated once from its block plan.
 
-near: each permuted column is probed for the query's prefix range, and candidates are verified with
-bit_count on the permuted value inside the index (Hamming distance does not change under a
-permutation), so rows that fail are never read. The permuted query values are bit expressions
-of the fingerprint parameter, so the whole query is one statement with two parameters, planned
-once and cached by PostgreSQL.
+near: each permuted column's prefix index is probed for the query's prefix, and candidates are
+verified with bit_count on the permuted value inside the index (Hamming distance does not change
+under a permutation), so rows that fail are never read. The permuted query values are bit
+expressions of the fingerprint parameter, so the whole query is one statement with two
+parameters, planned once and cached by PostgreSQL.
 
 pairs (Manku et al.'s batch mode): each permuted column is joined with itself on its prefix,
 pairs are verified with bit_count on the permuted values, and pairs found by several tables are
@@ -20,7 +20,7 @@ from simdb.blocks import BlockPlan, Table
 SCHEMA = "simdb"
 FINGERPRINT = sql.SQL("$1")
 MAX_DISTANCE = sql.SQL("$2")
-MAX_DISTANCE_1 = sql.SQL("$1")  # the only parameter of the pairs statement
+PAIRS_MAX_DISTANCE = sql.SQL("$1")  # the only parameter of the pairs statement
 
 
 def table_column(number: int) -> str:
@@ -66,7 +66,7 @@ def prefix(table: Table, value: sql.Composable) -> sql.Composed:
     Each table's B-tree is on exactly this expression of its column, so a probe is an
     equality and the batch self-join is a merge join of the index with itself.
     """
-    return sql.SQL("{} >> {}").format(value, sql.Literal(64 - table.prefix_bits))
+    return sql.SQL("{} >> {}").format(value, sql.Literal(table.shift))
 
 
 def create_block_index(index_name: str, number: int, table: Table) -> sql.Composed:
@@ -128,7 +128,7 @@ def pairs_statement(index_name: str, plan: BlockPlan) -> sql.Composed:
                 right_prefix=prefix(entry, right),
                 left=left,
                 right=right,
-                k=MAX_DISTANCE_1,
+                k=PAIRS_MAX_DISTANCE,
             )
         )
     return sql.SQL(
@@ -157,8 +157,8 @@ def create_pairs_function(index_name: str, body: str) -> sql.Composed:
 def create_near_function(index_name: str, body: str) -> sql.Composed:
     """CREATE FUNCTION simdb.NAME__near(fingerprint, max_distance) running `body` with a generic plan.
 
-    The range bounds are expressions of $1, so a custom plan would be re-made on every call;
-    the generic plan is the same index-only probes, planned once per session.
+    The probed prefixes are expressions of $1, and a custom plan would be made on each of the
+    first calls; the generic plan is the same index-only probes, planned once per session.
     """
     return sql.SQL(
         "CREATE FUNCTION {function}(fingerprint bigint, max_distance integer)"

@@ -47,21 +47,19 @@ def test_table_count_and_prefixes() -> None:
 @given(pair_within())
 def test_some_table_has_equal_prefixes_within_k(case: tuple[BlockPlan, int, int]) -> None:
     plan, a, b = case
-    assert any(t.permute(a) & t.prefix_mask == t.permute(b) & t.prefix_mask for t in plan.tables)
+    assert any(t.prefix(a) == t.prefix(b) for t in plan.tables)
 
 
 @settings(max_examples=500)
 @given(pair_within())
-def test_candidate_set_contains_every_true_neighbour(case: tuple[BlockPlan, int, int]) -> None:
+def test_signed_prefixes_agree_with_unsigned_ones(case: tuple[BlockPlan, int, int]) -> None:
+    # SQL compares bigint >> shift (an arithmetic shift of the signed value): the same test
     plan, stored, query = case
-    found = False
     for table in plan.tables:
-        low, high = table.probe_range(query)
-        if low <= table.permute(stored) <= high:
-            # the probe in signed bigint space is the same range (its top bit is fixed)
-            assert to_signed(low) <= to_signed(table.permute(stored)) <= to_signed(high)
-            found = True
-    assert found
+        signed_equal = (
+            to_signed(table.permute(stored)) >> table.shift == to_signed(table.permute(query)) >> table.shift
+        )
+        assert signed_equal == (table.prefix(stored) == table.prefix(query))
 
 
 @settings(max_examples=300)
@@ -81,12 +79,18 @@ def test_array_permutation_equals_scalar(plan_args: tuple[int, int], values: lis
         assert table.permute_array(array).tolist() == [table.permute(v) for v in values]
 
 
-def test_probe_range_has_the_query_prefix() -> None:
-    plan = BlockPlan(3, 5)
-    for table in plan.tables:
-        low, high = table.probe_range(0x0123456789ABCDEF)
-        assert high - low == 2 ** (64 - table.prefix_bits) - 1
-        assert low & table.prefix_mask == table.permute(0x0123456789ABCDEF) & table.prefix_mask
+def test_prefix_is_the_leading_blocks() -> None:
+    plan = BlockPlan(3, 5)  # blocks A..E of 13, 13, 13, 13, 12 bits
+    value = 0x0123456789ABCDEF
+    blocks = [
+        (value >> 51) & 0x1FFF,
+        (value >> 38) & 0x1FFF,
+        (value >> 25) & 0x1FFF,
+        (value >> 12) & 0x1FFF,
+        value & 0xFFF,
+    ]
+    assert plan.tables[0].prefix(value) == blocks[0] << 13 | blocks[1]  # A B
+    assert plan.tables[9].prefix(value) == blocks[3] << 12 | blocks[4]  # D E
 
 
 @pytest.mark.parametrize(("k", "b"), [(3, 3), (3, 2), (-1, 4), (9, 10), (6, 12)])

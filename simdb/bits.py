@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from simdb.errors import InvalidParameter
 
 BITS = 64
@@ -20,11 +17,6 @@ def to_signed(value: int) -> int:
 def to_unsigned(value: int) -> int:
     """bigint (signed) -> the unsigned 64-bit value with the same bits."""
     return value & MASK64
-
-
-def to_signed_array(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
-    """`to_signed` for a numpy array (a reinterpretation of the same bits, no copy)."""
-    return values.view(np.int64)
 
 
 def hamming(a: int, b: int) -> int:

@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
 
-import numpy as np
-import numpy.typing as npt
-
 from simdb.bits import BITS
 from simdb.errors import InvalidParameter
 
@@ -57,14 +54,6 @@ class Table:
         out = 0
         for move in self.moves:
             out |= ((value >> move.source) & ((1 << move.width) - 1)) << move.target
-        return out
-
-    def permute_array(self, values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-        """`permute` over an array of unsigned fingerprints."""
-        out = np.zeros_like(values)
-        for move in self.moves:
-            mask = np.uint64((1 << move.width) - 1)
-            out |= ((values >> np.uint64(move.source)) & mask) << np.uint64(move.target)
         return out
 
     def prefix(self, value: int) -> int:

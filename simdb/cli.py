@@ -316,6 +316,35 @@ def ingest_(
         click.echo(report.summary())
 
 
+@main.command(name="delete")
+@click.argument("name")
+@click.argument("keys", nargs=-1, required=True)
+@click.pass_context
+def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
+    """Remove the rows of KEYS from index NAME (in one transaction)."""
+    with database(ctx) as conn:
+        removed = ingest.delete(conn, index.get(conn, name), keys)
+    click.echo(f"deleted {removed} of {len(set(keys))} keys")
+
+
+@main.command(name="prune")
+@click.argument("name")
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    metavar="DURATION",
+    help="Remove rows last written longer ago than this: 90s, 15m, 12h, 30d, 2w, 1d12h.",
+)
+@click.pass_context
+def prune_(ctx: click.Context, name: str, older_than: str) -> None:
+    """Remove the rows of index NAME that were last written more than DURATION ago."""
+    age = ingest.parse_duration(older_than)
+    with database(ctx) as conn:
+        removed = ingest.prune(conn, index.get(conn, name), age)
+    click.echo(f"pruned {removed} rows older than {age}")
+
+
 def _query_fingerprint(
     conn: connection.Connection,
     target: index.Index,

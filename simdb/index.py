@@ -26,6 +26,9 @@ from simdb.sqlgen import (
     pairs_statement,
     table_column,
 )
+from simdb.sqlgen import (
+    permuted as permuted_expression,
+)
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # NAME__near, NAME__pairs, NAME__clusters belong to index NAME, so names never contain "__".
@@ -143,8 +146,14 @@ def create(
 
 
 def _create_table(conn: Connection, index: Index) -> None:
+    # The permuted columns are computed by PostgreSQL from the fingerprint, so any application
+    # can insert (key, fingerprint) in plain SQL and get the same values simdb would compute.
+    fingerprint = sql.Identifier("fingerprint")
     permuted = sql.SQL(", ").join(
-        sql.SQL("{} bigint NOT NULL").format(sql.Identifier(column)) for column in index.columns
+        sql.SQL("{} bigint GENERATED ALWAYS AS ({}) STORED").format(
+            sql.Identifier(table_column(number)), permuted_expression(table, fingerprint)
+        )
+        for number, table in enumerate(index.plan.tables)
     )
     conn.execute(
         sql.SQL(

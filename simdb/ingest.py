@@ -1,16 +1,19 @@
-"""Fingerprint documents and load them with COPY, one transaction per batch, idempotent per key."""
+"""Write an index's rows: fingerprint documents and load them with COPY (one transaction per batch,
+idempotent per key), delete keys, prune old rows."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 
-import numpy as np
 from psycopg import sql
 
-from simdb.bits import to_signed_array
+from simdb.bits import to_signed
 from simdb.connection import Connection
+from simdb.errors import InvalidParameter
 from simdb.index import Index
 from simdb.readers import Document, Item, Skip
 from simdb.simhash import EmptyDocument, fingerprint
@@ -119,44 +122,34 @@ def store(
     """
     sizes = sizes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
-    values = np.array([batch[key] for key in keys], dtype=np.uint64)
-    permuted = [to_signed_array(table.permute_array(values)) for table in index.plan.tables]
-    fingerprints = to_signed_array(values)
+    fingerprints = [to_signed(batch[key]) for key in keys]
     stage = sql.Identifier(f"_simdb_stage_{index.name}")
-    columns = [sql.Identifier(column) for column in index.columns]
+    names = sql.SQL(", ").join(sql.Identifier(name) for name in ("key", "fingerprint", "size"))
     with conn.transaction():
         conn.execute(
             sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {stage}"
-                " (key text, fingerprint bigint, size bigint, {columns}) ON COMMIT DELETE ROWS"
-            ).format(
-                stage=stage,
-                columns=sql.SQL(", ").join(sql.SQL("{} bigint").format(c) for c in columns),
-            )
+                "CREATE TEMP TABLE IF NOT EXISTS {} (key text, fingerprint bigint, size bigint)"
+                " ON COMMIT DELETE ROWS"
+            ).format(stage)
         )
-        fixed = [sql.Identifier(name) for name in ("key", "fingerprint", "size")]
-        names = sql.SQL(", ").join([*fixed, *columns])
         with conn.cursor().copy(
             sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, names)
         ) as copy:
-            copy.set_types(["text", "int8", "int8"] + ["int8"] * len(columns))
-            for row, key in enumerate(keys):
-                values_row = [int(p[row]) for p in permuted]
-                copy.write_row([key, int(fingerprints[row]), sizes.get(key), *values_row])
-        updates = sql.SQL(", ").join(
-            sql.SQL("{0} = excluded.{0}").format(column)
-            for column in [*fixed[1:], *columns, sql.Identifier("added_at")]
-        )
+            copy.set_types(["text", "int8", "int8"])
+            for key, value in zip(keys, fingerprints, strict=True):
+                copy.write_row((key, value, sizes.get(key)))
+        # The permuted columns are generated from the fingerprint by PostgreSQL.
         counts = conn.execute(
             sql.SQL(
                 "WITH up AS ("
                 " INSERT INTO {table} AS t ({names}, added_at)"
                 " SELECT {names}, now() FROM {stage} ORDER BY key"
-                " ON CONFLICT (key) DO UPDATE SET {updates}"
+                " ON CONFLICT (key) DO UPDATE"
+                " SET fingerprint = excluded.fingerprint, size = excluded.size, added_at = excluded.added_at"
                 " WHERE (t.fingerprint, t.size) IS DISTINCT FROM (excluded.fingerprint, excluded.size)"
                 " RETURNING (xmax = 0) AS inserted)"
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
-            ).format(table=index.table, names=names, stage=stage, updates=updates)
+            ).format(table=index.table, names=names, stage=stage)
         ).fetchone()
     return (counts[0], counts[1]) if counts else (0, 0)
 
@@ -169,3 +162,35 @@ def vacuum(conn: Connection, index: Index) -> None:
     """
     if conn.autocommit:
         conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(index.table))
+
+
+def delete(conn: Connection, index: Index, keys: Iterable[str]) -> int:
+    """Remove the rows of these keys in one transaction; returns how many existed."""
+    wanted = sorted(set(keys))
+    with conn.transaction():
+        cursor = conn.execute(sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(index.table), (wanted,))
+    return cursor.rowcount
+
+
+def prune(conn: Connection, index: Index, older_than: timedelta) -> int:
+    """Remove the rows last written more than `older_than` ago; returns how many."""
+    with conn.transaction():
+        cursor = conn.execute(
+            sql.SQL("DELETE FROM {} WHERE added_at < now() - %s").format(index.table), (older_than,)
+        )
+    return cursor.rowcount
+
+
+_DURATION = re.compile(r"(\d+)\s*(s|m|h|d|w)")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """'90s', '15m', '12h', '30d', '2w' (or several, as in '1d12h') -> timedelta."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = _DURATION.findall(compact)
+    if not compact or "".join(number + unit for number, unit in parts) != compact:
+        raise InvalidParameter(
+            f"bad duration {text!r}", "write a number and a unit (s, m, h, d, w), e.g. 30d or 1d12h"
+        )
+    return sum((timedelta(**{_UNITS[unit]: int(number)}) for number, unit in parts), timedelta())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,15 +67,6 @@ def test_permutation_preserves_distance(plan_args: tuple[int, int], a: int, b: i
     plan = BlockPlan(*plan_args)
     for table in plan.tables:
         assert hamming(table.permute(a), table.permute(b)) == hamming(a, b)
-
-
-@settings(max_examples=100)
-@given(st.sampled_from(PLANS), st.lists(U64, min_size=1, max_size=50))
-def test_array_permutation_equals_scalar(plan_args: tuple[int, int], values: list[int]) -> None:
-    plan = BlockPlan(*plan_args)
-    array = np.array(values, dtype=np.uint64)
-    for table in plan.tables:
-        assert table.permute_array(array).tolist() == [table.permute(v) for v in values]
 
 
 def test_prefix_is_the_leading_blocks() -> None:

@@ -289,3 +289,25 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
         assert figures[name] > 0
     # the scratch index is gone
     assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)
+
+
+def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
+    simdb(capsys, "create", "docs")
+    stdin = "".join(
+        json.dumps({"key": f"k{i}", "text": f"document number {i} words"}) + "\n" for i in range(4)
+    )
+    simdb(capsys, "ingest", "docs", "-", stdin=stdin.encode())
+    assert simdb(capsys, "delete", "docs", "k0", "k1", "missing") == (0, "deleted 2 of 3 keys\n", "")
+    assert [key for key, _ in rows(conn)] == ["k2", "k3"]
+    conn.execute("UPDATE simdb.docs SET added_at = now() - interval '3 days' WHERE key = 'k2'")
+    assert simdb(capsys, "prune", "docs", "--older-than", "2d") == (
+        0,
+        "pruned 1 rows older than 2 days, 0:00:00\n",
+        "",
+    )
+    assert [key for key, _ in rows(conn)] == ["k3"]
+    assert simdb(capsys, "prune", "docs", "--older-than", "soon") == (
+        1,
+        "",
+        "simdb: error: bad duration 'soon' (write a number and a unit (s, m, h, d, w), e.g. 30d or 1d12h)\n",
+    )

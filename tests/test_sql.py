@@ -70,6 +70,22 @@ def test_sql_permute_equals_python(conn: Conn, k: int, blocks: int) -> None:
         assert [to_unsigned(r[0]) for r in rows] == [table.permute(v) for v in values]
 
 
+@pytest.mark.parametrize(("k", "blocks"), [(0, 1), (3, 5), (6, 8)])
+def test_plain_sql_insert_gets_the_permuted_columns(conn: Conn, k: int, blocks: int) -> None:
+    made = index.create(conn, "docs", max_distance=k, blocks=blocks)
+    rng = random.Random(blocks)
+    values = [rng.getrandbits(64) for _ in range(300)] + [0, MASK64, 1 << 63]
+    conn.execute(
+        "INSERT INTO simdb.docs (key, fingerprint) SELECT 'k' || n, v FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(v, n)",
+        ([to_signed(v) for v in values],),
+    )
+    columns = ", ".join(made.columns)
+    stored = conn.execute(f"SELECT {columns} FROM simdb.docs ORDER BY id").fetchall()
+    assert [[to_unsigned(p) for p in row] for row in stored] == [made.plan.permuted(v) for v in values]
+    near = conn.execute("SELECT key FROM simdb.near('docs', %s, 0)", (to_signed(values[7]),)).fetchall()
+    assert near == [("k8",)]
+
+
 def test_hex_functions(conn: Conn) -> None:
     for value in (0, 1, 0xFFFFFFFFFFFFFFFF, 0x8000000000000000, 0x0123456789ABCDEF):
         row = conn.execute("SELECT simdb.to_hex(%s), simdb.from_hex(%s)", (to_signed(value), to_hex(value)))

@@ -132,6 +132,18 @@ def test_near_plan_uses_index_only_scans(conn: Conn) -> None:
     assert "Seq Scan" not in plan, plan
 
 
+def test_near_key(conn: Conn) -> None:
+    _load(conn, "docs", {"a": 0b1111, "b": 0b0111, "c": 0b0001, "far": 2**64 - 1})
+    assert conn.execute("SELECT * FROM simdb.near_key('docs', 'a')").fetchall() == [
+        ("a", 0),
+        ("b", 1),
+        ("c", 3),
+    ]
+    assert conn.execute("SELECT * FROM simdb.near_key('docs', 'a', 1)").fetchall() == [("a", 0), ("b", 1)]
+    with pytest.raises(psycopg.errors.NoDataFound, match="index 'docs' has no key 'zz'"):
+        conn.execute("SELECT * FROM simdb.near_key('docs', 'zz')")
+
+
 def test_near_errors(conn: Conn) -> None:
     _load(conn, "docs", {"a": 1})
     with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'nope'"):

@@ -34,6 +34,7 @@ def downgrade() -> None:
     _run_script(
         "DROP FUNCTION simdb.explain_near(text, bigint, integer);"
         "DROP FUNCTION simdb.pairs(text, integer);"
+        "DROP FUNCTION simdb.near_key(text, text, integer);"
         "DROP FUNCTION simdb.near(text, bigint, integer);"
         "DROP FUNCTION simdb._checked_distance(text, integer);"
         "DROP FUNCTION simdb.permute(bigint, integer[], integer[]);"

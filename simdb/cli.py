@@ -316,6 +316,26 @@ def ingest_(
         click.echo(report.summary())
 
 
+@main.command(name="grant")
+@click.argument("name")
+@click.option("--reader", "readers_", multiple=True, metavar="ROLE", help="May query the index (repeatable).")
+@click.option(
+    "--writer", "writers", multiple=True, metavar="ROLE", help="May also ingest and delete (repeatable)."
+)
+@click.pass_context
+def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tuple[str, ...]) -> None:
+    """Let database roles query index NAME (--reader) or also write it (--writer), and nothing more."""
+    if not readers_ and not writers:
+        raise click.UsageError("give at least one --reader ROLE or --writer ROLE")
+    with database(ctx) as conn:
+        for role in readers_:
+            index.grant(conn, name, role)
+        for role in writers:
+            index.grant(conn, name, role, writer=True)
+    granted = [f"{role} (reader)" for role in readers_] + [f"{role} (writer)" for role in writers]
+    click.echo(f"granted index {name} to {', '.join(granted)}")
+
+
 @main.command(name="delete")
 @click.argument("name")
 @click.argument("keys", nargs=-1, required=True)

@@ -110,7 +110,7 @@ def create(
     near_sql = near_statement(name, plan).as_string(conn)
     try:
         with conn.transaction():
-            if conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{name}",)).fetchone() != (None,):
+            if table_exists(conn, name):
                 raise IndexExists(
                     f"index {name!r} already exists",
                     f"pick another name, or drop it first with `simdb drop {name}`",
@@ -174,6 +174,14 @@ def _create_table(conn: Connection, index: Index) -> None:
     )
     for number, table in enumerate(index.plan.tables):
         conn.execute(create_block_index(index.name, number, table))
+
+
+def table_exists(conn: Connection, table: str) -> bool:
+    """Whether simdb.<table> exists."""
+    found = conn.execute(
+        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s", (SCHEMA, table)
+    ).fetchone()
+    return found is not None
 
 
 def get(conn: Connection, name: str) -> Index:
@@ -261,3 +269,28 @@ def drop(conn: Connection, name: str) -> None:
         clusters = sql.Identifier(SCHEMA, clusters_table(name))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(clusters))
         conn.execute("DELETE FROM simdb._indexes WHERE name = %s", (name,))
+
+
+def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> None:
+    """Let `role` query index NAME (reader), or also write its rows (writer); nothing more.
+
+    A reader gets USAGE on the schema and SELECT on the index, its clusters and the catalog;
+    simdb's functions are executable by everyone, as PostgreSQL grants by default. A writer
+    also gets INSERT, UPDATE and DELETE on the index's rows.
+    """
+    index = get(conn, name)
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+    if exists is None:
+        raise InvalidParameter(f"no role named {role!r}", f"create it first, e.g. CREATE ROLE {role} LOGIN")
+    who = sql.Identifier(role)
+    readable = [
+        index.table,
+        *[sql.Identifier(SCHEMA, t) for t in ("_indexes", "_tables", "_alembic_version")],
+    ]
+    if table_exists(conn, clusters_table(name)):
+        readable.append(sql.Identifier(SCHEMA, clusters_table(name)))
+    with conn.transaction():
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(SCHEMA), who))
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.SQL(", ").join(readable), who))
+        if writer:
+            conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(index.table, who))

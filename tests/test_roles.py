@@ -1,0 +1,77 @@
+"""simdb grant: a reader can query and cannot write; a writer can ingest."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+from test_cli import simdb
+
+from simdb import index, ingest
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+@pytest.fixture
+def roles(conn: Conn) -> Iterator[tuple[str, str]]:
+    names = (f"simdb_reader_{os.getpid()}", f"simdb_writer_{os.getpid()}")
+    for name in names:
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(name)))
+    yield names
+    for name in names:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def _as_role(dsn: str, role: str) -> Conn:
+    """A new session that acts as `role`, as an application logged in as that role would."""
+    session = psycopg.connect(dsn, autocommit=True)
+    session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+    return session
+
+
+def test_reader_queries_and_cannot_write(
+    capsys: pytest.CaptureFixture[str], dsn: str, conn: Conn, roles: tuple[str, str]
+) -> None:
+    reader, writer = roles
+    made = index.create(conn, "docs")
+    ingest.store(conn, made, {"a": 1, "b": 3})
+    assert simdb(capsys, "grant", "docs", "--reader", reader, "--writer", writer) == (
+        0,
+        f"granted index docs to {reader} (reader), {writer} (writer)\n",
+        "",
+    )
+    with _as_role(dsn, reader) as session:
+        near = session.execute("SELECT key, distance FROM simdb.near('docs', 1, 1)").fetchall()
+        assert near == [("a", 0), ("b", 1)]
+        assert session.execute("SELECT count(*) FROM simdb.pairs('docs')").fetchone() == (1,)
+        for statement in (
+            "INSERT INTO simdb.docs (key, fingerprint) VALUES ('c', 5)",
+            "UPDATE simdb.docs SET fingerprint = 7",
+            "DELETE FROM simdb.docs",
+            "CREATE TABLE simdb.sneaky (x int)",
+            "DROP TABLE simdb.docs",
+            "DELETE FROM simdb._indexes",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                session.execute(statement)
+    with _as_role(dsn, writer) as session:
+        assert ingest.store(session, index.get(session, "docs"), {"c": 5, "a": 2}) == (1, 1)
+        assert ingest.delete(session, index.get(session, "docs"), ["b"]) == 1
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            session.execute("CREATE TABLE simdb.sneaky (x int)")
+    assert conn.execute("SELECT key FROM simdb.docs ORDER BY key").fetchall() == [("a",), ("c",)]
+
+
+def test_grant_errors(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
+    index.create(conn, "docs")
+    assert simdb(capsys, "grant", "docs", "--reader", "nobody_here") == (
+        1,
+        "",
+        "simdb: error: no role named 'nobody_here' (create it first, e.g. CREATE ROLE nobody_here LOGIN)\n",
+    )
+    assert simdb(capsys, "grant", "docs")[0] == 2

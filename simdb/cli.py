@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 import psycopg
 
-from simdb import batch, connection, embedded, index, ingest, planner, query, readers, schema
+from simdb import attach, batch, connection, embedded, index, ingest, planner, query, readers, schema
 from simdb.bits import parse_hex, to_hex
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
@@ -97,54 +97,47 @@ def init(ctx: click.Context) -> None:
     click.echo(f"simdb schema is at revision {schema.HEAD}")
 
 
-@main.command()
-@click.argument("name")
-@click.option(
-    "--max-distance",
-    "-k",
-    type=int,
-    default=DEFAULT_MAX_DISTANCE,
-    show_default=True,
-    help="Largest Hamming distance the index answers exactly (0-8).",
-)
-@click.option(
-    "--expected-rows",
-    type=int,
-    default=DEFAULT_EXPECTED_ROWS,
-    show_default=True,
-    help="Rows you expect; the planner picks the number of blocks for it (see `simdb plan`).",
-)
-@workload_option
-@click.option(
-    "--blocks",
-    type=int,
-    default=None,
-    help="Number of blocks b (> k); overrides the planner.",
-)
-@features_option
-@json_option
-@click.pass_context
-def create(
-    ctx: click.Context,
-    name: str,
-    max_distance: int,
-    expected_rows: int,
-    workload: str,
-    blocks: int | None,
-    features: str,
-    as_json: bool,
-) -> None:
-    """Create index NAME, readable in SQL as simdb."NAME"."""
-    with database(ctx) as conn:
-        made = index.create(
-            conn,
-            name,
-            max_distance=max_distance,
-            expected_rows=expected_rows,
-            blocks=blocks,
-            features=Features.parse(features),
-            workload=workload,
-        )
+def index_options(function: F) -> F:
+    """The options that shape a new index (create, attach)."""
+    for option in reversed(
+        [
+            click.option(
+                "--max-distance",
+                "-k",
+                type=int,
+                default=DEFAULT_MAX_DISTANCE,
+                show_default=True,
+                help="Largest Hamming distance the index answers exactly (0-8).",
+            ),
+            click.option(
+                "--expected-rows",
+                type=int,
+                default=DEFAULT_EXPECTED_ROWS,
+                show_default=True,
+                help="Rows you expect; the planner picks the number of blocks for it (see `simdb plan`).",
+            ),
+            workload_option,
+            click.option(
+                "--blocks", type=int, default=None, help="Number of blocks b (> k); overrides the planner."
+            ),
+            features_option,
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def _index_settings(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "max_distance": options["max_distance"],
+        "expected_rows": options["expected_rows"],
+        "blocks": options["blocks"],
+        "features": Features.parse(options["features"]),
+        "workload": options["workload"],
+    }
+
+
+def _describe(made: index.Index, as_json: bool, verb: str) -> None:
     plan = made.plan
     if as_json:
         emit_json(
@@ -160,10 +153,81 @@ def create(
         return
     prefixes = sorted({t.prefix_bits for t in plan.tables})
     click.echo(
-        f"created index {made.name}: max distance {plan.max_distance}, {plan.blocks} blocks, "
+        f"{verb} index {made.name}: max distance {plan.max_distance}, {plan.blocks} blocks, "
         f"{len(plan.tables)} tables (prefix {'/'.join(map(str, prefixes))} bits), "
         f'features {made.features}; SQL: simdb."{made.name}"'
     )
+
+
+@main.command()
+@click.argument("name")
+@index_options
+@json_option
+@click.pass_context
+def create(ctx: click.Context, /, name: str, as_json: bool, **options: Any) -> None:
+    """Create index NAME, readable in SQL as simdb."NAME"."""
+    with database(ctx) as conn:
+        made = index.create(conn, name, **_index_settings(options))
+    _describe(made, as_json, "created")
+
+
+@main.command(name="attach")
+@click.argument("name")
+@click.option("--table", required=True, metavar="SCHEMA.TABLE", help="Your existing table.")
+@click.option("--key-column", required=True, help="Its key column (any type; stored as text).")
+@click.option("--text-column", required=True, help="Its text column to fingerprint.")
+@click.option("--where", "condition", metavar="SQL", help="Only rows matching this SQL condition.")
+@click.option("--no-sync", is_flag=True, help="Only attach; fingerprint later with `simdb sync`.")
+@index_options
+@json_option
+@click.pass_context
+def attach_(
+    ctx: click.Context,
+    /,
+    name: str,
+    table: str,
+    key_column: str,
+    text_column: str,
+    condition: str | None,
+    no_sync: bool,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Create index NAME over an existing table (which is not altered), then sync it.
+
+    simdb."NAME" keeps one row per source row, keyed by the source key as text. `simdb sync NAME`
+    brings it up to date again later: new and changed rows are fingerprinted, deleted ones removed.
+    """
+    with database(ctx) as conn:
+        made = attach.attach(
+            conn, name, table, key_column, text_column, condition, **_index_settings(options)
+        )
+        _describe(made, as_json and no_sync, "attached")
+        if not no_sync:
+            _show_sync(attach.sync(conn, name), as_json)
+
+
+@main.command(name="sync")
+@click.argument("name")
+@click.option("--watch", is_flag=True, help="Keep syncing, polling every --interval seconds, until Ctrl-C.")
+@click.option("--interval", type=click.FloatRange(0.1), default=5.0, show_default=True)
+@json_option
+@click.pass_context
+def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: bool) -> None:
+    """Bring attached index NAME up to date with its table: unchanged rows cost nothing."""
+
+    with database(ctx) as conn:
+        if watch:
+            attach.watch(conn, name, interval, lambda report: _show_sync(report, as_json))
+        else:
+            _show_sync(attach.sync(conn, name), as_json)
+
+
+def _show_sync(report: attach.SyncReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.__dict__)
+    else:
+        click.echo(report.summary())
 
 
 @main.command(name="plan")

@@ -162,6 +162,7 @@ def _create_table(conn: Connection, index: Index) -> None:
             " key text NOT NULL UNIQUE,"
             " fingerprint bigint NOT NULL,"
             " size bigint,"
+            " content_hash bytea,"
             " {permuted},"
             " added_at timestamptz NOT NULL DEFAULT now())"
         ).format(table=index.table, permuted=permuted)

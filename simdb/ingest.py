@@ -112,32 +112,37 @@ def _count(report: Report, size: int, counts: tuple[int, int]) -> None:
 
 
 def store(
-    conn: Connection, index: Index, batch: Mapping[str, int], sizes: Mapping[str, int] | None = None
+    conn: Connection,
+    index: Index,
+    batch: Mapping[str, int],
+    sizes: Mapping[str, int] | None = None,
+    hashes: Mapping[str, bytes] | None = None,
 ) -> tuple[int, int]:
     """Upsert {key: unsigned fingerprint} in one transaction; returns (inserted, updated).
 
-    `sizes` gives each document's size in bytes (NULL where missing). The rows are copied
-    (binary COPY) into a staging table, then inserted; an existing key gets the new
-    fingerprint and size, and a key whose fingerprint and size are unchanged is left alone.
+    `sizes` gives each document's size in bytes and `hashes` a hash of its content (used by
+    sync to skip unchanged rows); both are NULL where missing. The rows are copied (binary COPY)
+    into a staging table, then inserted; an existing key gets the new values, and a key whose
+    values are all unchanged is left alone.
     """
-    sizes = sizes or {}
+    sizes, hashes = sizes or {}, hashes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     fingerprints = [to_signed(batch[key]) for key in keys]
     stage = sql.Identifier(f"_simdb_stage_{index.name}")
-    names = sql.SQL(", ").join(sql.Identifier(name) for name in ("key", "fingerprint", "size"))
+    names = sql.SQL(", ").join(sql.Identifier(n) for n in ("key", "fingerprint", "size", "content_hash"))
     with conn.transaction():
         conn.execute(
             sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {} (key text, fingerprint bigint, size bigint)"
-                " ON COMMIT DELETE ROWS"
+                "CREATE TEMP TABLE IF NOT EXISTS {}"
+                " (key text, fingerprint bigint, size bigint, content_hash bytea) ON COMMIT DELETE ROWS"
             ).format(stage)
         )
         with conn.cursor().copy(
             sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, names)
         ) as copy:
-            copy.set_types(["text", "int8", "int8"])
+            copy.set_types(["text", "int8", "int8", "bytea"])
             for key, value in zip(keys, fingerprints, strict=True):
-                copy.write_row((key, value, sizes.get(key)))
+                copy.write_row((key, value, sizes.get(key), hashes.get(key)))
         # The permuted columns are generated from the fingerprint by PostgreSQL.
         counts = conn.execute(
             sql.SQL(
@@ -145,8 +150,10 @@ def store(
                 " INSERT INTO {table} AS t ({names}, added_at)"
                 " SELECT {names}, now() FROM {stage} ORDER BY key"
                 " ON CONFLICT (key) DO UPDATE"
-                " SET fingerprint = excluded.fingerprint, size = excluded.size, added_at = excluded.added_at"
-                " WHERE (t.fingerprint, t.size) IS DISTINCT FROM (excluded.fingerprint, excluded.size)"
+                " SET fingerprint = excluded.fingerprint, size = excluded.size,"
+                " content_hash = excluded.content_hash, added_at = excluded.added_at"
+                " WHERE (t.fingerprint, t.size, t.content_hash)"
+                " IS DISTINCT FROM (excluded.fingerprint, excluded.size, excluded.content_hash)"
                 " RETURNING (xmax = 0) AS inserted)"
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, names=names, stage=stage)

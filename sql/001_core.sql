@@ -26,6 +26,17 @@ CREATE TABLE simdb._tables (
 );
 COMMENT ON TABLE simdb._tables IS 'simdb: the permuted tables (one indexed column each) of every index';
 
+CREATE TABLE simdb._sources (
+    index_name    text PRIMARY KEY REFERENCES simdb._indexes (name) ON DELETE CASCADE,
+    source_schema text NOT NULL,
+    source_table  text NOT NULL,
+    key_column    text NOT NULL,
+    text_column   text NOT NULL,
+    condition     text,
+    synced_at     timestamptz
+);
+COMMENT ON TABLE simdb._sources IS 'simdb: the user table each attached index reads (simdb attach / sync)';
+
 -- Number of differing bits of two fingerprints.
 CREATE FUNCTION simdb.hamming(a bigint, b bigint) RETURNS integer
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

@@ -41,6 +41,7 @@ def downgrade() -> None:
         "DROP FUNCTION simdb.from_hex(text);"
         "DROP FUNCTION simdb.to_hex(bigint);"
         "DROP FUNCTION simdb.hamming(bigint, bigint);"
+        "DROP TABLE simdb._sources;"
         "DROP TABLE simdb._tables;"
         "DROP TABLE simdb._indexes;"
     )

@@ -1,0 +1,267 @@
+"""Near-duplicate search over a table the user already has: attach an index to it, keep it in sync.
+
+The source table is never altered. The index keeps its own rows keyed by the source key (as
+text) with an MD5 of the source text, so a sync fingerprints only rows that are new or changed,
+and removes rows whose source row is gone. When the key column is a primary or unique key, the
+index rows also reference it with ON DELETE CASCADE and disappear with their source row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from simdb import index as indexes
+from simdb import ingest
+from simdb.blocks import DEFAULT_MAX_DISTANCE
+from simdb.connection import Connection
+from simdb.errors import InvalidParameter
+from simdb.planner import DEFAULT_EXPECTED_ROWS
+from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint
+
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an attached index reads from."""
+
+    schema: str
+    table: str
+    key_column: str
+    text_column: str
+    condition: str | None
+
+    @property
+    def relation(self) -> sql.Identifier:
+        return sql.Identifier(self.schema, self.table)
+
+    @property
+    def where(self) -> sql.Composable:
+        """The user's --where condition (their own SQL over their own table), or TRUE."""
+        return sql.SQL("({})").format(sql.SQL(self.condition)) if self.condition else sql.SQL("TRUE")
+
+
+def parse_table(text: str) -> tuple[str, str]:
+    """'schema.table' or 'table' (schema public) -> (schema, table)."""
+    schema, dot, table = text.partition(".")
+    if not dot:
+        schema, table = "public", text
+    if not schema or not table or "." in table:
+        raise InvalidParameter(f"bad table name {text!r}", "write SCHEMA.TABLE, e.g. public.articles")
+    return schema, table
+
+
+def _column_type(conn: Connection, source: Source, column: str) -> str:
+    row = conn.execute(
+        "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute AS a"
+        " JOIN pg_class AS c ON c.oid = a.attrelid JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = %s AND a.attname = %s AND a.attnum > 0 AND NOT a.attisdropped",
+        (source.schema, source.table, column),
+    ).fetchone()
+    if row is None:
+        raise InvalidParameter(
+            f"table {source.schema}.{source.table} has no column {column!r}",
+            "check --key-column and --text-column",
+        )
+    return str(row[0])
+
+
+def _key_is_unique(conn: Connection, source: Source) -> bool:
+    """Whether the key column alone is a primary key or has a unique constraint."""
+    row = conn.execute(
+        "SELECT 1 FROM pg_constraint AS k JOIN pg_class AS c ON c.oid = k.conrelid"
+        " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+        " JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum = ANY(k.conkey)"
+        " WHERE n.nspname = %s AND c.relname = %s AND k.contype IN ('p', 'u')"
+        " AND cardinality(k.conkey) = 1 AND a.attname = %s",
+        (source.schema, source.table, source.key_column),
+    ).fetchone()
+    return row is not None
+
+
+def attach(
+    conn: Connection,
+    name: str,
+    table: str,
+    key_column: str,
+    text_column: str,
+    condition: str | None = None,
+    *,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
+    expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    blocks: int | None = None,
+    features: Features = DEFAULT_FEATURES,
+    workload: str = "both",
+) -> indexes.Index:
+    """Create index NAME over an existing table; checked first, created in one transaction."""
+    schema, relation = parse_table(table)
+    source = Source(schema, relation, key_column, text_column, condition)
+    found = conn.execute(
+        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s", (schema, relation)
+    ).fetchone()
+    if found is None:
+        raise InvalidParameter(f"no table {schema}.{relation}", "check --table (SCHEMA.TABLE)")
+    key_type = _column_type(conn, source, key_column)
+    _column_type(conn, source, text_column)
+    if condition:
+        try:
+            with conn.transaction():
+                conn.execute(
+                    sql.SQL("EXPLAIN SELECT 1 FROM {} WHERE {}").format(source.relation, source.where)
+                )
+        except psycopg.Error as error:
+            raise InvalidParameter(
+                f"the --where condition does not work on {schema}.{relation}: {str(error).splitlines()[0]}",
+                'give a SQL condition over the table\'s columns, e.g. "published"',
+            ) from error
+    with conn.transaction():
+        made = indexes.create(
+            conn,
+            name,
+            max_distance=max_distance,
+            expected_rows=expected_rows,
+            blocks=blocks,
+            features=features,
+            workload=workload,
+        )
+        conn.execute(
+            "INSERT INTO simdb._sources (index_name, source_schema, source_table, key_column, text_column,"
+            " condition) VALUES (%s, %s, %s, %s, %s, %s)",
+            (name, schema, relation, key_column, text_column, condition),
+        )
+        if _key_is_unique(conn, source):
+            conn.execute(
+                sql.SQL(
+                    "ALTER TABLE {index} ADD COLUMN source_key {type} UNIQUE"
+                    " REFERENCES {source} ({key}) ON DELETE CASCADE ON UPDATE SET NULL"
+                ).format(
+                    index=made.table,
+                    type=sql.SQL(key_type),
+                    source=source.relation,
+                    key=sql.Identifier(key_column),
+                )
+            )
+    return made
+
+
+def source_of(conn: Connection, name: str) -> Source:
+    row = conn.execute(
+        "SELECT source_schema, source_table, key_column, text_column, condition"
+        " FROM simdb._sources WHERE index_name = %s",
+        (name,),
+    ).fetchone()
+    if row is None:
+        raise InvalidParameter(
+            f"index {name!r} is not attached to a table", "attach one with `simdb attach NAME --table ...`"
+        )
+    return Source(*row)
+
+
+@dataclass
+class SyncReport:
+    """What one sync did."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    empty: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"synced: {self.added} new, {self.updated} updated, {self.removed} removed, "
+            f"{self.empty} without text skipped; unchanged rows were not read"
+        )
+
+
+def sync(conn: Connection, name: str, progress: Callable[[int], object] | None = None) -> SyncReport:
+    """Fingerprint the source rows that are new or changed since the last sync; drop vanished ones.
+
+    The changed rows are selected in one snapshot (a WITH HOLD cursor), then stored in batches of
+    their own transactions, so a sync can run at any time, while the application writes, and be
+    run again after a failure.
+    """
+    made = indexes.get(conn, name)
+    source = source_of(conn, name)
+    has_source_key = _has_column(conn, made, "source_key")
+    report = SyncReport()
+    key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
+    changed = sql.SQL(
+        "SELECT s.{key}::text, s.{text}, decode(md5(s.{text}), 'hex')"
+        " FROM {source} AS s LEFT JOIN {index} AS i ON i.key = s.{key}::text"
+        " WHERE {where} AND s.{key} IS NOT NULL"
+        " AND (s.{text} IS NULL OR i.content_hash IS DISTINCT FROM decode(md5(s.{text}), 'hex'))"
+    ).format(key=key, text=text, source=source.relation, index=made.table, where=source.where)
+    with conn.cursor(name=f"simdb_sync_{name}", withhold=True) as cursor:
+        with conn.transaction():
+            cursor.execute(changed)
+        while rows := cursor.fetchmany(BATCH):
+            batch, sizes, hashes = {}, {}, {}
+            for row_key, row_text, row_hash in rows:
+                try:
+                    batch[row_key] = fingerprint(row_text or "", made.features)
+                except EmptyDocument:
+                    report.empty += 1
+                    continue
+                sizes[row_key] = len(row_text.encode("utf-8"))
+                hashes[row_key] = bytes(row_hash)
+            inserted, updated = ingest.store(conn, made, batch, sizes, hashes)
+            report.added += inserted
+            report.updated += updated
+            if has_source_key:
+                _link_source_keys(conn, made, source, list(batch))
+            if progress is not None:
+                progress(len(rows))
+    with conn.transaction():
+        gone = conn.execute(
+            sql.SQL(
+                "DELETE FROM {index} AS i WHERE NOT EXISTS"
+                " (SELECT 1 FROM {source} AS s WHERE s.{key}::text = i.key AND {where})"
+            ).format(index=made.table, source=source.relation, key=key, where=source.where)
+        )
+        report.removed = gone.rowcount
+        conn.execute("UPDATE simdb._sources SET synced_at = now() WHERE index_name = %s", (name,))
+    if report.added or report.updated or report.removed:
+        ingest.vacuum(conn, made)
+    return report
+
+
+def _has_column(conn: Connection, made: indexes.Index, column: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = 'simdb' AND table_name = %s"
+        " AND column_name = %s",
+        (made.name, column),
+    ).fetchone()
+    return row is not None
+
+
+def _link_source_keys(conn: Connection, made: indexes.Index, source: Source, keys: list[str]) -> None:
+    """Set source_key (the foreign key that cascades deletes) for freshly stored rows."""
+    conn.execute(
+        sql.SQL(
+            "UPDATE {index} AS i SET source_key = s.{key} FROM {source} AS s"
+            " WHERE s.{key}::text = i.key AND i.key = ANY(%s) AND i.source_key IS DISTINCT FROM s.{key}"
+        ).format(index=made.table, source=source.relation, key=sql.Identifier(source.key_column)),
+        (keys,),
+    )
+
+
+def watch(
+    conn: Connection,
+    name: str,
+    interval: float,
+    report: Callable[[SyncReport], None],
+    rounds: int | None = None,
+) -> None:
+    """Sync every `interval` seconds (polling) until interrupted, or `rounds` times."""
+    done = 0
+    while rounds is None or done < rounds:
+        report(sync(conn, name))
+        done += 1
+        if rounds is None or done < rounds:
+            time.sleep(interval)

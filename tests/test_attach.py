@@ -1,0 +1,108 @@
+"""attach + sync over a table made with plain SQL: inserts, updates and deletes are reflected."""
+
+from __future__ import annotations
+
+import pytest
+from test_cli import Conn, simdb
+
+BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
+COLUMNS = (
+    "SELECT column_name, data_type FROM information_schema.columns"
+    " WHERE table_name = 'articles' ORDER BY ordinal_position"
+)
+
+
+@pytest.fixture
+def articles(conn: Conn) -> Conn:
+    conn.execute(
+        "CREATE TABLE public.articles (id serial PRIMARY KEY, body text, published boolean NOT NULL)"
+    )
+    conn.execute(
+        "INSERT INTO public.articles (body, published) VALUES (%s, true), (%s, true), (%s, true), (%s, false), (NULL, true)",
+        (BODY, BODY + " extra", "something else entirely, about other things", BODY),
+    )
+    return conn
+
+
+def keys(conn: Conn) -> list[str]:
+    return [str(key) for (key,) in conn.execute("SELECT key FROM simdb.arts ORDER BY key")]
+
+
+def test_attach_sync_reflects_inserts_updates_deletes(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    conn = articles
+    before = conn.execute(COLUMNS).fetchall()
+    code, out, err = simdb(
+        capsys, "attach", "arts", "--table", "public.articles", "--key-column", "id", "--text-column", "body"
+    )
+    assert code == 0, err
+    assert out.splitlines()[1] == (
+        "synced: 4 new, 0 updated, 0 removed, 1 without text skipped; unchanged rows were not read"
+    )
+    assert keys(conn) == ["1", "2", "3", "4"]
+    near = conn.execute("SELECT key FROM simdb.near_key('arts', '1')").fetchall()
+    assert near[0] == ("1",) and {("2",), ("4",)} <= set(near) and ("3",) not in near
+
+    conn.execute("INSERT INTO public.articles (body, published) VALUES (%s, true)", (BODY + " again",))
+    conn.execute("UPDATE public.articles SET body = 'a rewritten article about gardens' WHERE id = 2")
+    conn.execute("DELETE FROM public.articles WHERE id = 3")
+    assert keys(conn) == ["1", "2", "4"]  # the key is the primary key: the row went with its source row
+    assert simdb(capsys, "sync", "arts")[1] == (
+        "synced: 1 new, 1 updated, 0 removed, 1 without text skipped; unchanged rows were not read\n"
+    )
+    assert keys(conn) == ["1", "2", "4", "6"]
+    assert ("2",) not in conn.execute("SELECT key FROM simdb.near_key('arts', '1')").fetchall()
+    assert simdb(capsys, "sync", "arts", "--json")[1] == (
+        '{"added": 0, "updated": 0, "unchanged": 0, "removed": 0, "empty": 1}\n'
+    )
+    assert conn.execute(COLUMNS).fetchall() == before  # the user's table is not altered
+
+
+def test_where_condition_and_a_table_without_unique_key(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    conn.execute("CREATE TABLE public.notes (ref text, body text, live boolean)")
+    conn.execute(
+        "INSERT INTO public.notes VALUES ('a', 'first note text here', true), ('b', 'second note', false)"
+    )
+    code, out, _ = simdb(
+        capsys,
+        "attach",
+        "notes",
+        "--table",
+        "notes",
+        "--key-column",
+        "ref",
+        "--text-column",
+        "body",
+        "--where",
+        "live",
+    )
+    assert code == 0 and out.splitlines()[1].startswith("synced: 1 new, 0 updated, 0 removed")
+    conn.execute("UPDATE public.notes SET live = NOT live")
+    assert simdb(capsys, "sync", "notes")[1].startswith("synced: 1 new, 0 updated, 1 removed")
+    assert [key for (key,) in conn.execute("SELECT key FROM simdb.notes")] == ["b"]
+
+
+def test_attach_errors(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    base = ("attach", "arts", "--key-column", "id", "--text-column", "body")
+    assert simdb(capsys, *base, "--table", "public.nope")[2] == (
+        "simdb: error: no table public.nope (check --table (SCHEMA.TABLE))\n"
+    )
+    assert simdb(
+        capsys, "attach", "arts", "--table", "articles", "--key-column", "uid", "--text-column", "body"
+    )[2] == (
+        "simdb: error: table public.articles has no column 'uid' (check --key-column and --text-column)\n"
+    )
+    code, _, err = simdb(capsys, *base, "--table", "articles", "--where", "no_such_column > 1")
+    assert code == 1 and err.startswith(
+        "simdb: error: the --where condition does not work on public.articles: "
+    )
+    assert simdb(capsys, "sync", "arts")[2] == (
+        "simdb: error: no index named 'arts' (create it with `simdb create arts`; `simdb list` shows the indexes)\n"
+    )
+    simdb(capsys, "create", "plain")
+    assert simdb(capsys, "sync", "plain")[2] == (
+        "simdb: error: index 'plain' is not attached to a table (attach one with `simdb attach NAME --table ...`)\n"
+    )

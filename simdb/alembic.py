@@ -1,0 +1,92 @@
+"""Operations for the user's own Alembic migrations: simdb's schema and indexes, in their history.
+
+    from simdb import alembic as simdb_ops
+
+    def upgrade() -> None:
+        op.create_table("articles", ...)
+        simdb_ops.ensure_schema()
+        simdb_ops.attach_index("articles_dups", table="public.articles", key_column="id",
+                               text_column="body")
+
+    def downgrade() -> None:
+        simdb_ops.drop_index("articles_dups")
+        op.drop_table("articles")
+
+Everything runs on the migration's own connection and transaction, so it commits or rolls back
+with the rest of the migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import alembic.context
+import alembic.op
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection as SAConnection
+
+from simdb import attach, index, schema
+from simdb.connection import Connection
+
+
+def _connection() -> SAConnection:
+    return alembic.op.get_bind()
+
+
+def _driver() -> Connection:
+    """The psycopg connection under the migration's SQLAlchemy connection (same transaction)."""
+    driver = _connection().connection.driver_connection
+    return driver  # type: ignore[return-value]
+
+
+@contextmanager
+def _nested_alembic() -> Iterator[None]:
+    """Run simdb's own Alembic history inside the user's migration.
+
+    Alembic keeps its `op` and `context` in module-level proxies, and a nested run removes them
+    when it ends; put the user's back so the rest of their migration still works.
+    """
+    saved = [module._proxy for module in (alembic.op, alembic.context)]  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for proxy in saved:
+            if proxy is not None:
+                proxy._install_proxy()
+
+
+def _run_simdb_migrations(action: Callable[[Config], None]) -> None:
+    config = schema.alembic_config()
+    config.attributes["connection"] = _connection()
+    with _nested_alembic():
+        action(config)
+
+
+def ensure_schema() -> None:
+    """Create or migrate simdb's schema (catalog and SQL functions) to the version this simdb needs."""
+    if schema.current_revision(_driver()) != schema.HEAD:
+        _run_simdb_migrations(lambda config: command.upgrade(config, "head"))
+
+
+def drop_schema() -> None:
+    """Remove simdb's schema and every index in it."""
+    _run_simdb_migrations(lambda config: command.downgrade(config, "base"))
+    _connection().exec_driver_sql("DROP SCHEMA IF EXISTS simdb CASCADE")
+
+
+def create_index(name: str, **options: Any) -> None:
+    """simdb create NAME: the same options as simdb.index.create (max_distance, expected_rows, ...)."""
+    index.create(_driver(), name, **options)
+
+
+def attach_index(name: str, table: str, key_column: str, text_column: str, **options: Any) -> None:
+    """simdb attach NAME over an existing table (run `simdb sync NAME` to fingerprint its rows)."""
+    attach.attach(_driver(), name, table, key_column, text_column, **options)
+
+
+def drop_index(name: str) -> None:
+    """simdb drop NAME: the index table, its functions and catalog rows."""
+    index.drop(_driver(), name)

@@ -49,7 +49,7 @@ def _nested_alembic() -> Iterator[None]:
     Alembic keeps its `op` and `context` in module-level proxies, and a nested run removes them
     when it ends; put the user's back so the rest of their migration still works.
     """
-    saved = [module._proxy for module in (alembic.op, alembic.context)]  # type: ignore[attr-defined]
+    saved = [module._proxy for module in (alembic.op, alembic.context)]
     try:
         yield
     finally:

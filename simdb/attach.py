@@ -24,6 +24,7 @@ from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint
 
 BATCH = 2000
+_LINK_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -213,10 +214,10 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
             inserted, updated = ingest.store(conn, made, batch, sizes, hashes)
             report.added += inserted
             report.updated += updated
-            if has_source_key:
-                _link_source_keys(conn, made, source, list(batch))
             if progress is not None:
                 progress(len(rows))
+    if has_source_key:
+        _link_source_keys(conn, made, source)
     with conn.transaction():
         gone = conn.execute(
             sql.SQL(
@@ -240,15 +241,23 @@ def _has_column(conn: Connection, made: indexes.Index, column: str) -> bool:
     return row is not None
 
 
-def _link_source_keys(conn: Connection, made: indexes.Index, source: Source, keys: list[str]) -> None:
-    """Set source_key (the foreign key that cascades deletes) for freshly stored rows."""
-    conn.execute(
-        sql.SQL(
-            "UPDATE {index} AS i SET source_key = s.{key} FROM {source} AS s"
-            " WHERE s.{key}::text = i.key AND i.key = ANY(%s) AND i.source_key IS DISTINCT FROM s.{key}"
-        ).format(index=made.table, source=source.relation, key=sql.Identifier(source.key_column)),
-        (keys,),
-    )
+def _link_source_keys(conn: Connection, made: indexes.Index, source: Source) -> None:
+    """Set source_key (the foreign key that cascades deletes) on rows that do not have it yet.
+
+    A source row deleted while this runs makes the foreign key check fail; then try again, and
+    the vanished row no longer matches. Rows left unlinked are still removed by the sync.
+    """
+    statement = sql.SQL(
+        "UPDATE {index} AS i SET source_key = s.{key} FROM {source} AS s"
+        " WHERE i.source_key IS NULL AND s.{key}::text = i.key"
+    ).format(index=made.table, source=source.relation, key=sql.Identifier(source.key_column))
+    for _ in range(_LINK_ATTEMPTS):
+        try:
+            with conn.transaction():
+                conn.execute(statement)
+            return
+        except psycopg.errors.ForeignKeyViolation:
+            continue
 
 
 def watch(

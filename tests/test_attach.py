@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
+import psycopg
 import pytest
 from test_cli import Conn, simdb
+
+from simdb import attach, fingerprint
+from simdb.bits import to_unsigned
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 COLUMNS = (
@@ -106,3 +112,36 @@ def test_attach_errors(capsys: pytest.CaptureFixture[str], articles: Conn) -> No
     assert simdb(capsys, "sync", "plain")[2] == (
         "simdb: error: index 'plain' is not attached to a table (attach one with `simdb attach NAME --table ...`)\n"
     )
+
+
+def test_sync_while_the_application_writes(dsn: str, conn: Conn) -> None:
+    conn.execute("CREATE TABLE public.posts (id int PRIMARY KEY, body text NOT NULL)")
+    conn.execute(
+        "INSERT INTO public.posts SELECT n, 'post number ' || n || ' with words' FROM generate_series(1, 3000) AS n"
+    )
+    made = attach.attach(conn, "posts", "public.posts", "id", "body")
+    stop = threading.Event()
+
+    def application() -> None:
+        with psycopg.connect(dsn, autocommit=True) as app:
+            n = 3000
+            while not stop.is_set():
+                n += 1
+                app.execute("INSERT INTO public.posts VALUES (%s, %s)", (n, f"new post {n} text"))
+                app.execute("UPDATE public.posts SET body = body || ' edited' WHERE id = %s", (n % 3000 + 1,))
+                app.execute("DELETE FROM public.posts WHERE id = %s", (n - 2500,))
+
+    writer = threading.Thread(target=application)
+    writer.start()
+    try:
+        for _ in range(3):
+            attach.sync(conn, "posts")
+    finally:
+        stop.set()
+        writer.join()
+    attach.sync(conn, "posts")  # once the application is quiet, one more sync makes it exact
+    source = {str(key): body for key, body in conn.execute("SELECT id, body FROM public.posts")}
+    stored = {
+        key: to_unsigned(value) for key, value in conn.execute("SELECT key, fingerprint FROM simdb.posts")
+    }
+    assert stored == {key: fingerprint(body, made.features) for key, body in source.items()}

@@ -176,27 +176,37 @@ def test_create_twice_and_unknown(conn: Conn) -> None:
         index.get(conn, "other")
 
 
-def test_psql_client_gets_the_same_answer(conn: Conn, dsn: str) -> None:
+def test_psql_client_gets_the_same_answers(conn: Conn, dsn: str) -> None:
     rng = random.Random(11)
     rows = {f"r{i}": rng.getrandbits(64) for i in range(500)}
-    target = rows["r1"] ^ 0b101
-    rows["near"] = target
+    rows["near"] = rows["r1"] ^ 0b101
     _load(conn, "docs", rows)
-    result = subprocess.run(
+    script = "\n".join(
         [
-            str(program("psql")),
-            "-X",
-            "-A",
-            "-t",
-            "-F",
-            ",",
-            "-d",
-            dsn,
-            "-c",
-            f"SELECT key, distance FROM simdb.near('docs', {to_signed(rows['r1'])}, 3)",
-        ],
+            f"SELECT key, distance FROM simdb.near('docs', {to_signed(rows['r1'])}, 3);",
+            "SELECT key, distance FROM simdb.near_key('docs', 'near');",
+            "SELECT key_a, key_b, distance FROM simdb.pairs('docs', 2);",
+            "SELECT simdb.hamming(-1, 0), simdb.to_hex(-1), simdb.from_hex('ff');",
+            "INSERT INTO simdb.docs (key, fingerprint) VALUES ('from_psql', simdb.from_hex('ff'));",
+            "SELECT key FROM simdb.near('docs', 255, 0);",
+        ]
+    )
+    result = subprocess.run(
+        [str(program("psql")), "-X", "-A", "-t", "-F", ",", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+        input=script,
         capture_output=True,
         text=True,
         check=True,
     )
-    assert result.stdout.split() == ["r1,0", "near,2"]
+    assert result.stdout.split() == [
+        "r1,0",
+        "near,2",  # near
+        "near,0",
+        "r1,2",  # near_key
+        "near,r1,2",  # pairs
+        "64,ffffffffffffffff,255",  # hamming, to_hex, from_hex
+        "INSERT",
+        "0",
+        "1",
+        "from_psql",
+    ]

@@ -14,7 +14,12 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 
 
 def test_python_example_runs(dsn: str, capsys: object) -> None:
-    (example,) = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    # the stand-alone example; the SQLAlchemy and Alembic fragments run in test_example_app.py
+    (example,) = [
+        block
+        for block in re.findall(r"```python\n(.*?)```", README, flags=re.S)
+        if "ensure_schema(conn)" in block
+    ]
     exec(compile(example.replace("postgresql://localhost/mydb", dsn), "README.md", "exec"), {})
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT count(*) FROM simdb.docs").fetchone() == (2,)

@@ -145,3 +145,17 @@ def test_sync_while_the_application_writes(dsn: str, conn: Conn) -> None:
         key: to_unsigned(value) for key, value in conn.execute("SELECT key, fingerprint FROM simdb.posts")
     }
     assert stored == {key: fingerprint(body, made.features) for key, body in source.items()}
+
+
+def test_watch_polls(conn: Conn) -> None:
+    conn.execute("CREATE TABLE public.feed (id int PRIMARY KEY, body text NOT NULL)")
+    conn.execute("INSERT INTO public.feed VALUES (1, 'first item in the feed')")
+    attach.attach(conn, "feed", "feed", "id", "body")
+    seen: list[attach.SyncReport] = []
+
+    def record(report: attach.SyncReport) -> None:
+        seen.append(report)
+        conn.execute("INSERT INTO public.feed VALUES (%s, 'another item, arriving later')", (len(seen) + 1,))
+
+    attach.watch(conn, "feed", 0.1, record, rounds=3)
+    assert [report.added for report in seen] == [1, 1, 1]

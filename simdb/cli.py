@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -338,6 +339,14 @@ def drop(ctx: click.Context, name: str, yes: bool) -> None:
     is_flag=True,
     help="Create the index with default settings if it is missing.",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1),
+    default=os.cpu_count() or 1,
+    show_default="all cores",
+    help="Worker processes that fingerprint in parallel.",
+)
 @json_option
 @click.pass_context
 def ingest_(
@@ -350,6 +359,7 @@ def ingest_(
     skip_errors: bool,
     batch_size: int,
     create_missing: bool,
+    jobs: int,
     as_json: bool,
 ) -> None:
     """Fingerprint files, folders, JSONL or CSV (or - for stdin) into index NAME.
@@ -373,7 +383,9 @@ def ingest_(
             file=sys.stderr,
         ) as bar:
             documents = readers.read(paths, options)
-            report = ingest.ingest(conn, target, documents, batch_size=batch_size, progress=bar.update)
+            report = ingest.ingest(
+                conn, target, documents, batch_size=batch_size, progress=bar.update, jobs=jobs
+            )
     if as_json:
         emit_json(report.as_dict())
     else:

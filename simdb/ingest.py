@@ -3,11 +3,14 @@ idempotent per key), delete keys, prune old rows."""
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from multiprocessing import get_context
 
 from psycopg import sql
 
@@ -16,7 +19,7 @@ from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.index import Index
 from simdb.readers import Document, Item, Skip
-from simdb.simhash import EmptyDocument, fingerprint
+from simdb.simhash import Features, fingerprints
 
 DEFAULT_BATCH = 2000
 
@@ -63,45 +66,78 @@ def ingest(
     *,
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int], object] | None = None,
+    jobs: int = 1,
 ) -> Report:
     """Store every document of `items` in `index`; a re-run with the same input changes nothing.
 
-    Each batch is fingerprinted, then copied and upserted in its own transaction, so an error
-    or a kill loses at most the batch in flight, and running the same command again completes it.
+    Batches are fingerprinted (in `jobs` worker processes when more than one), then copied and
+    upserted in order, each in its own transaction, so an error or a kill loses at most the
+    batches in flight, and running the same command again completes the work. Memory stays
+    bounded: at most about 2 * jobs batches are read ahead.
     """
     report = Report()
-    batch: dict[str, int] = {}
-    sizes: dict[str, int] = {}
-    for item in items:
-        if isinstance(item, Skip):
-            report.skipped[item.reason] += 1
-        else:
-            _add(batch, sizes, item, index, report)
-        if progress is not None:
-            progress(item.consumed)
-        if len(batch) >= batch_size:
+    batches = _batches(items, batch_size, report, progress)
+    for documents, values in _fingerprinted(batches, index.features, jobs):
+        batch: dict[str, int] = {}
+        sizes: dict[str, int] = {}
+        for document, value in zip(documents, values, strict=True):
+            if value is None:
+                report.skipped["empty"] += 1
+                continue
+            report.repaired += document.repaired
+            if document.key in batch:
+                report.updated += 1  # a later record with the same key replaces the earlier one
+            batch[document.key] = value
+            sizes[document.key] = len(document.text.encode("utf-8"))
+        if batch:
             _count(report, len(batch), store(conn, index, batch, sizes))
-            batch, sizes = {}, {}
-    if batch:
-        _count(report, len(batch), store(conn, index, batch, sizes))
     if report.inserted or report.updated:
         vacuum(conn, index)
     return report
 
 
-def _add(
-    batch: dict[str, int], sizes: dict[str, int], document: Document, index: Index, report: Report
-) -> None:
-    try:
-        value = fingerprint(document.text, index.features)
-    except EmptyDocument:
-        report.skipped["empty"] += 1
+def _batches(
+    items: Iterable[Item], size: int, report: Report, progress: Callable[[int], object] | None
+) -> Iterator[list[Document]]:
+    """Documents in lists of `size`; skips are counted on the way."""
+    documents: list[Document] = []
+    for item in items:
+        if isinstance(item, Skip):
+            report.skipped[item.reason] += 1
+        else:
+            documents.append(item)
+        if progress is not None:
+            progress(item.consumed)
+        if len(documents) >= size:
+            yield documents
+            documents = []
+    if documents:
+        yield documents
+
+
+def _fingerprinted(
+    batches: Iterator[list[Document]], features: Features, jobs: int
+) -> Iterator[tuple[list[Document], list[int | None]]]:
+    """Each batch with its fingerprints, in input order; worker processes only past one batch."""
+    first = next(batches, None)
+    if first is None:
         return
-    report.repaired += document.repaired
-    if document.key in batch:
-        report.updated += 1  # a later record with the same key replaces the earlier one
-    batch[document.key] = value
-    sizes[document.key] = len(document.text.encode("utf-8"))
+    second = next(batches, None) if jobs > 1 else None
+    if second is None:
+        yield first, fingerprints([d.text for d in first], features)
+        for documents in batches:
+            yield documents, fingerprints([d.text for d in documents], features)
+        return
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+        pending: deque[tuple[list[Document], Future[list[int | None]]]] = deque()
+        for documents in itertools.chain([first, second], batches):
+            pending.append((documents, pool.submit(fingerprints, [d.text for d in documents], features)))
+            if len(pending) >= 2 * jobs:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
 
 
 def _count(report: Report, size: int, counts: tuple[int, int]) -> None:

@@ -169,3 +169,14 @@ def feature_hashes(text: str, features: Features = DEFAULT_FEATURES) -> UInt64Ar
 def fingerprint(text: str, features: Features = DEFAULT_FEATURES) -> int:
     """The unsigned 64-bit SimHash (spec v1) of a document; raises EmptyDocument if it has no tokens."""
     return simhash(feature_hashes(text, features))
+
+
+def fingerprints(texts: list[str], features: Features = DEFAULT_FEATURES) -> list[int | None]:
+    """Fingerprints of many documents (None for an empty one): the unit of work of a worker process."""
+    result: list[int | None] = []
+    for text in texts:
+        try:
+            result.append(fingerprint(text, features))
+        except EmptyDocument:
+            result.append(None)
+    return result

@@ -311,3 +311,31 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
         "",
         "simdb: error: bad duration 'soon' (write a number and a unit (s, m, h, d, w), e.g. 30d or 1d12h)\n",
     )
+
+
+def test_parallel_ingest_equals_serial(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    lines = [
+        json.dumps({"key": f"k{i}", "text": f"document {i} about topic {i % 7} and more {i * 3}"})
+        for i in range(700)
+    ]
+    lines[300] = json.dumps({"key": "k299", "text": "a later record with an earlier key replaces it"})
+    lines[450] = json.dumps({"key": "blank", "text": "..."})
+    source = tmp_path / "docs.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    simdb(capsys, "create", "serial")
+    simdb(capsys, "create", "parallel")
+    serial = simdb(capsys, "ingest", "serial", str(source), "--jobs", "1", "--batch-size", "50", "--json")
+    parallel = simdb(capsys, "ingest", "parallel", str(source), "--jobs", "2", "--batch-size", "50", "--json")
+    assert serial == parallel
+    assert json.loads(serial[1]) == {
+        "inserted": 698,
+        "updated": 1,  # k299 again, in a later batch
+        "unchanged": 0,
+        "skipped": {"empty": 1},
+        "repaired": 0,
+    }
+    assert rows(conn, "serial") == rows(conn, "parallel")
+    stored = {key: value & (2**64 - 1) for key, value in rows(conn, "parallel")}
+    assert stored["k299"] == fingerprint("a later record with an earlier key replaces it")

@@ -1,0 +1,112 @@
+"""Nothing lost: a killed ingest re-run gives the clean result; concurrent ingests keep one row per key;
+readers turn any bytes into documents, counted skips or one InputError, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cli import simdb
+
+from simdb import readers
+from simdb.errors import InputError
+from simdb.simhash import fingerprints
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def _write_docs(path: Path, keys: range, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    with path.open("w") as out:
+        for i in keys:
+            words = " ".join(f"w{rng.randrange(5000)}" for _ in range(60))
+            out.write(json.dumps({"key": f"k{i}", "text": f"doc {i} {words}"}) + "\n")
+
+
+def _ingest_process(dsn: str, name: str, source: Path) -> subprocess.Popen[bytes]:
+    code = "import sys; from simdb.cli import run; run(sys.argv[1:])"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "ingest", name, str(source), "--batch-size", "300", "--jobs", "1"],
+        env={**os.environ, "SIMDB_DSN": dsn},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _checksum(conn: Conn, name: str) -> tuple[object, ...]:
+    row = conn.execute(
+        f"SELECT count(*), md5(string_agg(key || ':' || fingerprint, ',' ORDER BY key)) FROM simdb.{name}"
+    )
+    result = row.fetchone()
+    assert result is not None
+    return result
+
+
+def test_kill_9_then_rerun_equals_a_clean_run(
+    capsys: pytest.CaptureFixture[str], dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    source = tmp_path / "docs.jsonl"
+    _write_docs(source, range(6000))
+    simdb(capsys, "create", "clean")
+    simdb(capsys, "create", "killed")
+    assert simdb(capsys, "ingest", "clean", str(source), "--jobs", "1")[0] == 0
+    counts = []
+    for batches_before_kill in (1, 7, 13):  # kill -9 once 300, 2100 and 3900 rows are committed
+        process = _ingest_process(dsn, "killed", source)
+        while _checksum(conn, "killed")[0] < 300 * batches_before_kill and process.poll() is None:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        counts.append(_checksum(conn, "killed")[0])
+    assert all(0 < count < 6000 for count in counts), counts  # every kill landed mid-ingest
+    finished = _ingest_process(dsn, "killed", source)
+    _, err = finished.communicate(timeout=300)
+    assert finished.returncode == 0, err
+    assert _checksum(conn, "killed") == _checksum(conn, "clean")
+    assert _checksum(conn, "clean")[0] == 6000
+
+
+def test_concurrent_ingests_with_overlapping_keys(
+    capsys: pytest.CaptureFixture[str], dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _write_docs(first, range(0, 4000))
+    _write_docs(second, range(2000, 6000), seed=1)  # keys 2000..3999 in both, with other texts
+    simdb(capsys, "create", "shared")
+    processes = [_ingest_process(dsn, "shared", source) for source in (first, second)]
+    for process in processes:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+    keys = [key for (key,) in conn.execute("SELECT key FROM simdb.shared ORDER BY key")]
+    assert keys == sorted(f"k{i}" for i in range(6000))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.binary(max_size=3000) | st.text(max_size=500).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    kind=st.sampled_from(["text", "jsonl", "csv"]),
+    skip_errors=st.booleans(),
+)
+def test_readers_never_crash(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, kind: str, skip_errors: bool
+) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / f"input.{kind}"
+    path.write_bytes(data)
+    try:
+        items = list(readers.read([str(path)], readers.Options(kind, skip_errors=skip_errors)))
+    except InputError as error:
+        assert not skip_errors and str(path) in str(error) and "\n" not in str(error)
+        return
+    documents = [item for item in items if isinstance(item, readers.Document)]
+    fingerprints([document.text for document in documents])  # any text fingerprints or is empty
+    assert all(isinstance(item, readers.Document | readers.Skip) for item in items)

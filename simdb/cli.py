@@ -22,7 +22,7 @@ from simdb.bits import parse_hex, to_hex
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
-from simdb.simhash import EmptyDocument, Features, fingerprint
+from simdb.simhash import EmptyDocument, Features, fingerprint_any
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -369,10 +369,11 @@ def ingest_(
     """
     from tqdm import tqdm
 
-    options = readers.Options(format_, key_field, text_field, skip_errors)
+    readers.Options(format_, key_field, text_field, skip_errors)  # check the options first
     readers.check_sources(paths)
     with database(ctx) as conn:
         target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
+        options = readers.Options(format_, key_field, text_field, skip_errors, raw=target.features.binary)
         total = readers.total_size(paths)
         with tqdm(
             total=total,
@@ -456,16 +457,18 @@ def _query_fingerprint(
         if stored is None:
             raise InputError(f"index {target.name!r} has no key {key!r}", "check the key, e.g. with SQL")
         return stored
-    document = readers.read_document(file).text if file is not None else str(text)
-    return _fingerprint_text(document, target.features, file or "--text")
+    return _fingerprint_of(text, file, target.features)
 
 
-def _fingerprint_text(text: str, features: Features, source: str) -> int:
+def _fingerprint_of(text: str | None, file: str | None, features: Features) -> int:
+    """The fingerprint of --text or --file under the index's features (raw bytes for bytes:N)."""
+    content = readers.read_document(file, raw=features.binary).content if file is not None else str(text)
     try:
-        return fingerprint(text, features)
+        return fingerprint_any(content, features)
     except EmptyDocument as error:
+        what = "is empty" if features.binary else "has no word characters"
         raise InputError(
-            f"{source} has no word characters, so it has no fingerprint", "give a document with some text"
+            f"{file or '--text'} {what}, so it has no fingerprint", "give a document with some text"
         ) from error
 
 
@@ -604,8 +607,7 @@ def dedup_(ctx: click.Context, name: str, keep: str, max_distance: int | None, f
 def fingerprint_(text: str | None, file: str | None, features: str) -> None:
     """Print the 64-bit SimHash (spec v1) of a text as 16 hex digits."""
     _exactly_one(text=text, file=file)
-    document = readers.read_document(file).text if file is not None else str(text)
-    click.echo(to_hex(_fingerprint_text(document, Features.parse(features), file or "--text")))
+    click.echo(to_hex(_fingerprint_of(text, file, Features.parse(features))))
 
 
 @main.command(name="bench")

@@ -163,6 +163,7 @@ def _create_table(conn: Connection, index: Index) -> None:
             " fingerprint bigint NOT NULL,"
             " size bigint,"
             " content_hash bytea,"
+            " extension text,"
             " {permuted},"
             " added_at timestamptz NOT NULL DEFAULT now())"
         ).format(table=index.table, permuted=permuted)

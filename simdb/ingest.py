@@ -80,6 +80,7 @@ def ingest(
     for documents, values in _fingerprinted(batches, index.features, jobs):
         batch: dict[str, int] = {}
         sizes: dict[str, int] = {}
+        extensions: dict[str, str | None] = {}
         for document, value in zip(documents, values, strict=True):
             if value is None:
                 report.skipped["empty"] += 1
@@ -88,9 +89,10 @@ def ingest(
             if document.key in batch:
                 report.updated += 1  # a later record with the same key replaces the earlier one
             batch[document.key] = value
-            sizes[document.key] = len(document.text.encode("utf-8"))
+            sizes[document.key] = document.size
+            extensions[document.key] = document.extension
         if batch:
-            _count(report, len(batch), store(conn, index, batch, sizes))
+            _count(report, len(batch), store(conn, index, batch, sizes, extensions=extensions))
     if report.inserted or report.updated:
         vacuum(conn, index)
     return report
@@ -124,14 +126,14 @@ def _fingerprinted(
         return
     second = next(batches, None) if jobs > 1 else None
     if second is None:
-        yield first, fingerprints([d.text for d in first], features)
+        yield first, fingerprints([d.content for d in first], features)
         for documents in batches:
-            yield documents, fingerprints([d.text for d in documents], features)
+            yield documents, fingerprints([d.content for d in documents], features)
         return
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
         pending: deque[tuple[list[Document], Future[list[int | None]]]] = deque()
         for documents in itertools.chain([first, second], batches):
-            pending.append((documents, pool.submit(fingerprints, [d.text for d in documents], features)))
+            pending.append((documents, pool.submit(fingerprints, [d.content for d in documents], features)))
             if len(pending) >= 2 * jobs:
                 done, future = pending.popleft()
                 yield done, future.result()
@@ -153,32 +155,36 @@ def store(
     batch: Mapping[str, int],
     sizes: Mapping[str, int] | None = None,
     hashes: Mapping[str, bytes] | None = None,
+    extensions: Mapping[str, str | None] | None = None,
 ) -> tuple[int, int]:
     """Upsert {key: unsigned fingerprint} in one transaction; returns (inserted, updated).
 
-    `sizes` gives each document's size in bytes and `hashes` a hash of its content (used by
-    sync to skip unchanged rows); both are NULL where missing. The rows are copied (binary COPY)
-    into a staging table, then inserted; an existing key gets the new values, and a key whose
-    values are all unchanged is left alone.
+    `sizes` gives each document's size in bytes, `hashes` a hash of its content (used by sync
+    to skip unchanged rows) and `extensions` a file's extension; each is NULL where missing.
+    The rows are copied (binary COPY) into a staging table, then inserted; an existing key gets
+    the new values, and a key whose values are all unchanged is left alone.
     """
-    sizes, hashes = sizes or {}, hashes or {}
+    sizes, hashes, extensions = sizes or {}, hashes or {}, extensions or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     fingerprints = [to_signed(batch[key]) for key in keys]
     stage = sql.Identifier(f"_simdb_stage_{index.name}")
-    names = sql.SQL(", ").join(sql.Identifier(n) for n in ("key", "fingerprint", "size", "content_hash"))
+    names = sql.SQL(", ").join(
+        sql.Identifier(n) for n in ("key", "fingerprint", "size", "content_hash", "extension")
+    )
     with conn.transaction():
         conn.execute(
             sql.SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS {}"
-                " (key text, fingerprint bigint, size bigint, content_hash bytea) ON COMMIT DELETE ROWS"
+                " (key text, fingerprint bigint, size bigint, content_hash bytea, extension text)"
+                " ON COMMIT DELETE ROWS"
             ).format(stage)
         )
         with conn.cursor().copy(
             sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, names)
         ) as copy:
-            copy.set_types(["text", "int8", "int8", "bytea"])
+            copy.set_types(["text", "int8", "int8", "bytea", "text"])
             for key, value in zip(keys, fingerprints, strict=True):
-                copy.write_row((key, value, sizes.get(key), hashes.get(key)))
+                copy.write_row((key, value, sizes.get(key), hashes.get(key), extensions.get(key)))
         # The permuted columns are generated from the fingerprint by PostgreSQL.
         counts = conn.execute(
             sql.SQL(
@@ -187,9 +193,10 @@ def store(
                 " SELECT {names}, now() FROM {stage} ORDER BY key"
                 " ON CONFLICT (key) DO UPDATE"
                 " SET fingerprint = excluded.fingerprint, size = excluded.size,"
-                " content_hash = excluded.content_hash, added_at = excluded.added_at"
-                " WHERE (t.fingerprint, t.size, t.content_hash)"
-                " IS DISTINCT FROM (excluded.fingerprint, excluded.size, excluded.content_hash)"
+                " content_hash = excluded.content_hash, extension = excluded.extension,"
+                " added_at = excluded.added_at"
+                " WHERE (t.fingerprint, t.size, t.content_hash, t.extension) IS DISTINCT FROM"
+                " (excluded.fingerprint, excluded.size, excluded.content_hash, excluded.extension)"
                 " RETURNING (xmax = 0) AS inserted)"
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, names=names, stage=stage)

@@ -38,6 +38,17 @@ class Document:
     text: str
     consumed: int
     repaired: bool = False
+    data: bytes | None = None  # a file's raw content, read for bytes features
+    extension: str | None = None  # a file's extension, lower-case without the dot
+
+    @property
+    def content(self) -> str | bytes:
+        return self.data if self.data is not None else self.text
+
+    @property
+    def size(self) -> int:
+        """Bytes of the document: the file's raw size, or its text in UTF-8."""
+        return len(self.data) if self.data is not None else len(self.text.encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,7 @@ class Options:
     key_field: str = "key"
     text_field: str = "text"
     skip_errors: bool = False
+    raw: bool = False  # keep files' raw bytes (bytes features) instead of decoding them
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -74,13 +86,15 @@ def decode(data: bytes) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), True
 
 
-def read_document(path: str) -> Document:
-    """One text file as a single document (for `query --file` and `fingerprint --file`)."""
+def read_document(path: str, raw: bool = False) -> Document:
+    """One file as a single document (for `query --file` and `fingerprint --file`)."""
     check_sources([path])
-    for item in _read_file(path, "text", Options()):
+    for item in _read_file(path, "text", Options(raw=raw)):
         if isinstance(item, Document):
             return item
-        raise InputError(f"{path} looks binary (it has NUL bytes)", "give a text file")
+        raise InputError(
+            f"{path} looks binary (it has NUL bytes)", "give a text file, or use --features bytes:N"
+        )
     raise InputError(f"cannot read {path}", "check the path")  # pragma: no cover (one item always)
 
 
@@ -181,11 +195,15 @@ def _read_text(stream: BinaryIO, key: str, options: Options) -> Iterator[Item]:
     except OSError as error:
         yield from _fail(options, key, f"cannot read {key}: {error.strerror}", "unreadable", "check the file")
         return
+    extension = os.path.splitext(key)[1].lstrip(".").lower() if key != STDIN else None
+    if options.raw:
+        yield Document(key, "", len(data), data=data, extension=extension)
+        return
     if b"\0" in data[:_BINARY_SNIFF]:
         yield Skip(key, "binary", len(data))
         return
     text, repaired = decode(data)
-    yield Document(key, text, len(data), repaired)
+    yield Document(key, text, len(data), repaired, extension=extension)
 
 
 def _read_jsonl(stream: BinaryIO, name: str, options: Options) -> Iterator[Item]:

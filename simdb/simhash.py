@@ -24,7 +24,8 @@ SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SHIFT_33 = np.uint64(33)
-FEATURE_KINDS = ("word", "char")
+FEATURE_KINDS = ("word", "char", "bytes")
+BYTES_CHUNK = 1 << 22  # bytes features are counted in chunks of 4 MiB, so memory stays bounded
 MAX_SHINGLE = 32
 
 # _BIT_TABLE[v, b] is bit b of byte value v: turns per-byte value histograms into bit counts.
@@ -51,19 +52,24 @@ class Features:
     def __post_init__(self) -> None:
         if self.kind not in FEATURE_KINDS:
             raise InvalidParameter(
-                f"unknown feature kind {self.kind!r}", "use 'word:N' or 'char:N', e.g. word:3"
+                f"unknown feature kind {self.kind!r}", "use 'word:N', 'char:N' or 'bytes:N', e.g. word:3"
             )
         if not 1 <= self.n <= MAX_SHINGLE:
             raise InvalidParameter(
                 f"shingle size {self.n} is out of range", f"use 1 to {MAX_SHINGLE}, e.g. word:3"
             )
 
+    @property
+    def binary(self) -> bool:
+        """Whether these features read a document's raw bytes rather than its text."""
+        return self.kind == "bytes"
+
     @classmethod
     def parse(cls, text: str) -> Features:
-        """Parse 'word:3' / 'char:5' (a bare 'word' means n=3, a bare 'char' n=5)."""
+        """Parse 'word:3' / 'char:5' / 'bytes:4' (bare: word n=3, char n=5, bytes n=4)."""
         kind, _, size = text.strip().lower().partition(":")
         if not size:
-            return cls(kind, 3 if kind == "word" else 5)
+            return cls(kind, {"word": 3, "char": 5}.get(kind, 4))
         if not size.isdigit():
             raise InvalidParameter(
                 f"bad feature setting {text!r}", "write KIND:N with N a whole number, e.g. word:3"
@@ -144,17 +150,51 @@ def shingle_hashes(unit_hashes: UInt64Array, n: int) -> UInt64Array:
     return fmix64(acc)
 
 
+def bit_counts(hashes: UInt64Array) -> npt.NDArray[np.int64]:
+    """How many of the hashes have each of the 64 bits set."""
+    as_bytes = hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
+    histogram = np.bincount((as_bytes + _BYTE_OFFSETS).ravel(), minlength=8 * 256)
+    return (histogram.reshape(8, 256) @ _BIT_TABLE).ravel()
+
+
+def fold(ones: npt.NDArray[np.int64], total: int) -> int:
+    """Bit i is 1 exactly when more than half of the `total` occurrences have it set."""
+    bits = (2 * ones > total).astype(np.uint64)
+    return int((bits << np.arange(BITS, dtype=np.uint64)).sum(dtype=np.uint64))
+
+
 def simhash(hashes: UInt64Array) -> int:
     """Step 5: bit i is 1 exactly when more shingle occurrences have bit i set than clear.
 
     Every occurrence adds +1 where its hash has a 1 and -1 where it has a 0, which is the
     same as weighting each distinct shingle by its number of occurrences.
     """
-    as_bytes = hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
-    histogram = np.bincount((as_bytes + _BYTE_OFFSETS).ravel(), minlength=8 * 256)
-    ones = (histogram.reshape(8, 256) @ _BIT_TABLE).ravel()
-    bits = (2 * ones > len(hashes)).astype(np.uint64)
-    return int((bits << np.arange(BITS, dtype=np.uint64)).sum(dtype=np.uint64))
+    return fold(bit_counts(hashes), len(hashes))
+
+
+# xxh3_64 of each single byte value: the unit hashes of bytes features.
+_BYTE_HASHES = np.array([xxhash.xxh3_64_intdigest(bytes([value])) for value in range(256)], dtype=np.uint64)
+
+
+def fingerprint_bytes(data: bytes, n: int = 4) -> int:
+    """SimHash of raw content with bytes:N features (byte n-grams), for any file, text or not.
+
+    Units are the bytes; unit hash = xxh3_64 of the single byte; shingles and the fold are as
+    for text. Counted in chunks (overlapping by n - 1 bytes), so a large file needs little memory.
+    """
+    if not data:
+        raise EmptyDocument("the file is empty")
+    size = min(n, len(data))
+    ones = np.zeros(BITS, dtype=np.int64)
+    total = 0
+    for start in range(0, max(1, len(data) - size + 1), BYTES_CHUNK):
+        chunk = np.frombuffer(
+            data, dtype=np.uint8, count=min(BYTES_CHUNK + size - 1, len(data) - start), offset=start
+        )
+        hashes = shingle_hashes(_BYTE_HASHES[chunk], size)
+        ones += bit_counts(hashes)
+        total += len(hashes)
+    return fold(ones, total)
 
 
 def feature_hashes(text: str, features: Features = DEFAULT_FEATURES) -> UInt64Array:
@@ -171,12 +211,21 @@ def fingerprint(text: str, features: Features = DEFAULT_FEATURES) -> int:
     return simhash(feature_hashes(text, features))
 
 
-def fingerprints(texts: list[str], features: Features = DEFAULT_FEATURES) -> list[int | None]:
+def fingerprint_any(content: str | bytes, features: Features = DEFAULT_FEATURES) -> int:
+    """A document's fingerprint: bytes features read raw bytes (text is taken as UTF-8)."""
+    if features.binary:
+        return fingerprint_bytes(content.encode("utf-8") if isinstance(content, str) else content, features.n)
+    if isinstance(content, bytes):
+        raise TypeError("text features need text")
+    return fingerprint(content, features)
+
+
+def fingerprints(contents: list[str | bytes], features: Features = DEFAULT_FEATURES) -> list[int | None]:
     """Fingerprints of many documents (None for an empty one): the unit of work of a worker process."""
     result: list[int | None] = []
-    for text in texts:
+    for content in contents:
         try:
-            result.append(fingerprint(text, features))
+            result.append(fingerprint_any(content, features))
         except EmptyDocument:
             result.append(None)
     return result

@@ -41,3 +41,20 @@ def reference_fingerprint(text: str, kind: str = "word", n: int = 3) -> int | No
         for bit in range(64):
             counters[bit] += 1 if (shingle >> bit) & 1 else -1
     return sum(1 << bit for bit in range(64) if counters[bit] > 0)
+
+
+def reference_bytes_fingerprint(data: bytes, n: int = 4) -> int | None:
+    """bytes:N features: units are the raw bytes, each hashed as a one-byte string."""
+    if not data:
+        return None
+    hashes = [xxhash.xxh3_64_intdigest(bytes([b])) for b in data]
+    size = min(n, len(hashes))
+    counters = [0] * 64
+    for start in range(len(hashes) - size + 1):
+        acc = hashes[start]
+        for j in range(1, size):
+            acc = (acc * K + hashes[start + j]) & M64
+        shingle = fmix64(acc)
+        for bit in range(64):
+            counters[bit] += 1 if (shingle >> bit) & 1 else -1
+    return sum(1 << bit for bit in range(64) if counters[bit] > 0)

@@ -124,7 +124,7 @@ def test_query_errors(capsys: pytest.CaptureFixture[str], dsn: str) -> None:
         "supports 0 to 8 bits (beyond that the tables it needs multiply past 64 or every probe reads a "
         "large share of the rows); 3 is usual for 64-bit SimHash)\n",
         ("create", "other", "--features", "line:3"): "simdb: error: unknown feature kind 'line' "
-        "(use 'word:N' or 'char:N', e.g. word:3)\n",
+        "(use 'word:N', 'char:N' or 'bytes:N', e.g. word:3)\n",
     }
     for args, message in cases.items():
         assert simdb(capsys, *args) == (1, "", message), args

@@ -9,11 +9,12 @@ import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import fmix64, reference_fingerprint
+from reference import fmix64, reference_bytes_fingerprint, reference_fingerprint
 
+from simdb import simhash
 from simdb.bits import hamming, to_hex
 from simdb.errors import InvalidParameter
-from simdb.simhash import EmptyDocument, Features, fingerprint, tokens
+from simdb.simhash import EmptyDocument, Features, fingerprint, fingerprint_bytes, tokens
 
 # (text, features, fingerprint as 16 hex digits): pinned; a change here is a new spec version.
 KNOWN_ANSWERS = [
@@ -117,3 +118,35 @@ def test_fingerprint_equals_the_plain_reference(text: str, kind: str, n: int) ->
             fingerprint(text, Features(kind, n))
     else:
         assert fingerprint(text, Features(kind, n)) == expected
+
+
+BYTES_ANSWERS = [
+    (b"hello world", 4, "9018846c0a801590"),
+    (bytes(range(256)), 4, "7e94f54010a5bb12"),
+    (b"\x00\x01\x02", 8, "2a704501c0092a7d"),
+    (b"\x89PNG\r\n\x1a\n" * 10, 3, "06b0c79b42966607"),
+]
+
+
+@pytest.mark.parametrize(("data", "n", "expected"), BYTES_ANSWERS)
+def test_bytes_known_answers(data: bytes, n: int, expected: str) -> None:
+    assert to_hex(fingerprint_bytes(data, n)) == expected
+    assert reference_bytes_fingerprint(data, n) == int(expected, 16)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(min_size=1, max_size=400), st.integers(min_value=1, max_value=8))
+def test_bytes_fingerprint_equals_the_reference_and_chunking_does_not_matter(data: bytes, n: int) -> None:
+    expected = reference_bytes_fingerprint(data, n)
+    assert fingerprint_bytes(data, n) == expected
+    original = simhash.BYTES_CHUNK
+    simhash.BYTES_CHUNK = 7  # tiny chunks, overlapping by n - 1 bytes
+    try:
+        assert fingerprint_bytes(data, n) == expected
+    finally:
+        simhash.BYTES_CHUNK = original
+
+
+def test_empty_bytes() -> None:
+    with pytest.raises(EmptyDocument):
+        fingerprint_bytes(b"")

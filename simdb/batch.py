@@ -26,10 +26,34 @@ class Pair:
     distance: int
 
 
-def pairs(conn: Connection, index: Index, max_distance: int | None = None) -> Iterator[Pair]:
-    """Every pair within max_distance bits exactly once, streamed from a server-side cursor."""
+def pairs(
+    conn: Connection,
+    index: Index,
+    max_distance: int | None = None,
+    *,
+    same_extension: bool = False,
+    size_ratio: float | None = None,
+) -> Iterator[Pair]:
+    """Every pair within max_distance bits exactly once, streamed from a server-side cursor.
+
+    `same_extension` and `size_ratio` (largest size at most R times the smallest) are cheap
+    second filters on the stored extension and size.
+    """
     k = index.checked_distance(max_distance)
-    statement = sql.SQL("SELECT key_a, key_b, distance FROM {}(%s)").format(index.pairs_function)
+    if size_ratio is not None and size_ratio < 1:
+        raise InvalidParameter(f"size ratio {size_ratio} is below 1", "give a factor such as 1.5")
+    conditions: list[sql.Composable] = []
+    if same_extension:
+        conditions.append(sql.SQL("a.extension IS NOT DISTINCT FROM b.extension"))
+    if size_ratio is not None:
+        conditions.append(
+            sql.SQL("greatest(a.size, b.size) <= {} * least(a.size, b.size)").format(sql.Literal(size_ratio))
+        )
+    statement = sql.SQL("SELECT p.key_a, p.key_b, p.distance FROM {}(%s) AS p").format(index.pairs_function)
+    if conditions:
+        statement = statement + sql.SQL(
+            " JOIN {table} AS a ON a.key = p.key_a JOIN {table} AS b ON b.key = p.key_b WHERE {conditions}"
+        ).format(table=index.table, conditions=sql.SQL(" AND ").join(conditions))
     with conn.transaction(), conn.cursor(name=f"simdb_pairs_{index.name}") as cursor:
         cursor.itersize = _FETCH
         cursor.execute(statement, (k,))

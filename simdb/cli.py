@@ -442,22 +442,26 @@ def prune_(ctx: click.Context, name: str, older_than: str) -> None:
     click.echo(f"pruned {removed} rows older than {age}")
 
 
-def _query_fingerprint(
+def _query_document(
     conn: connection.Connection,
     target: index.Index,
     text: str | None,
     file: str | None,
     hex_value: str | None,
     key: str | None,
-) -> int:
+) -> query.Stored:
+    """The query's fingerprint, and its size and extension where it has them (--file, --key)."""
     if hex_value is not None:
-        return parse_hex(hex_value)
+        return query.Stored(parse_hex(hex_value), None, None)
     if key is not None:
-        stored = query.stored_fingerprint(conn, target, key)
-        if stored is None:
+        found = query.stored(conn, target, key)
+        if found is None:
             raise InputError(f"index {target.name!r} has no key {key!r}", "check the key, e.g. with SQL")
-        return stored
-    return _fingerprint_of(text, file, target.features)
+        return found
+    if file is not None:
+        document = readers.read_document(file, raw=target.features.binary)
+        return query.Stored(_fingerprint_of(None, file, target.features), document.size, document.extension)
+    return query.Stored(_fingerprint_of(text, None, target.features), None, None)
 
 
 def _fingerprint_of(text: str | None, file: str | None, features: Features) -> int:
@@ -486,6 +490,10 @@ def _exactly_one(**given: object) -> None:
 @click.option("--fingerprint", "hex_value", metavar="HEX", help="Query with a fingerprint (16 hex digits).")
 @click.option("--key", help="Query with the fingerprint stored under this key.")
 @click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@click.option("--same-extension", is_flag=True, help="Only rows with the query file's extension.")
+@click.option(
+    "--size-ratio", type=float, metavar="R", help="Only rows within a factor R of the query's size."
+)
 @json_option
 @click.pass_context
 def query_(
@@ -496,15 +504,21 @@ def query_(
     hex_value: str | None,
     key: str | None,
     max_distance: int | None,
+    same_extension: bool,
+    size_ratio: float | None,
     as_json: bool,
 ) -> None:
     """Rows of index NAME within a Hamming distance of a document, fingerprint or stored key."""
     _exactly_one(text=text, file=file, fingerprint=hex_value, key=key)
+    if (same_extension or size_ratio is not None) and file is None and key is None:
+        raise click.UsageError("--same-extension and --size-ratio need --file or --key")
     with database(ctx) as conn:
         target = index.get(conn, name)
         k = target.checked_distance(max_distance)
-        value = _query_fingerprint(conn, target, text, file, hex_value, key)
-        matches = query.near(conn, target, value, k)
+        document = _query_document(conn, target, text, file, hex_value, key)
+        filters = query.Filters(same_extension, document.extension, document.size, size_ratio)
+        value = document.fingerprint
+        matches = query.near(conn, target, value, k, filters)
     if as_json:
         emit_json([match.as_dict() for match in matches])
         return
@@ -533,9 +547,18 @@ format_option = click.option(
 @main.command(name="pairs")
 @click.argument("name")
 @click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@click.option("--same-extension", is_flag=True, help="Only pairs of files with the same extension.")
+@click.option("--size-ratio", type=float, metavar="R", help="Only pairs whose sizes are within a factor R.")
 @format_option
 @click.pass_context
-def pairs_(ctx: click.Context, name: str, max_distance: int | None, format_: str) -> None:
+def pairs_(
+    ctx: click.Context,
+    name: str,
+    max_distance: int | None,
+    same_extension: bool,
+    size_ratio: float | None,
+    format_: str,
+) -> None:
     """Every pair of rows of index NAME within a Hamming distance, each once (key_a < key_b).
 
     Computed in SQL by joining each permuted column with itself on its prefix, and streamed.
@@ -544,7 +567,7 @@ def pairs_(ctx: click.Context, name: str, max_distance: int | None, format_: str
         target = index.get(conn, name)
         k = target.checked_distance(max_distance)
         write = _writer(format_, ("key_a", "key_b", "distance"))
-        for pair in batch.pairs(conn, target, k):
+        for pair in batch.pairs(conn, target, k, same_extension=same_extension, size_ratio=size_ratio):
             write((pair.key_a, pair.key_b, pair.distance))
 
 

@@ -633,6 +633,83 @@ def fingerprint_(text: str | None, file: str | None, features: str) -> None:
     click.echo(to_hex(_fingerprint_of(text, file, Features.parse(features))))
 
 
+@main.command(name="calibrate")
+@click.argument("paths", nargs=-1, required=True)
+@features_option
+@click.option(
+    "--sample", type=click.IntRange(2), default=20_000, show_default=True, help="Documents to read."
+)
+@click.option(
+    "--threshold",
+    type=click.Choice(["0.8", "0.9", "0.95"]),
+    default="0.9",
+    show_default=True,
+    help="The Jaccard similarity that counts as a near-duplicate for the recommendation.",
+)
+@click.option(
+    "--recall",
+    "wanted",
+    type=click.FloatRange(0, 1),
+    default=0.9,
+    show_default=True,
+    help="The recall the recommended k must reach.",
+)
+@json_option
+def calibrate_(
+    paths: tuple[str, ...], features: str, sample: int, threshold: str, wanted: float, as_json: bool
+) -> None:
+    """How well distance <= k finds your near-duplicates: precision and recall against exact Jaccard.
+
+    Reads text files, folders, JSONL or CSV as `simdb ingest` does (no database needed), computes
+    the exact shingle Jaccard of every pair above 0.8 and the SimHash distance of every pair within
+    8 bits, and recommends the smallest k that reaches the wanted recall.
+    """
+    from simdb import calibrate
+
+    readers.check_sources(paths)
+    documents = (
+        item
+        for item in readers.read(paths, readers.Options(skip_errors=True))
+        if isinstance(item, readers.Document)
+    )
+    result = calibrate.calibrate(documents, Features.parse(features), sample)
+    chosen = float(threshold)
+    k = result.recommend(chosen, wanted)
+    if as_json:
+        emit_json(
+            {
+                "documents": result.documents,
+                "features": result.features,
+                "similar_pairs": {str(t): n for t, n in result.similar.items()},
+                "close_pairs": result.close,
+                "precision": {str(t): v for t, v in result.precision.items()},
+                "recall": {str(t): v for t, v in result.recall.items()},
+                "recommended_k": k,
+            }
+        )
+        return
+    click.echo(
+        f"{result.documents} documents, features {result.features}; pairs with Jaccard >= "
+        + ", ".join(f"{t}: {n}" for t, n in result.similar.items())
+    )
+    click.echo(f"{'k':>2} {'pairs':>8}  " + "  ".join(f"J>={t:<4} prec  rec" for t in calibrate.THRESHOLDS))
+    for distance in range(calibrate.MAX_K + 1):
+        cells = "  ".join(
+            f"{'':4}{result.precision[t][distance]:>6.3f} {result.recall[t][distance]:>5.3f}"
+            for t in calibrate.THRESHOLDS
+        )
+        click.echo(f"{distance:>2} {result.close[distance]:>8}  {cells}")
+    if k is not None:
+        click.echo(
+            f"recommended: --max-distance {k} (the smallest k with recall >= {wanted} at Jaccard >= {chosen})"
+        )
+    else:
+        click.echo(
+            f"no k up to {calibrate.MAX_K} reaches recall {wanted} at Jaccard >= {chosen}: 64-bit SimHash "
+            "finds close copies, not looser similarity; a Jaccard (MinHash) mode is planned for that"
+        )
+
+
 @main.command(name="bench")
 @click.option(
     "--rows", type=click.IntRange(1), default=100_000, show_default=True, help="Rows in the scratch index."

@@ -1,0 +1,111 @@
+"""Calibration on the user's own documents: how well does "Hamming distance <= k" find pairs whose
+exact shingle Jaccard similarity is high?
+
+Candidate pairs for Jaccard come from an inverted index on each document's prefix of rarest-first
+shingles (prefix filtering: two sets with Jaccard >= t must share one of them), so no pair with
+Jaccard >= the lowest threshold is missed and not all pairs are compared. Pairs within distance
+MAX_K come from the fingerprints by brute force.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from simdb.readers import Document
+from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
+
+THRESHOLDS = (0.8, 0.9, 0.95)
+MAX_K = 8
+_ROWS_PER_STEP = 512
+
+
+@dataclass
+class Calibration:
+    """Precision and recall of distance <= k against Jaccard >= t, for k = 0..MAX_K."""
+
+    documents: int
+    features: str
+    similar: dict[float, int]  # pairs with Jaccard >= t
+    precision: dict[float, list[float]] = field(default_factory=dict)
+    recall: dict[float, list[float]] = field(default_factory=dict)
+    close: list[int] = field(default_factory=list)  # pairs with distance <= k
+
+    def recommend(self, threshold: float, wanted_recall: float) -> int | None:
+        """The smallest k whose recall at `threshold` reaches `wanted_recall`, if any."""
+        for k, value in enumerate(self.recall[threshold]):
+            if value >= wanted_recall:
+                return k
+        return None
+
+
+def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+    return len(a & b) / len(a | b)
+
+
+def _similar_pairs(sets: list[frozenset[int]], lowest: float) -> dict[tuple[int, int], float]:
+    """Every pair with Jaccard >= lowest, exactly, via prefix filtering on rarest-first order."""
+    frequency: Counter[int] = Counter()
+    for shingles in sets:
+        frequency.update(shingles)
+    index: dict[int, list[int]] = defaultdict(list)
+    found: dict[tuple[int, int], float] = {}
+    for number, shingles in enumerate(sets):
+        ordered = sorted(shingles, key=lambda s: (frequency[s], s))
+        prefix = ordered[: len(ordered) - math.ceil(lowest * len(ordered)) + 1]
+        candidates = {other for shingle in prefix for other in index[shingle]}
+        for other in candidates:
+            similarity = _jaccard(sets[other], shingles)
+            if similarity >= lowest:
+                found[(other, number)] = similarity
+        for shingle in prefix:
+            index[shingle].append(number)
+    return found
+
+
+def _close_pairs(values: npt.NDArray[np.uint64], k: int) -> dict[tuple[int, int], int]:
+    """Every pair within k bits, by brute force in blocks of rows (fine for a sample)."""
+    found: dict[tuple[int, int], int] = {}
+    for start in range(0, len(values), _ROWS_PER_STEP):
+        block = values[start : start + _ROWS_PER_STEP]
+        distances = np.bitwise_count(block[:, None] ^ values[None, :])
+        for row, column in zip(*np.nonzero(distances <= k), strict=True):
+            a, b = start + int(row), int(column)
+            if a < b:
+                found[(a, b)] = int(distances[row, column])
+    return found
+
+
+def calibrate(documents: Iterable[Document], features: Features, sample: int) -> Calibration:
+    """Measure on up to `sample` documents (the first ones read)."""
+    sets: list[frozenset[int]] = []
+    prints: list[int] = []
+    for document in documents:
+        if len(sets) >= sample:
+            break
+        try:
+            hashes = feature_hashes(document.text, features)
+        except EmptyDocument:
+            continue
+        sets.append(frozenset(hashes.tolist()))
+        prints.append(simhash(hashes))
+    similar = _similar_pairs(sets, min(THRESHOLDS))
+    close = _close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
+    for pair in close:  # Jaccard of close pairs below the lowest threshold, for precision
+        similar.setdefault(pair, _jaccard(sets[pair[0]], sets[pair[1]]))
+    result = Calibration(
+        len(sets), str(features), {t: sum(j >= t for j in similar.values()) for t in THRESHOLDS}
+    )
+    for k in range(MAX_K + 1):
+        within = [pair for pair, distance in close.items() if distance <= k]
+        result.close.append(len(within))
+        for t in THRESHOLDS:
+            hits = sum(similar[pair] >= t for pair in within)
+            result.precision.setdefault(t, []).append(hits / len(within) if within else 1.0)
+            result.recall.setdefault(t, []).append(hits / result.similar[t] if result.similar[t] else 1.0)
+    return result

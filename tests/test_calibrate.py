@@ -1,0 +1,71 @@
+"""simdb calibrate: Jaccard pairs found by prefix filtering equal all pairs by brute force."""
+
+from __future__ import annotations
+
+import json
+import random
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from test_cli import simdb
+
+from simdb.bits import hamming
+from simdb.calibrate import MAX_K, THRESHOLDS, _similar_pairs, calibrate
+from simdb.readers import Document
+from simdb.simhash import Features, feature_hashes, simhash
+
+
+def _corpus(count: int = 40) -> list[str]:
+    rng = random.Random(9)
+    texts = []
+    for _ in range(count // 4):
+        words = [f"w{rng.randrange(300)}" for _ in range(rng.randrange(20, 120))]
+        texts.append(" ".join(words))
+        for edits in (1, 3, 8):  # near-copies with a few words replaced
+            copy = list(words)
+            for _ in range(edits):
+                copy[rng.randrange(len(copy))] = f"x{rng.randrange(1000)}"
+            texts.append(" ".join(copy))
+    return texts
+
+
+def test_prefix_filtering_finds_every_similar_pair() -> None:
+    sets = [frozenset(feature_hashes(text).tolist()) for text in _corpus()]
+    expected = {
+        (a, b): len(sets[a] & sets[b]) / len(sets[a] | sets[b])
+        for a, b in combinations(range(len(sets)), 2)
+        if len(sets[a] & sets[b]) / len(sets[a] | sets[b]) >= 0.8
+    }
+    assert _similar_pairs(sets, 0.8) == pytest.approx(expected)
+
+
+def test_precision_and_recall_equal_brute_force() -> None:
+    texts = _corpus()
+    result = calibrate((Document(str(i), t, 0) for i, t in enumerate(texts)), Features(), sample=1000)
+    sets = [frozenset(feature_hashes(t).tolist()) for t in texts]
+    prints = [simhash(feature_hashes(t)) for t in texts]
+    pairs = list(combinations(range(len(texts)), 2))
+    jaccard = {p: len(sets[p[0]] & sets[p[1]]) / len(sets[p[0]] | sets[p[1]]) for p in pairs}
+    distance = {p: hamming(prints[p[0]], prints[p[1]]) for p in pairs}
+    for t in THRESHOLDS:
+        similar = [p for p in pairs if jaccard[p] >= t]
+        assert result.similar[t] == len(similar)
+        for k in range(MAX_K + 1):
+            close = [p for p in pairs if distance[p] <= k]
+            hits = sum(jaccard[p] >= t for p in close)
+            assert result.close[k] == len(close)
+            assert result.precision[t][k] == pytest.approx(hits / len(close) if close else 1.0)
+            assert result.recall[t][k] == pytest.approx(hits / len(similar) if similar else 1.0)
+
+
+def test_calibrate_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for number, text in enumerate(_corpus()):
+        (tmp_path / f"doc{number}.txt").write_text(text)
+    code, out, _ = simdb(capsys, "calibrate", str(tmp_path), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["documents"] == 40 and len(report["close_pairs"]) == MAX_K + 1
+    code, out, _ = simdb(capsys, "calibrate", str(tmp_path), "--recall", "1.0", "--threshold", "0.8")
+    assert code == 0 and out.splitlines()[-1].startswith(
+        ("recommended: --max-distance", "no k up to 8 reaches")
+    )

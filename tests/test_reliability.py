@@ -14,11 +14,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import traversable_tempdir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli import simdb
 
 from simdb import readers
+from simdb.embedded import EmbeddedServer
 from simdb.errors import InputError
 from simdb.simhash import fingerprints
 
@@ -110,3 +112,49 @@ def test_readers_never_crash(
     documents = [item for item in items if isinstance(item, readers.Document)]
     fingerprints([document.text for document in documents])  # any text fingerprints or is empty
     assert all(isinstance(item, readers.Document | readers.Skip) for item in items)
+
+
+def test_database_restart_mid_ingest(tmp_path: Path) -> None:
+    """On a private server we may restart: a clear error, no half batch, and a re-run completes."""
+    server = EmbeddedServer(traversable_tempdir("simdb-restart-") / "home")
+    dsn = server.start()
+    try:
+        source = tmp_path / "docs.jsonl"
+        _write_docs(source, range(8000))
+        assert (
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from simdb.cli import run; run(sys.argv[1:])",
+                    "create",
+                    "docs",
+                ],
+                env={**os.environ, "SIMDB_DSN": dsn},
+                capture_output=True,
+                check=False,
+            ).returncode
+            == 0
+        )
+        process = _ingest_process(dsn, "docs", source)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while _checksum(conn, "docs")[0] < 900 and process.poll() is None:
+                time.sleep(0.01)
+        server.stop()
+        _, err = process.communicate(timeout=120)
+        server.start()
+        assert process.returncode == 1
+        lines = err.decode().strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("simdb: error: ")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            partial = _checksum(conn, "docs")[0]
+            assert (
+                isinstance(partial, int) and 0 < partial < 8000 and partial % 300 == 0
+            )  # whole batches only
+        rerun = _ingest_process(dsn, "docs", source)
+        _, err = rerun.communicate(timeout=300)
+        assert rerun.returncode == 0, err
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert _checksum(conn, "docs")[0] == 8000
+    finally:
+        server.stop()

@@ -210,3 +210,24 @@ def test_psql_client_gets_the_same_answers(conn: Conn, dsn: str) -> None:
         "1",
         "from_psql",
     ]
+
+
+def test_bulk_load_equals_store(conn: Conn) -> None:
+    rng = random.Random(4)
+    rows = {f"r{i}": rng.getrandbits(64) for i in range(3000)}
+    rows["twin"] = rows["r5"] ^ 1
+    bulk = index.create(conn, "bulk")
+    done = ingest.bulk_load(conn, bulk, rows.items())
+    assert done.rows == len(rows)
+    stored = _load(conn, "docs", rows)
+    columns = ", ".join(["key", "fingerprint", *stored.columns])
+    assert (
+        conn.execute(f"SELECT {columns} FROM simdb.bulk ORDER BY key").fetchall()
+        == conn.execute(f"SELECT {columns} FROM simdb.docs ORDER BY key").fetchall()
+    )
+    ingest.vacuum(conn, bulk)
+    plan = "\n".join(str(line) for (line,) in conn.execute("SELECT simdb.explain_near('bulk', 1)"))
+    assert plan.count("Index Only Scan using bulk_p") == len(bulk.plan.tables)
+    assert [m.key for m in query.near(conn, bulk, rows["r5"])] == ["r5", "twin"]
+    with pytest.raises(InvalidParameter, match="is not empty"):
+        ingest.bulk_load(conn, bulk, [("x", 1)])

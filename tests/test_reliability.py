@@ -158,3 +158,26 @@ def test_database_restart_mid_ingest(tmp_path: Path) -> None:
             assert _checksum(conn, "docs")[0] == 8000
     finally:
         server.stop()
+
+
+def test_nested_folders_symlink_loops_and_dangling_links(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    root = tmp_path / "tree"
+    deep = root
+    for level in range(60):
+        deep = deep / f"level{level}"
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("the document at the bottom of a deep tree")
+    (root / "level0" / "loop").symlink_to(root)  # a folder symlink back up: not followed
+    (root / "dangling.txt").symlink_to(tmp_path / "missing.txt")
+    (root / "mixed.txt").write_bytes("caf\xe9 ".encode("latin-1") + "naïve ".encode() + b"\xff\xfe words")
+    simdb(capsys, "create", "docs")
+    code, out, err = simdb(capsys, "ingest", "docs", str(root))
+    assert code == 1 and err.count("\n") == 1 and "dangling.txt" in err
+    code, out, err = simdb(capsys, "ingest", "docs", str(root), "--skip-errors")
+    assert (code, err) == (0, "")
+    assert out == (
+        "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 1 (1 unreadable); "
+        "1 had invalid UTF-8 replaced by U+FFFD\n"
+    )

@@ -24,10 +24,8 @@ from simdb.sqlgen import (
     near_statement,
     pairs_function,
     pairs_statement,
+    permuted,
     table_column,
-)
-from simdb.sqlgen import (
-    permuted as permuted_expression,
 )
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -149,9 +147,9 @@ def _create_table(conn: Connection, index: Index) -> None:
     # The permuted columns are computed by PostgreSQL from the fingerprint, so any application
     # can insert (key, fingerprint) in plain SQL and get the same values simdb would compute.
     fingerprint = sql.Identifier("fingerprint")
-    permuted = sql.SQL(", ").join(
+    generated = sql.SQL(", ").join(
         sql.SQL("{} bigint GENERATED ALWAYS AS ({}) STORED").format(
-            sql.Identifier(table_column(number)), permuted_expression(table, fingerprint)
+            sql.Identifier(table_column(number)), permuted(table, fingerprint)
         )
         for number, table in enumerate(index.plan.tables)
     )
@@ -164,9 +162,9 @@ def _create_table(conn: Connection, index: Index) -> None:
             " size bigint,"
             " content_hash bytea,"
             " extension text,"
-            " {permuted},"
+            " {generated},"
             " added_at timestamptz NOT NULL DEFAULT now())"
-        ).format(table=index.table, permuted=permuted)
+        ).format(table=index.table, generated=generated)
     )
     conn.execute(
         sql.SQL("COMMENT ON TABLE {} IS {}").format(

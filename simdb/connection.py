@@ -52,6 +52,11 @@ def connect(target: Target, *, autocommit: bool = True) -> Connection:
     """Open a psycopg connection (autocommit: simdb opens its own transactions), or DatabaseUnavailable."""
     try:
         return psycopg.connect(target.dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S)
+    except psycopg.ProgrammingError as error:  # the string itself does not parse
+        raise DatabaseUnavailable(
+            f"bad connection string ({target.source}): {str(error).strip().splitlines()[0]}",
+            "write a URL like postgresql://user@host:5432/dbname, or key=value pairs: host=... dbname=...",
+        ) from error
     except psycopg.OperationalError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise DatabaseUnavailable(

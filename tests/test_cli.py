@@ -243,6 +243,15 @@ def test_database_down_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> 
     assert err.count("\n") == 1
 
 
+def test_bad_connection_string(capsys: pytest.CaptureFixture[str]) -> None:
+    assert simdb(capsys, "--dsn", "foo", "list") == (
+        1,
+        "",
+        'simdb: error: bad connection string (--dsn): missing "=" after "foo" in connection info string '
+        "(write a URL like postgresql://user@host:5432/dbname, or key=value pairs: host=... dbname=...)\n",
+    )
+
+
 def test_drop(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
     simdb(capsys, "create", "docs")
     assert simdb(capsys, "drop", "docs") == (

@@ -764,7 +764,8 @@ def bench_(
         readers.check_sources(text_paths)
         fingerprinting = bench.bench_fingerprint(text_paths, Features.parse(features))
     with database(ctx) as conn:
-        say = (lambda line: None) if as_json else (lambda line: click.echo(f"... {line}", err=True))
+        chatty = sys.stderr.isatty() and not as_json  # progress lines on a terminal only
+        say = (lambda line: click.echo(f"... {line}", err=True)) if chatty else (lambda line: None)
         measured = bench.bench_index(
             conn,
             hnsw=hnsw,

@@ -144,9 +144,10 @@ def create_pairs_function(index_name: str, body: str) -> sql.Composed:
         "CREATE FUNCTION {function}(max_distance integer)"
         " RETURNS TABLE (key_a text, key_b text, distance integer)"
         " LANGUAGE plpgsql STABLE"
-        # Each self-join is a merge join of the prefix index with itself, already in order; left
-        # to itself the planner hashes or sorts the whole table once per permuted column.
-        " SET enable_hashjoin = off SET enable_sort = off SET max_parallel_workers_per_gather = 0"
+        # Each self-join is a merge join of the prefix index with itself, already in order (and
+        # split across parallel workers where the server allows them); left to itself the
+        # planner hashes or sorts the whole table once per permuted column.
+        " SET enable_hashjoin = off SET enable_sort = off"
         " AS {body}"
     ).format(
         function=sql.Identifier(SCHEMA, pairs_function(index_name)),

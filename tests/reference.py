@@ -58,3 +58,9 @@ def reference_bytes_fingerprint(data: bytes, n: int = 4) -> int | None:
         for bit in range(64):
             counters[bit] += 1 if (shingle >> bit) & 1 else -1
     return sum(1 << bit for bit in range(64) if counters[bit] > 0)
+
+
+def reference_minhash(shingles: set[int], permutations: int) -> list[int]:
+    """MinHash spec v1, loop by loop: min over the set of fmix64(x XOR seed_i)."""
+    seeds = [xxhash.xxh3_64_intdigest(i.to_bytes(4, "little")) for i in range(permutations)]
+    return [min(fmix64(x ^ seed) for x in shingles) for seed in seeds]

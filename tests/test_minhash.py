@@ -1,0 +1,82 @@
+"""MinHash spec v1 and banding: the groundwork of the Jaccard mode (issue 6), checked in pure Python."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import reference_minhash
+
+from simdb.bits import to_hex
+from simdb.errors import InvalidParameter
+from simdb.minhash import Banding, choose_banding, document_signature, estimate, signature
+from simdb.simhash import feature_hashes
+
+# Pinned: a change here is a new MinHash spec version.
+KNOWN_SIGNATURE = [
+    "0ba7c9ed70602264",
+    "111dd76671f7e34c",
+    "00ff537df2e1ba06",
+    "02be99a4cfbd5356",
+    "1102dc3fc28e296d",
+    "1c9adec159051b65",
+    "1a35d825a10168bc",
+    "0b63aab5530bfbea",
+]
+
+
+def test_known_signature_and_band_keys() -> None:
+    values = document_signature("The quick brown fox jumps over the lazy dog", permutations=8)
+    assert [to_hex(int(v)) for v in values] == KNOWN_SIGNATURE
+    assert [to_hex(k) for k in Banding(2, 4).keys(values)] == ["a8c5267f31c9d599", "5b8333f10a80b1c1"]
+    first_band = values[:4].astype("<u8").tobytes()
+    assert Banding(2, 4).keys(values)[0] == xxhash.xxh3_64_intdigest(first_band, seed=0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sets(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=300), st.integers(1, 40))
+def test_signature_equals_the_plain_reference(shingles: set[int], permutations: int) -> None:
+    array = np.array(sorted(shingles), dtype=np.uint64)
+    assert signature(array, permutations).tolist() == reference_minhash(shingles, permutations)
+
+
+def test_estimate_tracks_jaccard() -> None:
+    rng = random.Random(2)
+    universe = [rng.getrandbits(64) for _ in range(4000)]
+    for shared in (500, 1000, 1500):
+        a = set(universe[:2000])
+        b = set(universe[2000 - shared : 4000 - shared])
+        jaccard = len(a & b) / len(a | b)
+        sig_a = signature(np.array(sorted(a), dtype=np.uint64), 512)
+        sig_b = signature(np.array(sorted(b), dtype=np.uint64), 512)
+        assert abs(estimate(sig_a, sig_b) - jaccard) < 0.06  # binomial std <= 0.022 at 512 permutations
+
+
+def test_near_copies_share_a_band() -> None:
+    words = [f"w{i}" for i in range(400)]
+    edited = list(words)
+    edited[100] = "changed"
+    banding = choose_banding(0.8, 128)
+    keys_a = banding.keys(document_signature(" ".join(words)))
+    keys_b = banding.keys(document_signature(" ".join(edited)))
+    assert set(keys_a) & set(keys_b)
+    sets = [set(feature_hashes(" ".join(w)).tolist()) for w in (words, edited)]
+    assert len(sets[0] & sets[1]) / len(sets[0] | sets[1]) > 0.95
+
+
+def test_banding_minimises_the_weighted_error() -> None:
+    chosen = choose_banding(0.8, 128)
+    assert chosen == Banding(9, 13)  # pinned: 9 bands of 13 rows for 0.8 and 128 permutations
+    assert chosen.bands * chosen.rows <= 128
+    assert chosen.probability(0.95) > 0.99 and chosen.probability(0.5) < 0.01
+    assert choose_banding(0.5, 128).rows < chosen.rows  # lower thresholds need shorter bands
+
+
+@pytest.mark.parametrize(("threshold", "permutations"), [(0.0, 128), (1.0, 128), (0.8, 1), (0.8, 5000)])
+def test_banding_refusals(threshold: float, permutations: int) -> None:
+    with pytest.raises(InvalidParameter):
+        choose_banding(threshold, permutations)

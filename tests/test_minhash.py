@@ -5,13 +5,14 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import psycopg
 import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import reference_minhash
 
-from simdb.bits import to_hex
+from simdb.bits import to_hex, to_signed
 from simdb.errors import InvalidParameter
 from simdb.minhash import Banding, choose_banding, document_signature, estimate, signature
 from simdb.simhash import feature_hashes
@@ -80,3 +81,20 @@ def test_banding_minimises_the_weighted_error() -> None:
 def test_banding_refusals(threshold: float, permutations: int) -> None:
     with pytest.raises(InvalidParameter):
         choose_banding(threshold, permutations)
+
+
+def test_sql_estimate_equals_python(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    rng = random.Random(8)
+    base = [rng.getrandbits(64) for _ in range(3000)]
+    pairs = []
+    for keep in (0, 700, 1500, 2500, 3000):
+        a = np.array(base[:3000], dtype=np.uint64)
+        b = np.array(base[3000 - keep :] + [rng.getrandbits(64) for _ in range(3000 - keep)], dtype=np.uint64)
+        pairs.append((signature(a, 64), signature(b, 64)))
+    for sig_a, sig_b in pairs:
+        row = conn.execute(
+            "SELECT simdb.jaccard_estimate(%s, %s)",
+            ([to_signed(int(v)) for v in sig_a], [to_signed(int(v)) for v in sig_b]),
+        ).fetchone()
+        assert row is not None and row[0] == pytest.approx(estimate(sig_a, sig_b), abs=1e-6)
+    assert conn.execute("SELECT simdb.jaccard_estimate('{1,2}', '{1}')").fetchone() == (None,)

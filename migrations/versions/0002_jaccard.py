@@ -1,0 +1,24 @@
+"""Jaccard mode, SQL side: simdb.jaccard_estimate.
+
+Revision ID: 0002
+Revises: 0001
+"""
+
+from alembic import op
+
+from simdb.resources import sql_text
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.get_bind().connection.driver_connection.execute(sql_text("002_jaccard.sql"))
+
+
+def downgrade() -> None:
+    op.get_bind().connection.driver_connection.execute(
+        "DROP FUNCTION simdb.jaccard_estimate(bigint[], bigint[])"
+    )

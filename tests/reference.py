@@ -24,40 +24,34 @@ def fmix64(h: int) -> int:
     return h
 
 
+def _fold(hashes: list[int], n: int) -> int:
+    """Shingle windows of n unit hashes, then the weighted bit counters, as the spec says."""
+    size = min(n, len(hashes))
+    counters = [0] * 64
+    for start in range(len(hashes) - size + 1):
+        acc = hashes[start]
+        for j in range(1, size):
+            acc = (acc * K + hashes[start + j]) & M64
+        shingle = fmix64(acc)
+        for bit in range(64):
+            counters[bit] += 1 if (shingle >> bit) & 1 else -1
+    return sum(1 << bit for bit in range(64) if counters[bit] > 0)
+
+
 def reference_fingerprint(text: str, kind: str = "word", n: int = 3) -> int | None:
     normal = unicodedata.normalize("NFKC", text).casefold()
     tokens = re.findall(r"\w+", normal)
     if not tokens:
         return None
     units = tokens if kind == "word" else list(" ".join(tokens))
-    hashes = [xxhash.xxh3_64_intdigest(unit.encode("utf-8")) for unit in units]
-    size = min(n, len(hashes))
-    counters = [0] * 64
-    for start in range(len(hashes) - size + 1):
-        acc = hashes[start]
-        for j in range(1, size):
-            acc = (acc * K + hashes[start + j]) & M64
-        shingle = fmix64(acc)
-        for bit in range(64):
-            counters[bit] += 1 if (shingle >> bit) & 1 else -1
-    return sum(1 << bit for bit in range(64) if counters[bit] > 0)
+    return _fold([xxhash.xxh3_64_intdigest(unit.encode("utf-8")) for unit in units], n)
 
 
 def reference_bytes_fingerprint(data: bytes, n: int = 4) -> int | None:
     """bytes:N features: units are the raw bytes, each hashed as a one-byte string."""
     if not data:
         return None
-    hashes = [xxhash.xxh3_64_intdigest(bytes([b])) for b in data]
-    size = min(n, len(hashes))
-    counters = [0] * 64
-    for start in range(len(hashes) - size + 1):
-        acc = hashes[start]
-        for j in range(1, size):
-            acc = (acc * K + hashes[start + j]) & M64
-        shingle = fmix64(acc)
-        for bit in range(64):
-            counters[bit] += 1 if (shingle >> bit) & 1 else -1
-    return sum(1 << bit for bit in range(64) if counters[bit] > 0)
+    return _fold([xxhash.xxh3_64_intdigest(bytes([b])) for b in data], n)
 
 
 def reference_minhash(shingles: set[int], permutations: int) -> list[int]:

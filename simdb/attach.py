@@ -21,7 +21,7 @@ from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.planner import DEFAULT_EXPECTED_ROWS
-from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint
+from simdb.simhash import DEFAULT_FEATURES, Features, fingerprints
 
 BATCH = 2000
 _LINK_ATTEMPTS = 5
@@ -203,12 +203,12 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
             cursor.execute(changed)
         while rows := cursor.fetchmany(BATCH):
             batch, sizes, hashes = {}, {}, {}
-            for row_key, row_text, row_hash in rows:
-                try:
-                    batch[row_key] = fingerprint(row_text or "", made.features)
-                except EmptyDocument:
+            values = fingerprints([row_text or "" for _, row_text, _ in rows], made.features)
+            for (row_key, row_text, row_hash), value in zip(rows, values, strict=True):
+                if value is None:
                     report.empty += 1
                     continue
+                batch[row_key] = value
                 sizes[row_key] = len(row_text.encode("utf-8"))
                 hashes[row_key] = bytes(row_hash)
             inserted, updated = ingest.store(conn, made, batch, sizes, hashes)

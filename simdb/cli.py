@@ -22,7 +22,7 @@ from simdb.bits import parse_hex, to_hex
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
-from simdb.simhash import EmptyDocument, Features, fingerprint_any
+from simdb.simhash import EmptyDocument, Features, fingerprint
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -460,19 +460,19 @@ def _query_document(
         return found
     if file is not None:
         document = readers.read_document(file, raw=target.features.binary)
-        return query.Stored(_fingerprint_of(None, file, target.features), document.size, document.extension)
-    return query.Stored(_fingerprint_of(text, None, target.features), None, None)
+        value = _fingerprint_of(document.content, file, target.features)
+        return query.Stored(value, document.size, document.extension)
+    return query.Stored(_fingerprint_of(str(text), "--text", target.features), None, None)
 
 
-def _fingerprint_of(text: str | None, file: str | None, features: Features) -> int:
-    """The fingerprint of --text or --file under the index's features (raw bytes for bytes:N)."""
-    content = readers.read_document(file, raw=features.binary).content if file is not None else str(text)
+def _fingerprint_of(content: str | bytes, source: str, features: Features) -> int:
+    """The fingerprint of --text or a --file's content, or a one-line error if it has none."""
     try:
-        return fingerprint_any(content, features)
+        return fingerprint(content, features)
     except EmptyDocument as error:
         what = "is empty" if features.binary else "has no word characters"
         raise InputError(
-            f"{file or '--text'} {what}, so it has no fingerprint", "give a document with some text"
+            f"{source} {what}, so it has no fingerprint", "give a document with some text"
         ) from error
 
 
@@ -630,7 +630,9 @@ def dedup_(ctx: click.Context, name: str, keep: str, max_distance: int | None, f
 def fingerprint_(text: str | None, file: str | None, features: str) -> None:
     """Print the 64-bit SimHash (spec v1) of a text as 16 hex digits."""
     _exactly_one(text=text, file=file)
-    click.echo(to_hex(_fingerprint_of(text, file, Features.parse(features))))
+    parsed = Features.parse(features)
+    content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
+    click.echo(to_hex(_fingerprint_of(content, file or "--text", parsed)))
 
 
 @main.command(name="calibrate")

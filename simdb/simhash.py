@@ -198,7 +198,15 @@ def fingerprint_bytes(data: bytes, n: int = 4) -> int:
 
 
 def feature_hashes(text: str, features: Features = DEFAULT_FEATURES) -> UInt64Array:
-    """Steps 1-4: the 64-bit hash of every shingle occurrence of a document, in order."""
+    """Steps 1-4: the 64-bit hash of every shingle occurrence of a document, in order.
+
+    For bytes features the units are the bytes of the text in UTF-8.
+    """
+    if features.binary:
+        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        if len(data) == 0:
+            raise EmptyDocument("the document is empty")
+        return shingle_hashes(_BYTE_HASHES[data], features.n)
     words = tokens(text)
     if not words:
         raise EmptyDocument("the document has no word characters")
@@ -206,18 +214,17 @@ def feature_hashes(text: str, features: Features = DEFAULT_FEATURES) -> UInt64Ar
     return shingle_hashes(units, features.n)
 
 
-def fingerprint(text: str, features: Features = DEFAULT_FEATURES) -> int:
-    """The unsigned 64-bit SimHash (spec v1) of a document; raises EmptyDocument if it has no tokens."""
-    return simhash(feature_hashes(text, features))
+def fingerprint(content: str | bytes, features: Features = DEFAULT_FEATURES) -> int:
+    """The unsigned 64-bit SimHash (spec v1) of a document; raises EmptyDocument if it has none.
 
-
-def fingerprint_any(content: str | bytes, features: Features = DEFAULT_FEATURES) -> int:
-    """A document's fingerprint: bytes features read raw bytes (text is taken as UTF-8)."""
+    Text goes through the features; raw bytes (a file read for bytes:N) need bytes features,
+    and bytes features take text as its UTF-8 bytes.
+    """
     if features.binary:
         return fingerprint_bytes(content.encode("utf-8") if isinstance(content, str) else content, features.n)
     if isinstance(content, bytes):
-        raise TypeError("text features need text")
-    return fingerprint(content, features)
+        raise TypeError("text features need text, not bytes")
+    return simhash(feature_hashes(content, features))
 
 
 def fingerprints(contents: list[str | bytes], features: Features = DEFAULT_FEATURES) -> list[int | None]:
@@ -225,7 +232,7 @@ def fingerprints(contents: list[str | bytes], features: Features = DEFAULT_FEATU
     result: list[int | None] = []
     for content in contents:
         try:
-            result.append(fingerprint_any(content, features))
+            result.append(fingerprint(content, features))
         except EmptyDocument:
             result.append(None)
     return result

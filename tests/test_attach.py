@@ -10,6 +10,7 @@ from test_cli import Conn, simdb
 
 from simdb import attach, fingerprint
 from simdb.bits import to_unsigned
+from simdb.simhash import Features, fingerprint_bytes
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 COLUMNS = (
@@ -159,3 +160,13 @@ def test_watch_polls(conn: Conn) -> None:
 
     attach.watch(conn, "feed", 0.1, record, rounds=3)
     assert [report.added for report in seen] == [1, 1, 1]
+
+
+def test_bytes_features_over_an_attached_table(conn: Conn) -> None:
+    conn.execute("CREATE TABLE public.blobs (id int PRIMARY KEY, body text NOT NULL)")
+    conn.execute("INSERT INTO public.blobs VALUES (1, 'some bytes, café'), (2, '...')")
+    attach.attach(conn, "blobs", "blobs", "id", "body", features=Features("bytes", 4))
+    assert attach.sync(conn, "blobs").added == 2  # '...' has bytes, though no word characters
+    stored = dict(conn.execute("SELECT key, fingerprint FROM simdb.blobs").fetchall())
+    assert to_unsigned(stored["1"]) == fingerprint_bytes("some bytes, café".encode(), 4)
+    assert to_unsigned(stored["2"]) == fingerprint_bytes(b"...", 4)

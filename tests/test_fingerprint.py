@@ -150,3 +150,16 @@ def test_bytes_fingerprint_equals_the_reference_and_chunking_does_not_matter(dat
 def test_empty_bytes() -> None:
     with pytest.raises(EmptyDocument):
         fingerprint_bytes(b"")
+
+
+def test_bytes_features_of_text_are_the_utf8_bytes() -> None:
+    text = "naïve bytes, 42"
+    features = Features("bytes", 3)
+    assert fingerprint(text, features) == fingerprint_bytes(text.encode("utf-8"), 3)
+    assert simhash.simhash(simhash.feature_hashes(text, features)) == fingerprint_bytes(
+        text.encode("utf-8"), 3
+    )
+    with pytest.raises(EmptyDocument):
+        simhash.feature_hashes("", features)
+    with pytest.raises(TypeError):
+        fingerprint(b"raw", Features("word", 3))

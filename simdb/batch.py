@@ -10,6 +10,7 @@ from psycopg import sql
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.index import Index
+from simdb.query import check_size_ratio
 from simdb.schema import SCHEMA
 from simdb.sqlgen import clusters_table
 
@@ -40,8 +41,7 @@ def pairs(
     second filters on the stored extension and size.
     """
     k = index.checked_distance(max_distance)
-    if size_ratio is not None and size_ratio < 1:
-        raise InvalidParameter(f"size ratio {size_ratio} is below 1", "give a factor such as 1.5")
+    check_size_ratio(size_ratio)
     conditions: list[sql.Composable] = []
     if same_extension:
         conditions.append(sql.SQL("a.extension IS NOT DISTINCT FROM b.extension"))

@@ -96,8 +96,11 @@ def _planted_pairs(data: dict[str, int], planted: int, k: int) -> set[tuple[str,
     return found
 
 
-def _planted(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int], list[int]]:
-    """Random fingerprints plus, for each query, neighbours at every distance 0..k+1."""
+def _planted(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int], list[int], int]:
+    """Random fingerprints plus, for each query, neighbours at every distance 0..k+1.
+
+    Returns the rows, the query fingerprints, and how many rows (r0, r1, ...) are planted.
+    """
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 2**64, size=rows, dtype=np.uint64)
     probes = rng.integers(0, 2**64, size=queries, dtype=np.uint64)
@@ -108,7 +111,8 @@ def _planted(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int]
         values[slot] = probes[query] ^ np.bitwise_or.reduce(
             np.uint64(1) << flips.astype(np.uint64), initial=0
         )
-    return {f"r{i}": int(v) for i, v in enumerate(values.tolist())}, [int(p) for p in probes.tolist()]
+    data = {f"r{i}": int(v) for i, v in enumerate(values.tolist())}
+    return data, [int(p) for p in probes.tolist()], planted
 
 
 def bench_index(
@@ -124,8 +128,7 @@ def bench_index(
 ) -> IndexBench:
     """Load `rows` random fingerprints into a scratch index, time queries, compare with a scan."""
     name = f"bench_{os.getpid()}"
-    data, probes = _planted(rows, queries, max_distance, seed)
-    planted = min(rows, queries * (max_distance + 2))
+    data, probes, planted = _planted(rows, queries, max_distance, seed)
     truth = _true_neighbours(data, probes, max_distance)
     made = index.create(conn, name, max_distance=max_distance, expected_rows=rows)
     try:

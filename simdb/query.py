@@ -28,6 +28,12 @@ class Match:
         return {"key": self.key, "distance": self.distance, "similarity": self.similarity}
 
 
+def check_size_ratio(ratio: float | None) -> None:
+    """A size ratio is a factor of 1 or more (the larger size over the smaller)."""
+    if ratio is not None and ratio < 1:
+        raise InvalidParameter(f"size ratio {ratio} is below 1", "give a factor such as 1.5")
+
+
 @dataclass(frozen=True)
 class Filters:
     """Cheap second filters after the Hamming match (Sadowski & Levin): same extension, similar size."""
@@ -38,11 +44,10 @@ class Filters:
     size_ratio: float | None = None  # keep rows whose size is within this factor of `size`
 
     def __post_init__(self) -> None:
-        if self.size_ratio is not None and self.size_ratio < 1:
-            raise InvalidParameter(f"size ratio {self.size_ratio} is below 1", "give a factor such as 1.5")
+        check_size_ratio(self.size_ratio)
 
     def conditions(self, row: sql.Composable) -> list[sql.Composable]:
-        """SQL conditions on a row alias, values as parameters."""
+        """SQL conditions on a row alias (the values are quoted literals)."""
         result: list[sql.Composable] = []
         if self.same_extension:
             result.append(

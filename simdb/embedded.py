@@ -247,17 +247,27 @@ class EmbeddedServer:
         return self._install() / "bin" / program
 
     def _install(self) -> Path:
-        """The provider's binaries, or (as root) a copy the service user can reach."""
+        """The provider's binaries, or (as root) a copy the service user can reach.
+
+        The copy keeps the wheel's layout, site-packages/{PROVIDER}/pginstall beside
+        site-packages/{PROVIDER}.libs, because the client programs (initdb, pg_ctl) find their
+        bundled libpq through a relative run path ($ORIGIN/../../../{PROVIDER}.libs).
+        """
         original = _provider_install()
-        if self.run_as is None or self._service_user_can("-x", original / "bin" / "postgres"):
+        if self.run_as is None or self._service_user_can("-x", original / "bin" / "initdb"):
             return original
-        copy = self.home / "pginstall"
+        site = self.home / "pgcopy"
+        copy = site / PROVIDER / "pginstall"
         if not (copy / "bin" / "postgres").exists():
-            staging = Path(tempfile.mkdtemp(prefix="pginstall-", dir=self.home))
+            staging = Path(tempfile.mkdtemp(prefix="pgcopy-", dir=self.home))
             for part in ("bin", "lib", "share"):
-                shutil.copytree(original / part, staging / part, symlinks=True)
-            staging.chmod(0o755)
-            staging.rename(copy)
+                shutil.copytree(original / part, staging / PROVIDER / "pginstall" / part, symlinks=True)
+            libs = original.parent.parent / f"{PROVIDER}.libs"
+            if libs.is_dir():
+                shutil.copytree(libs, staging / f"{PROVIDER}.libs", symlinks=True)
+            for folder in (staging, staging / PROVIDER, staging / PROVIDER / "pginstall"):
+                folder.chmod(0o755)
+            staging.rename(site)
         return copy
 
     def _service_user_can(self, test_flag: str, path: Path) -> bool:

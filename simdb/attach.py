@@ -20,8 +20,10 @@ from simdb import ingest
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
+from simdb.index import Sketch
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 from simdb.planner import DEFAULT_EXPECTED_ROWS
-from simdb.simhash import DEFAULT_FEATURES, Features, fingerprints
+from simdb.simhash import DEFAULT_FEATURES, Features
 
 BATCH = 2000
 _LINK_ATTEMPTS = 5
@@ -93,11 +95,14 @@ def attach(
     text_column: str,
     condition: str | None = None,
     *,
+    mode: str = "simhash",
     max_distance: int = DEFAULT_MAX_DISTANCE,
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
     blocks: int | None = None,
     features: Features = DEFAULT_FEATURES,
     workload: str = "both",
+    threshold: float = DEFAULT_THRESHOLD,
+    permutations: int = DEFAULT_PERMUTATIONS,
 ) -> indexes.Index:
     """Create index NAME over an existing table; checked first, created in one transaction."""
     schema, relation = parse_table(table)
@@ -124,11 +129,14 @@ def attach(
         made = indexes.create(
             conn,
             name,
+            mode=mode,
             max_distance=max_distance,
             expected_rows=expected_rows,
             blocks=blocks,
             features=features,
             workload=workload,
+            threshold=threshold,
+            permutations=permutations,
         )
         conn.execute(
             "INSERT INTO simdb._sources (index_name, source_schema, source_table, key_column, text_column,"
@@ -181,7 +189,7 @@ class SyncReport:
 
 
 def sync(conn: Connection, name: str, progress: Callable[[int], object] | None = None) -> SyncReport:
-    """Fingerprint the source rows that are new or changed since the last sync; drop vanished ones.
+    """Sketch the source rows that are new or changed since the last sync; drop vanished ones.
 
     The changed rows are selected in one snapshot (a WITH HOLD cursor), then stored in batches of
     their own transactions, so a sync can run at any time, while the application writes, and be
@@ -202,8 +210,9 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
         with conn.transaction():
             cursor.execute(changed)
         while rows := cursor.fetchmany(BATCH):
-            batch, sizes, hashes = {}, {}, {}
-            values = fingerprints([row_text or "" for _, row_text, _ in rows], made.features)
+            batch: dict[str, Sketch] = {}
+            sizes, hashes = {}, {}
+            values = made.sketches([row_text or "" for _, row_text, _ in rows])
             for (row_key, row_text, row_hash), value in zip(rows, values, strict=True):
                 if value is None:
                     report.empty += 1

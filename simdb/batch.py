@@ -10,7 +10,7 @@ from psycopg import sql
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.index import Index
-from simdb.query import check_size_ratio
+from simdb.query import check_size_ratio, scored
 from simdb.schema import SCHEMA
 from simdb.sqlgen import clusters_table
 
@@ -20,11 +20,12 @@ _FETCH = 10_000
 
 @dataclass(frozen=True)
 class Pair:
-    """Two keys within the distance (key_a < key_b)."""
+    """Two near-duplicate keys (key_a < key_b): their similarity, and distance on a simhash index."""
 
     key_a: str
     key_b: str
-    distance: int
+    similarity: float
+    distance: int | None = None
 
 
 def pairs(
@@ -32,15 +33,17 @@ def pairs(
     index: Index,
     max_distance: int | None = None,
     *,
+    min_similarity: float | None = None,
     same_extension: bool = False,
     size_ratio: float | None = None,
 ) -> Iterator[Pair]:
-    """Every pair within max_distance bits exactly once, streamed from a server-side cursor.
+    """Every pair within the cutoff exactly once, streamed from a server-side cursor.
 
-    `same_extension` and `size_ratio` (largest size at most R times the smallest) are cheap
-    second filters on the stored extension and size.
+    The cutoff is `max_distance` bits on a simhash index, `min_similarity` on a jaccard one
+    (each defaults to the index's own). `same_extension` and `size_ratio` (largest size at most
+    R times the smallest) are cheap second filters on the stored extension and size.
     """
-    k = index.checked_distance(max_distance)
+    cutoff = index.cutoff(max_distance, min_similarity)
     check_size_ratio(size_ratio)
     conditions: list[sql.Composable] = []
     if same_extension:
@@ -49,16 +52,16 @@ def pairs(
         conditions.append(
             sql.SQL("greatest(a.size, b.size) <= {} * least(a.size, b.size)").format(sql.Literal(size_ratio))
         )
-    statement = sql.SQL("SELECT p.key_a, p.key_b, p.distance FROM {}(%s) AS p").format(index.pairs_function)
+    statement = sql.SQL("SELECT p.* FROM {}(%s) AS p").format(index.pairs_function)
     if conditions:
         statement = statement + sql.SQL(
             " JOIN {table} AS a ON a.key = p.key_a JOIN {table} AS b ON b.key = p.key_b WHERE {conditions}"
         ).format(table=index.table, conditions=sql.SQL(" AND ").join(conditions))
     with conn.transaction(), conn.cursor(name=f"simdb_pairs_{index.name}") as cursor:
         cursor.itersize = _FETCH
-        cursor.execute(statement, (k,))
-        for key_a, key_b, distance in cursor:
-            yield Pair(key_a, key_b, distance)
+        cursor.execute(statement, (cutoff,))
+        for key_a, key_b, score in cursor:
+            yield Pair(key_a, key_b, *scored(index, score))
 
 
 class _Components:
@@ -99,7 +102,8 @@ class Clusters:
 
     groups: list[list[str]]
     pairs: int
-    max_distance: int
+    cutoff: float  # the max distance (simhash) or min similarity (jaccard) of the pairs
+    described: str  # the cutoff in words: "within 3 bits", "at similarity >= 0.8"
 
     @property
     def keys(self) -> int:
@@ -108,39 +112,47 @@ class Clusters:
     def summary(self) -> str:
         largest = max((len(group) for group in self.groups), default=0)
         return (
-            f"{len(self.groups)} clusters of {self.keys} keys from {self.pairs} pairs within "
-            f"{self.max_distance} bits (largest: {largest} keys)"
+            f"{len(self.groups)} clusters of {self.keys} keys from {self.pairs} pairs "
+            f"{self.described} (largest: {largest} keys)"
         )
 
 
-def clusters(conn: Connection, index: Index, max_distance: int | None = None) -> Clusters:
+def clusters(
+    conn: Connection,
+    index: Index,
+    max_distance: int | None = None,
+    *,
+    min_similarity: float | None = None,
+) -> Clusters:
     """Compute the clusters and store them in simdb."NAME__clusters" (key, cluster) for SQL joins.
 
     Cluster numbers start at 1, ordered by each cluster's smallest key. Keys without any
-    near-duplicate are not listed. The table is replaced in one transaction.
+    near-duplicate are not listed. The table, whose third column records the cutoff
+    (max_distance or min_similarity, by mode), is replaced in one transaction.
     """
-    k = index.checked_distance(max_distance)
+    cutoff = index.cutoff(max_distance, min_similarity)
     components = _Components()
     count = 0
-    for pair in pairs(conn, index, k):
+    for pair in pairs(conn, index, max_distance, min_similarity=min_similarity):
         components.union(pair.key_a, pair.key_b)
         count += 1
-    result = Clusters(components.groups(), count, k)
+    result = Clusters(components.groups(), count, cutoff, index.describe_cutoff(cutoff))
     table = sql.Identifier(SCHEMA, clusters_table(index.name))
+    column = sql.Identifier(index.cutoff_column)
     with conn.transaction():
         conn.execute(
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, cluster integer NOT NULL,"
-                " max_distance integer NOT NULL)"
-            ).format(table)
+                " {} {} NOT NULL)"
+            ).format(table, column, sql.SQL(index.cutoff_type))
         )
         conn.execute(sql.SQL("TRUNCATE {}").format(table))
         with conn.cursor().copy(
-            sql.SQL("COPY {} (key, cluster, max_distance) FROM STDIN").format(table)
+            sql.SQL("COPY {} (key, cluster, {}) FROM STDIN").format(table, column)
         ) as copy:
             for number, group in enumerate(result.groups, start=1):
                 for key in group:
-                    copy.write_row((key, number, k))
+                    copy.write_row((key, number, cutoff))
     return result
 
 
@@ -153,7 +165,14 @@ class Decision:
     keep: bool
 
 
-def dedup(conn: Connection, index: Index, keep: str, max_distance: int | None = None) -> Iterator[Decision]:
+def dedup(
+    conn: Connection,
+    index: Index,
+    keep: str,
+    max_distance: int | None = None,
+    *,
+    min_similarity: float | None = None,
+) -> Iterator[Decision]:
     """One representative per cluster by the rule `keep`; every other member is to be dropped.
 
     first/last: earliest/latest added (then lowest/highest id); shortest/longest: fewest/most
@@ -161,7 +180,7 @@ def dedup(conn: Connection, index: Index, keep: str, max_distance: int | None = 
     """
     if keep not in KEEP_RULES:
         raise InvalidParameter(f"unknown keep rule {keep!r}", f"use one of {', '.join(KEEP_RULES)}")
-    found = clusters(conn, index, max_distance)
+    found = clusters(conn, index, max_distance, min_similarity=min_similarity)
     order = {
         "first": sql.SQL("r.added_at, r.id"),
         "last": sql.SQL("r.added_at DESC, r.id DESC"),

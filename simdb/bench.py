@@ -131,6 +131,8 @@ def bench_index(
     data, probes, planted = _planted(rows, queries, max_distance, seed)
     truth = _true_neighbours(data, probes, max_distance)
     made = index.create(conn, name, max_distance=max_distance, expected_rows=rows)
+    if not isinstance(made, index.SimhashIndex):
+        raise TypeError("a simhash index was created")
     try:
         progress(f"loading {rows} rows into scratch index {name}")
         loaded = ingest.bulk_load(conn, made, data.items())
@@ -222,7 +224,7 @@ def _timed(
 
 def _bench_hnsw(
     conn: Connection,
-    made: index.Index,
+    made: index.SimhashIndex,
     probes: Sequence[int],
     truth: Sequence[set[str]],
     progress: Callable[[str], None],
@@ -262,7 +264,7 @@ def _bench_hnsw(
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
 
 
-def _server_side_ms(conn: Connection, made: index.Index, probes: Sequence[int], k: int) -> list[float]:
+def _server_side_ms(conn: Connection, made: index.SimhashIndex, probes: Sequence[int], k: int) -> list[float]:
     """Execution time inside the server of the index's near statement (its cached generic plan)."""
     name = sql.Identifier(f"simdb_bench_near_{os.getpid()}")
     conn.execute("SET plan_cache_mode = force_generic_plan")

@@ -21,6 +21,7 @@ from simdb import attach, batch, connection, embedded, index, ingest, planner, q
 from simdb.bits import parse_hex, to_hex
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
 from simdb.simhash import EmptyDocument, Features, fingerprint
 
@@ -103,23 +104,46 @@ def index_options(function: F) -> F:
     for option in reversed(
         [
             click.option(
+                "--mode",
+                type=click.Choice(index.MODES),
+                default="simhash",
+                show_default=True,
+                help="simhash: Hamming distance on 64-bit fingerprints, exact within k bits (close copies); "
+                "jaccard: MinHash LSH, pairs at or above a Jaccard threshold (looser similarity).",
+            ),
+            click.option(
                 "--max-distance",
                 "-k",
                 type=int,
-                default=DEFAULT_MAX_DISTANCE,
-                show_default=True,
-                help="Largest Hamming distance the index answers exactly (0-8).",
+                default=None,
+                help=f"simhash: largest Hamming distance the index answers exactly (0-8) "
+                f"[default: {DEFAULT_MAX_DISTANCE}].",
             ),
             click.option(
                 "--expected-rows",
                 type=int,
                 default=DEFAULT_EXPECTED_ROWS,
                 show_default=True,
-                help="Rows you expect; the planner picks the number of blocks for it (see `simdb plan`).",
+                help="simhash: rows you expect; the planner picks the number of blocks (see `simdb plan`).",
             ),
             workload_option,
             click.option(
-                "--blocks", type=int, default=None, help="Number of blocks b (> k); overrides the planner."
+                "--blocks",
+                type=int,
+                default=None,
+                help="simhash: number of blocks b (> k); overrides the planner.",
+            ),
+            click.option(
+                "--threshold",
+                type=float,
+                default=None,
+                help=f"jaccard: the Jaccard similarity a pair must reach [default: {DEFAULT_THRESHOLD}].",
+            ),
+            click.option(
+                "--permutations",
+                type=int,
+                default=None,
+                help=f"jaccard: MinHash signature length (2-1024) [default: {DEFAULT_PERMUTATIONS}].",
             ),
             features_option,
         ]
@@ -128,35 +152,45 @@ def index_options(function: F) -> F:
     return function
 
 
+T = TypeVar("T")
+
+
+def _given(value: T | None, default: T) -> T:
+    return default if value is None else value
+
+
 def _index_settings(options: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "max_distance": options["max_distance"],
+    """The keyword arguments of index.create; an option of the other mode is a usage error."""
+    mode = options["mode"]
+    other = {
+        "simhash": ("threshold", "permutations"),
+        "jaccard": ("max_distance", "blocks"),
+    }[mode]
+    given = [name for name in other if options[name] is not None]
+    if given:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in given)
+        raise click.UsageError(f"{flags} do(es) not apply to --mode {mode}")
+    settings: dict[str, Any] = {
+        "mode": mode,
         "expected_rows": options["expected_rows"],
-        "blocks": options["blocks"],
         "features": Features.parse(options["features"]),
-        "workload": options["workload"],
     }
+    if mode == "simhash":
+        settings["max_distance"] = _given(options["max_distance"], DEFAULT_MAX_DISTANCE)
+        settings.update(blocks=options["blocks"], workload=options["workload"])
+    else:
+        settings["threshold"] = _given(options["threshold"], DEFAULT_THRESHOLD)
+        settings["permutations"] = _given(options["permutations"], DEFAULT_PERMUTATIONS)
+    return settings
 
 
 def _describe(made: index.Index, as_json: bool, verb: str) -> None:
-    plan = made.plan
     if as_json:
-        emit_json(
-            {
-                "name": made.name,
-                "max_distance": plan.max_distance,
-                "blocks": plan.blocks,
-                "tables": len(plan.tables),
-                "prefix_bits": [t.prefix_bits for t in plan.tables],
-                "features": str(made.features),
-            }
-        )
+        emit_json({"name": made.name, "mode": made.mode, **made.parameters(), "features": str(made.features)})
         return
-    prefixes = sorted({t.prefix_bits for t in plan.tables})
     click.echo(
-        f"{verb} index {made.name}: max distance {plan.max_distance}, {plan.blocks} blocks, "
-        f"{len(plan.tables)} tables (prefix {'/'.join(map(str, prefixes))} bits), "
-        f'features {made.features}; SQL: simdb."{made.name}"'
+        f"{verb} {made.mode} index {made.name}: {made.summary}, features {made.features}; "
+        f'SQL: simdb."{made.name}"'
     )
 
 
@@ -286,14 +320,14 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     with database(ctx) as conn:
         summaries = index.list_indexes(conn)
     if as_json:
-        emit_json([summary.__dict__ for summary in summaries])
+        emit_json([summary.as_dict() for summary in summaries])
         return
     if not summaries:
         click.echo("no indexes yet; create one with `simdb create NAME`", err=True)
         return
-    click.echo(f"{'name':<20} {'rows':>10} {'k':>3} {'blocks':>6} {'tables':>6}  features")
+    click.echo(f"{'name':<20} {'mode':<8} {'rows':>10}  {'features':<8}  parameters")
     for s in summaries:
-        click.echo(f"{s.name:<20} {s.rows:>10} {s.max_distance:>3} {s.blocks:>6} {s.tables:>6}  {s.features}")
+        click.echo(f"{s.name:<20} {s.mode:<8} {s.rows:>10}  {s.features:<8}  {s.description}")
 
 
 @main.command()
@@ -450,8 +484,13 @@ def _query_document(
     hex_value: str | None,
     key: str | None,
 ) -> query.Stored:
-    """The query's fingerprint, and its size and extension where it has them (--file, --key)."""
+    """The query's sketch, and its size and extension where it has them (--file, --key)."""
     if hex_value is not None:
+        if not isinstance(target, index.SimhashIndex):
+            raise InvalidParameter(
+                f"--fingerprint does not apply to {target.mode} index {target.name!r}",
+                "query it with --text, --file or --key",
+            )
         return query.Stored(parse_hex(hex_value), None, None)
     if key is not None:
         found = query.stored(conn, target, key)
@@ -460,15 +499,15 @@ def _query_document(
         return found
     if file is not None:
         document = readers.read_document(file, raw=target.features.binary)
-        value = _fingerprint_of(document.content, file, target.features)
+        value = _sketch_of(target.sketch, document.content, file, target.features)
         return query.Stored(value, document.size, document.extension)
-    return query.Stored(_fingerprint_of(str(text), "--text", target.features), None, None)
+    return query.Stored(_sketch_of(target.sketch, str(text), "--text", target.features), None, None)
 
 
-def _fingerprint_of(content: str | bytes, source: str, features: Features) -> int:
-    """The fingerprint of --text or a --file's content, or a one-line error if it has none."""
+def _sketch_of(make: Callable[[str | bytes], T], content: str | bytes, source: str, features: Features) -> T:
+    """The fingerprint or signature of --text or a --file's content, or a one-line error if it has none."""
     try:
-        return fingerprint(content, features)
+        return make(content)
     except EmptyDocument as error:
         what = "is empty" if features.binary else "has no word characters"
         raise InputError(
@@ -483,13 +522,32 @@ def _exactly_one(**given: object) -> None:
         raise click.UsageError(f"give exactly one of {flags}")
 
 
+def cutoff_options(function: F) -> F:
+    """--max-distance (simhash indexes) and --threshold (jaccard indexes) of a search."""
+    function = click.option(
+        "--threshold",
+        type=float,
+        default=None,
+        help="jaccard index: minimum estimated Jaccard similarity. Default: the index's own (its lowest).",
+    )(function)
+    return click.option(
+        "--max-distance",
+        "-k",
+        type=int,
+        default=None,
+        help="simhash index: maximum Hamming distance. Default: the index's own (its maximum).",
+    )(function)
+
+
 @main.command(name="query")
 @click.argument("name")
 @click.option("--text", help="Query with this text.")
 @click.option("--file", type=str, help="Query with this file's text.")
-@click.option("--fingerprint", "hex_value", metavar="HEX", help="Query with a fingerprint (16 hex digits).")
-@click.option("--key", help="Query with the fingerprint stored under this key.")
-@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@click.option(
+    "--fingerprint", "hex_value", metavar="HEX", help="Query with a fingerprint (16 hex digits; simhash)."
+)
+@click.option("--key", help="Query with the fingerprint or signature stored under this key.")
+@cutoff_options
 @click.option("--same-extension", is_flag=True, help="Only rows with the query file's extension.")
 @click.option(
     "--size-ratio", type=float, metavar="R", help="Only rows within a factor R of the query's size."
@@ -504,30 +562,38 @@ def query_(
     hex_value: str | None,
     key: str | None,
     max_distance: int | None,
+    threshold: float | None,
     same_extension: bool,
     size_ratio: float | None,
     as_json: bool,
 ) -> None:
-    """Rows of index NAME within a Hamming distance of a document, fingerprint or stored key."""
+    """Rows of index NAME near a document, fingerprint or stored key, nearest first.
+
+    simhash index: within a Hamming distance; jaccard index: at or above an estimated Jaccard.
+    """
     _exactly_one(text=text, file=file, fingerprint=hex_value, key=key)
     if (same_extension or size_ratio is not None) and file is None and key is None:
         raise click.UsageError("--same-extension and --size-ratio need --file or --key")
     with database(ctx) as conn:
         target = index.get(conn, name)
-        k = target.checked_distance(max_distance)
+        cutoff = target.cutoff(max_distance, threshold)
         document = _query_document(conn, target, text, file, hex_value, key)
         filters = query.Filters(same_extension, document.extension, document.size, size_ratio)
-        value = document.fingerprint
-        matches = query.near(conn, target, value, k, filters)
+        matches = query.near(conn, target, document.sketch, max_distance, filters, min_similarity=threshold)
     if as_json:
         emit_json([match.as_dict() for match in matches])
         return
     if not matches:
-        click.echo(f"no rows within {k} bits of {to_hex(value)}", err=True)
+        of = f" of {to_hex(int(document.sketch))}" if isinstance(target, index.SimhashIndex) else ""
+        click.echo(f"no rows {target.describe_cutoff(cutoff)}{of}", err=True)
         return
-    click.echo(f"{'distance':>8}  {'similarity':>10}  key")
+    if isinstance(target, index.SimhashIndex):
+        click.echo(f"{'distance':>8}  {'similarity':>10}  key")
+    else:
+        click.echo(f"{'similarity':>10}  key")
     for match in matches:
-        click.echo(f"{match.distance:>8}  {match.similarity:>10.3f}  {match.key}")
+        distance = "" if match.distance is None else f"{match.distance:>8}  "
+        click.echo(f"{distance}{match.similarity:>10.3f}  {match.key}")
 
 
 def _writer(format_: str, header: tuple[str, ...]) -> Callable[[tuple[object, ...]], None]:
@@ -546,7 +612,7 @@ format_option = click.option(
 
 @main.command(name="pairs")
 @click.argument("name")
-@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@cutoff_options
 @click.option("--same-extension", is_flag=True, help="Only pairs of files with the same extension.")
 @click.option("--size-ratio", type=float, metavar="R", help="Only pairs whose sizes are within a factor R.")
 @format_option
@@ -555,42 +621,57 @@ def pairs_(
     ctx: click.Context,
     name: str,
     max_distance: int | None,
+    threshold: float | None,
     same_extension: bool,
     size_ratio: float | None,
     format_: str,
 ) -> None:
-    """Every pair of rows of index NAME within a Hamming distance, each once (key_a < key_b).
+    """Every pair of near-duplicate rows of index NAME, each once (key_a < key_b).
 
-    Computed in SQL by joining each permuted column with itself on its prefix, and streamed.
+    simhash: key_a,key_b,distance, by joining each permuted column with itself on its prefix;
+    jaccard: key_a,key_b,similarity, by joining each band-key column with itself. Streamed.
     """
     with database(ctx) as conn:
         target = index.get(conn, name)
-        k = target.checked_distance(max_distance)
-        write = _writer(format_, ("key_a", "key_b", "distance"))
-        for pair in batch.pairs(conn, target, k, same_extension=same_extension, size_ratio=size_ratio):
-            write((pair.key_a, pair.key_b, pair.distance))
+        target.cutoff(max_distance, threshold)
+        simhash = isinstance(target, index.SimhashIndex)
+        write = _writer(format_, ("key_a", "key_b", "distance" if simhash else "similarity"))
+        found = batch.pairs(
+            conn,
+            target,
+            max_distance,
+            min_similarity=threshold,
+            same_extension=same_extension,
+            size_ratio=size_ratio,
+        )
+        for pair in found:
+            write((pair.key_a, pair.key_b, pair.distance if simhash else pair.similarity))
 
 
 @main.command(name="clusters")
 @click.argument("name")
-@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@cutoff_options
 @json_option
 @click.pass_context
-def clusters_(ctx: click.Context, name: str, max_distance: int | None, as_json: bool) -> None:
+def clusters_(
+    ctx: click.Context, name: str, max_distance: int | None, threshold: float | None, as_json: bool
+) -> None:
     """Group the near-duplicates of index NAME into clusters (connected components of the pairs).
 
-    The result is stored in simdb."NAME__clusters" (key, cluster, max_distance), so SQL can join
-    cluster numbers to keys; keys without a near-duplicate are not listed.
+    The result is stored in simdb."NAME__clusters" (key, cluster, and max_distance or
+    min_similarity), so SQL can join cluster numbers to keys; keys without a near-duplicate are
+    not listed.
     """
     with database(ctx) as conn:
-        found = batch.clusters(conn, index.get(conn, name), max_distance)
+        target = index.get(conn, name)
+        found = batch.clusters(conn, target, max_distance, min_similarity=threshold)
     if as_json:
         emit_json(
             {
                 "clusters": len(found.groups),
                 "keys": found.keys,
                 "pairs": found.pairs,
-                "max_distance": found.max_distance,
+                target.cutoff_column: found.cutoff,
                 "table": f"simdb.{name}__clusters",
             }
         )
@@ -606,17 +687,24 @@ def clusters_(ctx: click.Context, name: str, max_distance: int | None, as_json: 
     required=True,
     help="Which member of each cluster to keep: first/last added, shortest/longest text.",
 )
-@click.option("--max-distance", "-k", type=int, default=None, help="Default: the index's own (its maximum).")
+@cutoff_options
 @format_option
 @click.pass_context
-def dedup_(ctx: click.Context, name: str, keep: str, max_distance: int | None, format_: str) -> None:
+def dedup_(
+    ctx: click.Context,
+    name: str,
+    keep: str,
+    max_distance: int | None,
+    threshold: float | None,
+    format_: str,
+) -> None:
     """One representative per cluster of index NAME, and the keys to drop (action keep|drop)."""
     kept = dropped = 0
     with database(ctx) as conn:
         target = index.get(conn, name)
-        k = target.checked_distance(max_distance)
+        target.cutoff(max_distance, threshold)
         write = _writer(format_, ("cluster", "key", "action"))
-        for decision in batch.dedup(conn, target, keep, k):
+        for decision in batch.dedup(conn, target, keep, max_distance, min_similarity=threshold):
             write((decision.cluster, decision.key, "keep" if decision.keep else "drop"))
             kept += decision.keep
             dropped += not decision.keep
@@ -632,7 +720,7 @@ def fingerprint_(text: str | None, file: str | None, features: str) -> None:
     _exactly_one(text=text, file=file)
     parsed = Features.parse(features)
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
-    click.echo(to_hex(_fingerprint_of(content, file or "--text", parsed)))
+    click.echo(to_hex(_sketch_of(lambda c: fingerprint(c, parsed), content, file or "--text", parsed)))
 
 
 @main.command(name="calibrate")

@@ -1,5 +1,5 @@
-"""Write an index's rows: fingerprint documents and load them with COPY (one transaction per batch,
-idempotent per key), delete keys, prune old rows."""
+"""Write an index's rows: sketch documents (fingerprint or signature, by the index's mode) and load
+them with COPY (one transaction per batch, idempotent per key), delete keys, prune old rows."""
 
 from __future__ import annotations
 
@@ -15,14 +15,11 @@ from multiprocessing import get_context
 
 from psycopg import sql
 
-from simdb.bits import to_signed
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.index import Index
+from simdb.index import Index, Sketch
 from simdb.readers import Document, Item, Skip
 from simdb.schema import SCHEMA
-from simdb.simhash import Features, fingerprints
-from simdb.sqlgen import create_block_index
 
 DEFAULT_BATCH = 2000
 
@@ -73,15 +70,15 @@ def ingest(
 ) -> Report:
     """Store every document of `items` in `index`; a re-run with the same input changes nothing.
 
-    Batches are fingerprinted (in `jobs` worker processes when more than one), then copied and
+    Batches are sketched (in `jobs` worker processes when more than one), then copied and
     upserted in order, each in its own transaction, so an error or a kill loses at most the
     batches in flight, and running the same command again completes the work. Memory stays
     bounded: at most about 2 * jobs batches are read ahead.
     """
     report = Report()
     batches = _batches(items, batch_size, report, progress)
-    for documents, values in _fingerprinted(batches, index.features, jobs):
-        batch: dict[str, int] = {}
+    for documents, values in _sketched(batches, index, jobs):
+        batch: dict[str, Sketch] = {}
         sizes: dict[str, int] = {}
         extensions: dict[str, str | None] = {}
         for document, value in zip(documents, values, strict=True):
@@ -120,23 +117,23 @@ def _batches(
         yield documents
 
 
-def _fingerprinted(
-    batches: Iterator[list[Document]], features: Features, jobs: int
-) -> Iterator[tuple[list[Document], list[int | None]]]:
-    """Each batch with its fingerprints, in input order; worker processes only past one batch."""
+def _sketched(
+    batches: Iterator[list[Document]], index: Index, jobs: int
+) -> Iterator[tuple[list[Document], list[Sketch | None]]]:
+    """Each batch with its sketches, in input order; worker processes only past one batch."""
     first = next(batches, None)
     if first is None:
         return
     second = next(batches, None) if jobs > 1 else None
     if second is None:
-        yield first, fingerprints([d.content for d in first], features)
+        yield first, index.sketches([d.content for d in first])
         for documents in batches:
-            yield documents, fingerprints([d.content for d in documents], features)
+            yield documents, index.sketches([d.content for d in documents])
         return
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        pending: deque[tuple[list[Document], Future[list[int | None]]]] = deque()
+        pending: deque[tuple[list[Document], Future[list[Sketch | None]]]] = deque()
         for documents in itertools.chain([first, second], batches):
-            pending.append((documents, pool.submit(fingerprints, [d.content for d in documents], features)))
+            pending.append((documents, pool.submit(index.sketches, [d.content for d in documents])))
             if len(pending) >= 2 * jobs:
                 done, future = pending.popleft()
                 yield done, future.result()
@@ -155,13 +152,14 @@ def _count(report: Report, size: int, counts: tuple[int, int]) -> None:
 def store(
     conn: Connection,
     index: Index,
-    batch: Mapping[str, int],
+    batch: Mapping[str, Sketch],
     sizes: Mapping[str, int] | None = None,
     hashes: Mapping[str, bytes] | None = None,
     extensions: Mapping[str, str | None] | None = None,
 ) -> tuple[int, int]:
-    """Upsert {key: unsigned fingerprint} in one transaction; returns (inserted, updated).
+    """Upsert {key: sketch} in one transaction; returns (inserted, updated).
 
+    A sketch is an unsigned fingerprint (simhash index) or a MinHash signature (jaccard index).
     `sizes` gives each document's size in bytes, `hashes` a hash of its content (used by sync
     to skip unchanged rows) and `extensions` a file's extension; each is NULL where missing.
     The rows are copied (binary COPY) into a staging table, then inserted; an existing key gets
@@ -169,40 +167,41 @@ def store(
     """
     sizes, hashes, extensions = sizes or {}, hashes or {}, extensions or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
-    fingerprints = [to_signed(batch[key]) for key in keys]
-    stage = sql.Identifier(f"_simdb_stage_{index.name}")
+    values = [index.to_sql(batch[key]) for key in keys]
+    stage = sql.Identifier(f"_simdb_stage_{index.mode}_{index.name}")
+    sketch = sql.Identifier(index.sketch_column)
     names = sql.SQL(", ").join(
-        sql.Identifier(n) for n in ("key", "fingerprint", "size", "content_hash", "extension")
+        [sql.Identifier("key"), sketch, *map(sql.Identifier, ("size", "content_hash", "extension"))]
     )
     with conn.transaction():
         conn.execute(
             sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {}"
-                " (key text, fingerprint bigint, size bigint, content_hash bytea, extension text)"
+                "CREATE TEMP TABLE IF NOT EXISTS {stage}"
+                " (key text, {sketch} {type}, size bigint, content_hash bytea, extension text)"
                 " ON COMMIT DELETE ROWS"
-            ).format(stage)
+            ).format(stage=stage, sketch=sketch, type=sql.SQL(index.sketch_type))
         )
         with conn.cursor().copy(
             sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, names)
         ) as copy:
-            copy.set_types(["text", "int8", "int8", "bytea", "text"])
-            for key, value in zip(keys, fingerprints, strict=True):
+            copy.set_types(["text", index.sketch_type, "int8", "bytea", "text"])
+            for key, value in zip(keys, values, strict=True):
                 copy.write_row((key, value, sizes.get(key), hashes.get(key), extensions.get(key)))
-        # The permuted columns are generated from the fingerprint by PostgreSQL.
+        # The permuted or band-key columns are generated from the sketch by PostgreSQL.
         counts = conn.execute(
             sql.SQL(
                 "WITH up AS ("
                 " INSERT INTO {table} AS t ({names}, added_at)"
                 " SELECT {names}, now() FROM {stage} ORDER BY key"
                 " ON CONFLICT (key) DO UPDATE"
-                " SET fingerprint = excluded.fingerprint, size = excluded.size,"
+                " SET {sketch} = excluded.{sketch}, size = excluded.size,"
                 " content_hash = excluded.content_hash, extension = excluded.extension,"
                 " added_at = excluded.added_at"
-                " WHERE (t.fingerprint, t.size, t.content_hash, t.extension) IS DISTINCT FROM"
-                " (excluded.fingerprint, excluded.size, excluded.content_hash, excluded.extension)"
+                " WHERE (t.{sketch}, t.size, t.content_hash, t.extension) IS DISTINCT FROM"
+                " (excluded.{sketch}, excluded.size, excluded.content_hash, excluded.extension)"
                 " RETURNING (xmax = 0) AS inserted)"
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
-            ).format(table=index.table, names=names, stage=stage)
+            ).format(table=index.table, names=names, stage=stage, sketch=sketch)
         ).fetchone()
     return (counts[0], counts[1]) if counts else (0, 0)
 
@@ -258,8 +257,8 @@ class BulkLoad:
     index_seconds: float
 
 
-def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, int]]) -> BulkLoad:
-    """Fill an empty index fast, in one transaction: COPY without the block B-trees, then build them.
+def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]) -> BulkLoad:
+    """Fill an empty index fast, in one transaction: COPY without the column B-trees, then build them.
 
     Building a B-tree once from sorted input is far cheaper than inserting millions of random
     keys into it. Keys must be unique; for updates and re-runs use `store` / `ingest`.
@@ -274,14 +273,16 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, int]]) -
         started = time.perf_counter()
         count = 0
         with conn.cursor().copy(
-            sql.SQL("COPY {} (key, fingerprint) FROM STDIN (FORMAT BINARY)").format(index.table)
+            sql.SQL("COPY {} (key, {}) FROM STDIN (FORMAT BINARY)").format(
+                index.table, sql.Identifier(index.sketch_column)
+            )
         ) as copy:
-            copy.set_types(["text", "int8"])
+            copy.set_types(["text", index.sketch_type])
             for key, value in rows:
-                copy.write_row((key, to_signed(value)))
+                copy.write_row((key, index.to_sql(value)))
                 count += 1
         copied = time.perf_counter()
-        for number, table in enumerate(index.plan.tables):
-            conn.execute(create_block_index(index.name, number, table))
+        for statement in index.btrees():
+            conn.execute(statement)
         built = time.perf_counter()
     return BulkLoad(count, copied - started, built - copied)

@@ -5,12 +5,16 @@ SimHash, steps 1-4 of its spec). Permutation i maps a shingle hash x to fmix64(x
 seed_i = xxh3_64 of i as 4 little-endian bytes; the signature holds, for each permutation, the
 minimum over the set. Two signatures agree at a position with probability equal to the Jaccard
 similarity of the sets, so the share of equal positions estimates it. The signature is cut into
-b bands of r rows; band j's key is xxh3_64 (seed j) of its r values as little-endian bytes.
-Two documents whose Jaccard is s share at least one band key with probability 1 - (1 - s^r)^b.
+b bands of r rows; band j's key is the XOR of its r values, value i rotated left by 17 * i mod 64
+bits. Shifts and XOR are all it takes, so PostgreSQL computes the same keys from a stored
+signature (generated columns), and an equal band always gives an equal key. Two documents
+whose Jaccard is s share at least one band with probability 1 - (1 - s^r)^b.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +30,17 @@ DEFAULT_THRESHOLD = 0.8
 _CHUNK = 4096  # shingles per step, so memory is permutations x chunk at most
 
 UInt64Array = npt.NDArray[np.uint64]
+_MASK = (1 << 64) - 1
+
+
+def band_rotation(row: int) -> int:
+    """Bits by which the row-th value of a band is rotated left before the XOR."""
+    return (17 * row) % 64
+
+
+def rotate_left(value: int, bits: int) -> int:
+    """Rotate an unsigned 64-bit value left."""
+    return ((value << bits) | (value >> (64 - bits))) & _MASK if bits else value
 
 
 def seeds(permutations: int) -> UInt64Array:
@@ -49,10 +64,10 @@ def signature(shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS) -
 
 
 def document_signature(
-    text: str, features: Features = DEFAULT_FEATURES, permutations: int = DEFAULT_PERMUTATIONS
+    content: str | bytes, features: Features = DEFAULT_FEATURES, permutations: int = DEFAULT_PERMUTATIONS
 ) -> UInt64Array:
-    """The MinHash signature of a document's shingles."""
-    return signature(feature_hashes(text, features), permutations)
+    """The MinHash signature of a document's shingles; raises EmptyDocument if it has none."""
+    return signature(feature_hashes(content, features), permutations)
 
 
 def estimate(a: UInt64Array, b: UInt64Array) -> float:
@@ -73,9 +88,12 @@ class Banding:
 
     def keys(self, signature_values: UInt64Array) -> list[int]:
         """The unsigned 64-bit key of each band of a signature."""
-        as_bytes = signature_values.astype("<u8")
+        values = [int(v) for v in signature_values]
         return [
-            xxhash.xxh3_64_intdigest(as_bytes[j * self.rows : (j + 1) * self.rows].tobytes(), seed=j)
+            functools.reduce(
+                operator.xor,
+                (rotate_left(values[j * self.rows + i], band_rotation(i)) for i in range(self.rows)),
+            )
             for j in range(self.bands)
         ]
 

@@ -1,4 +1,8 @@
-"""Online queries: every stored row within k bits of a fingerprint, through simdb.near in SQL."""
+"""Online queries: the stored rows near a document's sketch, through the index's near function.
+
+simhash indexes: every row within k bits of a fingerprint; jaccard indexes: every row sharing
+a band with a signature whose estimated Jaccard is at or above the threshold.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +10,34 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-from simdb.bits import BITS, to_signed, to_unsigned
+from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.index import Index
+from simdb.index import Index, SimhashIndex, Sketch
 
 
 @dataclass(frozen=True)
 class Match:
-    """One near-duplicate: its key and Hamming distance to the query."""
+    """One near-duplicate: its key, its similarity, and its Hamming distance on a simhash index.
+
+    similarity is 1 - d/64 (the share of fingerprint bits that agree) on a simhash index and the
+    estimated Jaccard (the share of equal signature positions) on a jaccard index.
+    """
 
     key: str
-    distance: int
-
-    @property
-    def similarity(self) -> float:
-        """1 - d/64: the share of fingerprint bits that agree."""
-        return 1 - self.distance / BITS
+    similarity: float
+    distance: int | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"key": self.key, "distance": self.distance, "similarity": self.similarity}
+        distance = {} if self.distance is None else {"distance": self.distance}
+        return {"key": self.key, **distance, "similarity": self.similarity}
+
+
+def scored(index: Index, score: float) -> tuple[float, int | None]:
+    """(similarity, distance) of a near or pairs function's score: a distance or a similarity."""
+    if isinstance(index, SimhashIndex):
+        return 1 - score / BITS, int(score)
+    return float(score), None
 
 
 def check_size_ratio(ratio: float | None) -> None:
@@ -67,36 +79,50 @@ class Filters:
 def near(
     conn: Connection,
     index: Index,
-    value: int,
+    value: Sketch,
     max_distance: int | None = None,
     filters: Filters | None = None,
+    *,
+    min_similarity: float | None = None,
 ) -> list[Match]:
-    """Rows within max_distance bits of an unsigned fingerprint, nearest first, then by key."""
-    k = index.checked_distance(max_distance)
+    """Rows near a sketch (an unsigned fingerprint, or a signature), nearest first, then by key.
+
+    simhash indexes take `max_distance` (default: the index's k), jaccard indexes
+    `min_similarity` (default: the index's threshold).
+    """
+    cutoff = index.cutoff(max_distance, min_similarity)
     conditions = filters.conditions(sql.Identifier("r")) if filters else []
     if conditions:
         statement = sql.SQL(
-            "SELECT n.key, n.distance FROM {near}(%s, %s) AS n JOIN {table} AS r ON r.key = n.key"
-            " WHERE {conditions} ORDER BY n.distance, n.key"
-        ).format(near=index.near_function, table=index.table, conditions=sql.SQL(" AND ").join(conditions))
+            "SELECT n.key, n.{score} FROM {near}(%s, %s) WITH ORDINALITY AS n"
+            " JOIN {table} AS r ON r.key = n.key WHERE {conditions} ORDER BY n.ordinality"
+        ).format(
+            score=sql.Identifier(index.score_column),
+            near=index.near_function,
+            table=index.table,
+            conditions=sql.SQL(" AND ").join(conditions),
+        )
     else:
-        statement = sql.SQL("SELECT key, distance FROM {}(%s, %s)").format(index.near_function)
-    rows = conn.execute(statement, (to_signed(value), k), prepare=not conditions).fetchall()
-    return [Match(key, distance) for key, distance in rows]
+        statement = sql.SQL("SELECT * FROM {}(%s, %s)").format(index.near_function)
+    rows = conn.execute(statement, (index.to_sql(value), cutoff), prepare=not conditions).fetchall()
+    return [Match(key, *scored(index, score)) for key, score in rows]
 
 
 @dataclass(frozen=True)
 class Stored:
     """What an index holds for one key."""
 
-    fingerprint: int
+    sketch: Sketch
     size: int | None
     extension: str | None
 
 
 def stored(conn: Connection, index: Index, key: str) -> Stored | None:
-    """The unsigned fingerprint, size and extension stored under a key, or None."""
+    """The sketch (unsigned fingerprint or signature), size and extension stored under a key, or None."""
     row = conn.execute(
-        sql.SQL("SELECT fingerprint, size, extension FROM {} WHERE key = %s").format(index.table), (key,)
+        sql.SQL("SELECT {}, size, extension FROM {} WHERE key = %s").format(
+            sql.Identifier(index.sketch_column), index.table
+        ),
+        (key,),
     ).fetchone()
-    return None if row is None else Stored(to_unsigned(row[0]), row[1], row[2])
+    return None if row is None else Stored(index.from_sql(row[0]), row[1], row[2])

@@ -16,7 +16,7 @@ from simdb.resources import resource_dir
 
 SCHEMA = "simdb"
 VERSION_TABLE = "_alembic_version"
-HEAD = "0002"  # tests check that this is the head of migrations/versions
+HEAD = "0003"  # tests check that this is the head of migrations/versions
 
 
 def alembic_config() -> Config:

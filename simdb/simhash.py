@@ -197,17 +197,20 @@ def fingerprint_bytes(data: bytes, n: int = 4) -> int:
     return fold(ones, total)
 
 
-def feature_hashes(text: str, features: Features = DEFAULT_FEATURES) -> UInt64Array:
+def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) -> UInt64Array:
     """Steps 1-4: the 64-bit hash of every shingle occurrence of a document, in order.
 
-    For bytes features the units are the bytes of the text in UTF-8.
+    For bytes features the units are the raw bytes, or the bytes of a text in UTF-8.
     """
     if features.binary:
-        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        raw = content.encode("utf-8") if isinstance(content, str) else content
+        data = np.frombuffer(raw, dtype=np.uint8)
         if len(data) == 0:
             raise EmptyDocument("the document is empty")
         return shingle_hashes(_BYTE_HASHES[data], features.n)
-    words = tokens(text)
+    if isinstance(content, bytes):
+        raise TypeError("text features need text, not bytes")
+    words = tokens(content)
     if not words:
         raise EmptyDocument("the document has no word characters")
     units = _unit_hashes_of_words(words) if features.kind == "word" else _unit_hashes_of_chars(words)
@@ -225,14 +228,3 @@ def fingerprint(content: str | bytes, features: Features = DEFAULT_FEATURES) -> 
     if isinstance(content, bytes):
         raise TypeError("text features need text, not bytes")
     return simhash(feature_hashes(content, features))
-
-
-def fingerprints(contents: list[str | bytes], features: Features = DEFAULT_FEATURES) -> list[int | None]:
-    """Fingerprints of many documents (None for an empty one): the unit of work of a worker process."""
-    result: list[int | None] = []
-    for content in contents:
-        try:
-            result.append(fingerprint(content, features))
-        except EmptyDocument:
-            result.append(None)
-    return result

@@ -138,35 +138,49 @@ def pairs_statement(index_name: str, plan: BlockPlan) -> sql.Composed:
     ).format(joins=sql.SQL(" UNION ").join(joins), table=table)
 
 
-def create_pairs_function(index_name: str, body: str) -> sql.Composed:
-    """CREATE FUNCTION simdb.NAME__pairs(max_distance) running `body`."""
+def create_function(name: str, arguments: str, returns: str, settings: str, body: str) -> sql.Composed:
+    """CREATE FUNCTION simdb.<name>(arguments) RETURNS TABLE (returns) running the statement `body`.
+
+    `arguments`, `returns` and `settings` are simdb's own fixed SQL text, never user input.
+    """
     return sql.SQL(
-        "CREATE FUNCTION {function}(max_distance integer)"
-        " RETURNS TABLE (key_a text, key_b text, distance integer)"
-        " LANGUAGE plpgsql STABLE"
-        # Each self-join is a merge join of the prefix index with itself, already in order (and
-        # split across parallel workers where the server allows them); left to itself the
-        # planner hashes or sorts the whole table once per permuted column.
-        " SET enable_hashjoin = off SET enable_sort = off"
-        " AS {body}"
+        "CREATE FUNCTION {function}({arguments}) RETURNS TABLE ({returns}) LANGUAGE plpgsql STABLE"
+        " {settings} AS {body}"
     ).format(
-        function=sql.Identifier(SCHEMA, pairs_function(index_name)),
+        function=sql.Identifier(SCHEMA, name),
+        arguments=sql.SQL(arguments),
+        returns=sql.SQL(returns),
+        settings=sql.SQL(settings),
         body=sql.Literal(f"BEGIN RETURN QUERY {body}; END"),
     )
 
 
-def create_near_function(index_name: str, body: str) -> sql.Composed:
-    """CREATE FUNCTION simdb.NAME__near(fingerprint, max_distance) running `body` with a generic plan.
+# Each self-join of the pairs statement is a merge join of an index with itself, already in order
+# (and split across parallel workers where the server allows them); left to itself the planner
+# hashes or sorts the whole table once per indexed column.
+PAIRS_SETTINGS = "SET enable_hashjoin = off SET enable_sort = off"
+# The probed keys are expressions of $1, and a custom plan would be made on each of the first
+# calls; the generic plan is the same index-only probes, planned once per session.
+NEAR_SETTINGS = "PARALLEL SAFE SET plan_cache_mode = force_generic_plan"
 
-    The probed prefixes are expressions of $1, and a custom plan would be made on each of the
-    first calls; the generic plan is the same index-only probes, planned once per session.
-    """
-    return sql.SQL(
-        "CREATE FUNCTION {function}(fingerprint bigint, max_distance integer)"
-        " RETURNS TABLE (key text, distance integer)"
-        " LANGUAGE plpgsql STABLE PARALLEL SAFE SET plan_cache_mode = force_generic_plan"
-        " AS {body}"
-    ).format(
-        function=sql.Identifier(SCHEMA, near_function(index_name)),
-        body=sql.Literal(f"BEGIN RETURN QUERY {body}; END"),
+
+def create_pairs_function(index_name: str, body: str) -> sql.Composed:
+    """CREATE FUNCTION simdb.NAME__pairs(max_distance) running `body`."""
+    return create_function(
+        pairs_function(index_name),
+        "max_distance integer",
+        "key_a text, key_b text, distance integer",
+        PAIRS_SETTINGS,
+        body,
+    )
+
+
+def create_near_function(index_name: str, body: str) -> sql.Composed:
+    """CREATE FUNCTION simdb.NAME__near(fingerprint, max_distance) running `body` with a generic plan."""
+    return create_function(
+        near_function(index_name),
+        "fingerprint bigint, max_distance integer",
+        "key text, distance integer",
+        NEAR_SETTINGS,
+        body,
     )

@@ -58,3 +58,15 @@ def reference_minhash(shingles: set[int], permutations: int) -> list[int]:
     """MinHash spec v1, loop by loop: min over the set of fmix64(x XOR seed_i)."""
     seeds = [xxhash.xxh3_64_intdigest(i.to_bytes(4, "little")) for i in range(permutations)]
     return [min(fmix64(x ^ seed) for x in shingles) for seed in seeds]
+
+
+def reference_band_keys(signature: list[int], bands: int, rows: int) -> list[int]:
+    """Band j's key: XOR of its r values, value i rotated left by 17 * i mod 64 bits."""
+    keys = []
+    for j in range(bands):
+        key = 0
+        for i in range(rows):
+            value, turn = signature[j * rows + i], (17 * i) % 64
+            key ^= ((value << turn) | (value >> (64 - turn))) & M64
+        keys.append(key)
+    return keys

@@ -77,7 +77,7 @@ def test_folder_ingest_and_query(
     capsys: pytest.CaptureFixture[str], dsn: str, conn: Conn, corpus: Path
 ) -> None:
     code, out, _ = simdb(capsys, "create", "docs")
-    assert code == 0 and out.startswith("created index docs: max distance 3, 5 blocks, 10 tables")
+    assert code == 0 and out.startswith("created simhash index docs: max distance 3, 5 blocks, 10 tables")
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
     assert (code, out) == (0, "ingested 3 documents: 3 new, 0 updated, 0 unchanged; skipped 1 (1 empty)\n")
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
@@ -100,7 +100,16 @@ def test_folder_ingest_and_query(
 
     code, out, _ = simdb(capsys, "list", "--json")
     assert json.loads(out) == [
-        {"name": "docs", "rows": 3, "max_distance": 3, "blocks": 5, "tables": 10, "features": "word:3"}
+        {
+            "name": "docs",
+            "mode": "simhash",
+            "rows": 3,
+            "features": "word:3",
+            "max_distance": 3,
+            "blocks": 5,
+            "tables": 10,
+            "prefix_bits": [26, 26, 26, 25, 26, 26, 25, 26, 25, 25],
+        }
     ]
 
 

@@ -22,7 +22,8 @@ from test_cli import simdb
 from simdb import readers
 from simdb.embedded import EmbeddedServer
 from simdb.errors import InputError
-from simdb.simhash import fingerprints
+from simdb.minhash import document_signature
+from simdb.simhash import EmptyDocument, fingerprint
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -110,7 +111,12 @@ def test_readers_never_crash(
         assert not skip_errors and str(path) in str(error) and "\n" not in str(error)
         return
     documents = [item for item in items if isinstance(item, readers.Document)]
-    fingerprints([document.text for document in documents])  # any text fingerprints or is empty
+    for document in documents:  # any text has a fingerprint and a signature, or is empty
+        try:
+            assert 0 <= fingerprint(document.text) < 2**64
+            assert len(document_signature(document.text)) == 128
+        except EmptyDocument:
+            assert not any(character.isalnum() for character in document.text)
     assert all(isinstance(item, readers.Document | readers.Skip) for item in items)
 
 

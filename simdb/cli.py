@@ -162,14 +162,14 @@ def _given(value: T | None, default: T) -> T:
 def _index_settings(options: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of index.create; an option of the other mode is a usage error."""
     mode = options["mode"]
-    other = {
-        "simhash": ("threshold", "permutations"),
-        "jaccard": ("max_distance", "blocks"),
+    other_mode, others = {
+        "simhash": ("jaccard", ("threshold", "permutations")),
+        "jaccard": ("simhash", ("max_distance", "blocks")),
     }[mode]
-    given = [name for name in other if options[name] is not None]
+    given = [f"--{name.replace('_', '-')}" for name in others if options[name] is not None]
     if given:
-        flags = ", ".join(f"--{name.replace('_', '-')}" for name in given)
-        raise click.UsageError(f"{flags} do(es) not apply to --mode {mode}")
+        verb = "applies" if len(given) == 1 else "apply"
+        raise click.UsageError(f"{' and '.join(given)} {verb} to --mode {other_mode} only")
     settings: dict[str, Any] = {
         "mode": mode,
         "expected_rows": options["expected_rows"],

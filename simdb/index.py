@@ -139,10 +139,8 @@ class Index:
         """The parameters of this mode, for JSON."""
         raise NotImplementedError
 
-    def _refuse(self, option: str, instead: str) -> InvalidParameter:
-        return InvalidParameter(
-            f"{option} does not apply to {self.mode} index {self.name!r}", f"use {instead}"
-        )
+    def _refuse(self, what: str, instead: str) -> InvalidParameter:
+        return InvalidParameter(f"{what} does not apply to {self.mode} index {self.name!r}", instead)
 
     @property
     def table(self) -> sql.Identifier:
@@ -221,7 +219,7 @@ class SimhashIndex(Index):
 
     def cutoff(self, max_distance: int | None = None, min_similarity: float | None = None) -> int:
         if min_similarity is not None:
-            raise self._refuse("a minimum similarity (--threshold)", "a Hamming distance (--max-distance)")
+            raise self._refuse("a minimum similarity", "it searches by Hamming distance: give --max-distance")
         return self.checked_distance(max_distance)
 
     def describe_cutoff(self, cutoff: float) -> str:
@@ -326,7 +324,7 @@ class JaccardIndex(Index):
 
     def cutoff(self, max_distance: int | None = None, min_similarity: float | None = None) -> float:
         if max_distance is not None:
-            raise self._refuse("a Hamming distance (--max-distance)", "a minimum similarity (--threshold)")
+            raise self._refuse("a Hamming distance", "it searches by Jaccard similarity: give --threshold")
         return self.checked_similarity(min_similarity)
 
     def describe_cutoff(self, cutoff: float) -> str:

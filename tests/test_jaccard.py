@@ -1,0 +1,263 @@
+"""Jaccard mode end to end: SQL band keys and estimates equal Python's, and near / pairs equal a
+brute-force pass over the stored signatures (share a band key and estimate >= the threshold)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from test_cli import simdb
+
+from simdb import attach, batch, index, ingest, query, schema
+from simdb.minhash import estimate
+
+Conn = psycopg.Connection[tuple[object, ...]]
+WORDS = [f"w{i}" for i in range(5000)]
+
+
+def _edited(rng: random.Random, words: list[str], share: float) -> list[str]:
+    """A copy with `share` of its words replaced by random ones."""
+    copy = list(words)
+    for position in rng.sample(range(len(copy)), round(share * len(copy))):
+        copy[position] = rng.choice(WORDS)
+    return copy
+
+
+def _corpus() -> dict[str, str]:
+    """40 documents of 300 words, each with copies edited at 0% to 12%, plus 200 unrelated ones."""
+    rng = random.Random(6)
+    texts = {}
+    for number in range(40):
+        words = [rng.choice(WORDS) for _ in range(300)]
+        texts[f"d{number}"] = " ".join(words)
+        for share in (0.0, 0.01, 0.02, 0.04, 0.06, 0.12):
+            texts[f"d{number}_e{round(share * 100):02d}"] = " ".join(_edited(rng, words, share))
+    for number in range(200):
+        texts[f"u{number}"] = " ".join(rng.choice(WORDS) for _ in range(300))
+    return texts
+
+
+@pytest.fixture
+def loaded(conn: Conn) -> tuple[index.JaccardIndex, dict[str, np.ndarray]]:
+    made = index.create(conn, "docs", mode="jaccard", threshold=0.8)
+    assert isinstance(made, index.JaccardIndex)
+    signatures = {key: made.sketch(text) for key, text in _corpus().items()}
+    ingest.store(conn, made, signatures)
+    ingest.vacuum(conn, made)
+    return made, signatures
+
+
+def _brute_pairs(
+    made: index.JaccardIndex, signatures: dict[str, np.ndarray], wanted: float
+) -> set[tuple[str, str, float]]:
+    """Every pair of stored signatures that shares a band key and estimates >= wanted."""
+    keys = sorted(signatures)
+    bands = {key: made.banding.keys(signatures[key]) for key in keys}
+    found = set()
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            shares = any(x == y for x, y in zip(bands[a], bands[b], strict=True))
+            similarity = estimate(signatures[a], signatures[b])
+            if shares and similarity >= wanted:
+                found.add((a, b, similarity))
+    return found
+
+
+@pytest.mark.parametrize("wanted", [None, 0.9, 1.0])
+def test_pairs_equal_brute_force_over_stored_signatures(
+    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]], wanted: float | None
+) -> None:
+    made, signatures = loaded
+    found = [(p.key_a, p.key_b, p.similarity) for p in batch.pairs(conn, made, min_similarity=wanted)]
+    assert len(found) == len(set(found))  # pairs sharing several bands come back once
+    expected = _brute_pairs(made, signatures, wanted or 0.8)
+    assert set(found) == expected and len(expected) >= 40  # the planted copies, not an empty answer
+    assert all(p.distance is None for p in batch.pairs(conn, made))
+    in_sql = conn.execute("SELECT * FROM simdb.similar_pairs('docs', %s)", (wanted,)).fetchall()
+    assert set(in_sql) == expected
+
+
+def test_near_equals_brute_force_over_stored_signatures(
+    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+) -> None:
+    made, signatures = loaded
+    bands = {key: made.banding.keys(value) for key, value in signatures.items()}
+    for probe in ("d0", "d1_e06", "d7_e12", "u3"):
+        expected = sorted(
+            (
+                (key, estimate(signatures[probe], value))
+                for key, value in signatures.items()
+                if set(bands[key]) & set(bands[probe]) and estimate(signatures[probe], value) >= 0.8
+            ),
+            key=lambda item: (-item[1], item[0]),
+        )
+        found = query.near(conn, made, signatures[probe])
+        assert [(m.key, m.similarity) for m in found] == expected and expected[0] == (probe, 1.0)
+        in_sql = conn.execute("SELECT * FROM simdb.similar_key('docs', %s)", (probe,)).fetchall()
+        assert in_sql == expected
+
+
+def test_sql_band_keys_and_estimates_equal_python(
+    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+) -> None:
+    made, signatures = loaded
+    columns = ", ".join(made.columns)
+    for key, signature_values in list(signatures.items())[:50]:
+        row = conn.execute(f"SELECT signature, {columns} FROM simdb.docs WHERE key = %s", (key,)).fetchone()
+        assert row is not None
+        assert np.array_equal(made.from_sql(row[0]), signature_values)
+        assert [int(v) & (2**64 - 1) for v in row[1:]] == made.banding.keys(signature_values)
+    a, b = signatures["d3"], signatures["d3_e06"]
+    in_sql = conn.execute(
+        "SELECT simdb.jaccard_estimate(%s, %s)", (made.to_sql(a), made.to_sql(b))
+    ).fetchone()
+    assert in_sql == (estimate(a, b),)  # the same double, not just close
+
+
+def test_plain_sql_writers_get_the_same_band_keys(
+    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+) -> None:
+    made, signatures = loaded
+    conn.execute(
+        "INSERT INTO simdb.docs (key, signature) VALUES ('from_sql', %s)", (made.to_sql(signatures["d5"]),)
+    )
+    assert [m.key for m in query.near(conn, made, signatures["d5"], min_similarity=1.0)] == [
+        "d5",
+        "d5_e00",
+        "from_sql",
+    ]
+    for bad in ([1, 2, 3], [*made.to_sql(signatures["d5"])[:-1], None]):
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("INSERT INTO simdb.docs (key, signature) VALUES ('bad', %s)", (bad,))
+
+
+def test_clusters_and_dedup_on_a_jaccard_index(
+    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+) -> None:
+    made, _ = loaded
+    found = batch.clusters(conn, made)
+    assert found.cutoff == 0.8 and found.described == "at similarity >= 0.8"
+    stored = conn.execute("SELECT DISTINCT min_similarity FROM simdb.docs__clusters").fetchall()
+    assert stored == [(0.8,)]
+    for group in found.groups:  # the copies of one document, never an unrelated one
+        assert len({key.split("_")[0] for key in group}) == 1 and not group[0].startswith("u")
+    decisions = list(batch.dedup(conn, made, "first"))
+    assert sum(d.keep for d in decisions) == len(found.groups)
+
+
+def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path) -> None:
+    texts = _corpus()
+    for key in ("d0", "d0_e02", "d0_e12", "u1"):
+        (tmp_path / f"{key}.txt").write_text(texts[key])
+    code, out, _ = simdb(capsys, "create", "docs", "--mode", "jaccard", "--threshold", "0.75")
+    assert (code, out) == (
+        0,
+        "created jaccard index docs: threshold 0.75, 128 permutations, 11 bands of 11 rows, features word:3; "
+        'SQL: simdb."docs"\n',
+    )
+    assert simdb(capsys, "ingest", "docs", str(tmp_path))[0] == 0
+    code, out, _ = simdb(capsys, "query", "docs", "--file", str(tmp_path / "d0.txt"))
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "similarity  key" and lines[1] == f"     1.000  {tmp_path / 'd0.txt'}"
+    assert {line.split()[1] for line in lines[1:]} >= {str(tmp_path / "d0.txt"), str(tmp_path / "d0_e02.txt")}
+    code, out, _ = simdb(
+        capsys, "query", "docs", "--key", str(tmp_path / "d0.txt"), "--threshold", "1", "--json"
+    )
+    assert json.loads(out) == [{"key": str(tmp_path / "d0.txt"), "similarity": 1.0}]
+    code, out, _ = simdb(capsys, "pairs", "docs")
+    assert out.splitlines()[0] == "key_a,key_b,similarity"
+    code, out, _ = simdb(capsys, "clusters", "docs", "--json")
+    assert json.loads(out)["min_similarity"] == 0.75
+    code, out, _ = simdb(capsys, "list", "--json")
+    assert json.loads(out) == [
+        {
+            "name": "docs",
+            "mode": "jaccard",
+            "rows": 4,
+            "features": "word:3",
+            "threshold": 0.75,
+            "permutations": 128,
+            "bands": 11,
+            "band_rows": 11,
+        }
+    ]
+
+
+def test_cli_refuses_options_of_the_other_mode(capsys: pytest.CaptureFixture[str], dsn: str) -> None:
+    simdb(capsys, "create", "docs", "--mode", "jaccard")
+    simdb(capsys, "create", "near", "-k", "2")
+    cases = {
+        ("query", "docs", "--text", "hello there", "-k", "2"): "simdb: error: a Hamming distance does not "
+        "apply to jaccard index 'docs' (it searches by Jaccard similarity: give --threshold)\n",
+        ("query", "near", "--text", "hello there", "--threshold", "0.9"): "simdb: error: a minimum "
+        "similarity does not apply to simhash index 'near' (it searches by Hamming distance: give --max-distance)\n",
+        ("query", "docs", "--fingerprint", "00ff"): "simdb: error: --fingerprint does not apply to jaccard "
+        "index 'docs' (query it with --text, --file or --key)\n",
+        (
+            "pairs",
+            "docs",
+            "--threshold",
+            "0.5",
+        ): "simdb: error: min similarity 0.5 is outside 0.8..1 for index "
+        "'docs' (a jaccard index finds pairs at or above the threshold it was created with; create one with "
+        "--threshold 0.5 for lower)\n",
+        ("create", "x", "--mode", "jaccard", "--threshold", "1.5"): "simdb: error: threshold 1.5 is outside "
+        "(0, 1) (use a Jaccard threshold such as 0.8)\n",
+    }
+    for args, message in cases.items():
+        code, out, err = simdb(capsys, *args)
+        assert (code, out, err) == (1, "", message), args
+    code, _, err = simdb(capsys, "create", "x", "--mode", "jaccard", "-k", "2")
+    assert code == 2 and "--max-distance applies to --mode simhash only" in err
+    code, _, err = simdb(capsys, "create", "x", "--threshold", "0.9")
+    assert code == 2 and "--threshold applies to --mode jaccard only" in err
+    assert simdb(capsys, "list", "--json")[1].count('"name"') == 2  # nothing was created by the refusals
+
+
+def test_sql_functions_name_the_mode(conn: Conn) -> None:
+    index.create(conn, "jac", mode="jaccard")
+    index.create(conn, "sim")
+    with pytest.raises(psycopg.errors.WrongObjectType, match="index 'jac' is a jaccard index"):
+        conn.execute("SELECT * FROM simdb.near('jac', 1)")
+    with pytest.raises(psycopg.errors.WrongObjectType, match="index 'sim' is a simhash index"):
+        conn.execute("SELECT * FROM simdb.similar_pairs('sim')")
+    with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'nope'"):
+        conn.execute("SELECT * FROM simdb.similar('nope', '{1}')")
+
+
+def test_attach_and_sync_a_jaccard_index(conn: Conn) -> None:
+    texts = _corpus()
+    conn.execute("CREATE TABLE public.articles (id integer PRIMARY KEY, body text)")
+    rows = [(1, texts["d2"]), (2, texts["d2_e02"]), (3, texts["u9"])]
+    with conn.cursor() as cursor:
+        cursor.executemany("INSERT INTO public.articles VALUES (%s, %s)", rows)
+    made = attach.attach(conn, "arts", "public.articles", "id", "body", mode="jaccard")
+    report = attach.sync(conn, "arts")
+    assert (report.added, report.updated) == (3, 0)
+    assert [m.key for m in query.near(conn, made, made.sketch(texts["d2"]))] == ["1", "2"]
+    conn.execute("UPDATE public.articles SET body = %s WHERE id = 3", (texts["d2_e01"],))
+    conn.execute("DELETE FROM public.articles WHERE id = 2")
+    report = attach.sync(conn, "arts")
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 0)
+    assert [m.key for m in query.near(conn, made, made.sketch(texts["d2"]))] == ["1", "3"]
+
+
+def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        made = index.create(conn, "jac", mode="jaccard")
+        ingest.store(conn, made, {"a": made.sketch("some words to sign here")})
+    schema.downgrade(empty_db, "0002")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('simdb.jac'), count(*) FROM simdb._indexes").fetchone() == (
+            None,
+            0,
+        )
+        assert conn.execute("SELECT simdb.jaccard_estimate('{1,2}', '{1,3}')").fetchone() == (0.5,)
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert schema.current_revision(conn) == schema.HEAD

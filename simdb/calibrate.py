@@ -44,11 +44,11 @@ class Calibration:
         return None
 
 
-def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
     return len(a & b) / len(a | b)
 
 
-def _similar_pairs(sets: list[frozenset[int]], lowest: float) -> dict[tuple[int, int], float]:
+def similar_pairs(sets: list[frozenset[int]], lowest: float) -> dict[tuple[int, int], float]:
     """Every pair with Jaccard >= lowest, exactly, via prefix filtering on rarest-first order."""
     frequency: Counter[int] = Counter()
     for shingles in sets:
@@ -60,7 +60,7 @@ def _similar_pairs(sets: list[frozenset[int]], lowest: float) -> dict[tuple[int,
         prefix = ordered[: len(ordered) - math.ceil(lowest * len(ordered)) + 1]
         candidates = {other for shingle in prefix for other in index[shingle]}
         for other in candidates:
-            similarity = _jaccard(sets[other], shingles)
+            similarity = jaccard(sets[other], shingles)
             if similarity >= lowest:
                 found[(other, number)] = similarity
         for shingle in prefix:
@@ -94,10 +94,10 @@ def calibrate(documents: Iterable[Document], features: Features, sample: int) ->
             continue
         sets.append(frozenset(hashes.tolist()))
         prints.append(simhash(hashes))
-    similar = _similar_pairs(sets, min(THRESHOLDS))
+    similar = similar_pairs(sets, min(THRESHOLDS))
     close = _close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
     for pair in close:  # Jaccard of close pairs below the lowest threshold, for precision
-        similar.setdefault(pair, _jaccard(sets[pair[0]], sets[pair[1]]))
+        similar.setdefault(pair, jaccard(sets[pair[0]], sets[pair[1]]))
     result = Calibration(
         len(sets), str(features), {t: sum(j >= t for j in similar.values()) for t in THRESHOLDS}
     )

@@ -27,6 +27,12 @@ from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, feature_has
 MINHASH_SPEC_VERSION = 1
 DEFAULT_PERMUTATIONS = 128
 DEFAULT_THRESHOLD = 0.8
+# LSH libraries weigh both errors alike (0.5), which gives 9 bands of 13 rows at 0.8 and 128
+# permutations: only 40% of the pairs at exactly 0.8 share a band. simdb verifies every candidate
+# in SQL, so a false positive costs one signature comparison while a false negative is lost: it
+# weighs false positives 0.1, which gives 14 bands of 9 rows (87% at 0.8). On the Python standard
+# library with planted word edits this took recall at Jaccard >= 0.8 from 0.84 to 0.94.
+FALSE_POSITIVE_WEIGHT = 0.1
 _CHUNK = 4096  # shingles per step, so memory is permutations x chunk at most
 
 UInt64Array = npt.NDArray[np.uint64]
@@ -115,7 +121,7 @@ def _false_negative_area(threshold: float, bands: int, rows: int) -> float:
 def choose_banding(
     threshold: float = DEFAULT_THRESHOLD,
     permutations: int = DEFAULT_PERMUTATIONS,
-    false_positive_weight: float = 0.5,
+    false_positive_weight: float = FALSE_POSITIVE_WEIGHT,
 ) -> Banding:
     """The (b, r) with b * r <= permutations minimising the weighted false positive and false
     negative probabilities, integrated over similarity below and above the threshold."""

@@ -11,7 +11,7 @@ import pytest
 from test_cli import simdb
 
 from simdb.bits import hamming
-from simdb.calibrate import MAX_K, THRESHOLDS, _similar_pairs, calibrate
+from simdb.calibrate import MAX_K, THRESHOLDS, similar_pairs, calibrate
 from simdb.readers import Document
 from simdb.simhash import Features, feature_hashes, simhash
 
@@ -37,7 +37,7 @@ def test_prefix_filtering_finds_every_similar_pair() -> None:
         for a, b in combinations(range(len(sets)), 2)
         if len(sets[a] & sets[b]) / len(sets[a] | sets[b]) >= 0.8
     }
-    assert _similar_pairs(sets, 0.8) == pytest.approx(expected)
+    assert similar_pairs(sets, 0.8) == pytest.approx(expected)
 
 
 def test_precision_and_recall_equal_brute_force() -> None:

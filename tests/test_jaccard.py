@@ -156,7 +156,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     code, out, _ = simdb(capsys, "create", "docs", "--mode", "jaccard", "--threshold", "0.75")
     assert (code, out) == (
         0,
-        "created jaccard index docs: threshold 0.75, 128 permutations, 11 bands of 11 rows, features word:3; "
+        "created jaccard index docs: threshold 0.75, 128 permutations, 16 bands of 8 rows, features word:3; "
         'SQL: simdb."docs"\n',
     )
     assert simdb(capsys, "ingest", "docs", str(tmp_path))[0] == 0
@@ -181,8 +181,8 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "features": "word:3",
             "threshold": 0.75,
             "permutations": 128,
-            "bands": 11,
-            "band_rows": 11,
+            "bands": 16,
+            "band_rows": 8,
         }
     ]
 

@@ -80,7 +80,7 @@ class IndexBench:
         return {**asdict(self), "speedup_vs_brute_force": self.speedup}
 
 
-def _percentile(values: Sequence[float], share: float) -> float:
+def percentile(values: Sequence[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
@@ -141,16 +141,16 @@ def bench_index(
 
         progress(f"timing {queries} queries")
         statement = sql.SQL("SELECT key FROM simdb.near(%s, %s, %s)")
-        client, results = _timed(conn, statement, [(name, to_signed(v), max_distance) for v in probes])
+        client, results = timed(conn, statement, [(name, to_signed(v), max_distance) for v in probes])
         direct_statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
-        direct, _ = _timed(conn, direct_statement, [(to_signed(v), max_distance) for v in probes])
-        roundtrip, _ = _timed(conn, sql.SQL("SELECT %s::bigint"), [(to_signed(v),) for v in probes])
+        direct, _ = timed(conn, direct_statement, [(to_signed(v), max_distance) for v in probes])
+        roundtrip, _ = timed(conn, sql.SQL("SELECT %s::bigint"), [(to_signed(v),) for v in probes])
         server = _server_side_ms(conn, made, probes[: min(200, len(probes))], max_distance)
 
         progress(f"timing {brute_force_queries} brute-force scans")
         scan = sql.SQL("SELECT key FROM {} WHERE simdb.hamming(fingerprint, %s) <= %s").format(made.table)
         some = probes[:brute_force_queries]
-        brute, scanned = _timed(conn, scan, [(to_signed(v), max_distance) for v in some], warm=0)
+        brute, scanned = timed(conn, scan, [(to_signed(v), max_distance) for v in some], warm=0)
 
         progress("timing all pairs")
         began = time.perf_counter()
@@ -173,14 +173,14 @@ def bench_index(
             index_build_s=loaded.index_seconds,
             bytes_per_row=(size[0] if size else 0) / rows,
             query_p50_ms=statistics.median(client),
-            query_p99_ms=_percentile(client, 0.99),
+            query_p99_ms=percentile(client, 0.99),
             server_p50_ms=statistics.median(server),
             direct_p50_ms=statistics.median(direct),
             roundtrip_p50_ms=statistics.median(roundtrip),
-            recall=_recall(results, truth),
+            recall=recall_of(results, truth),
             brute_force_p50_ms=statistics.median(brute) if brute else float("nan"),
             brute_force_queries=len(brute),
-            brute_force_recall=_recall(scanned, truth[: len(scanned)]),
+            brute_force_recall=recall_of(scanned, truth[: len(scanned)]),
             pairs=len(found_pairs),
             pairs_seconds=pairs_s,
             pairs_recall=len(expected_pairs & found_pairs) / len(expected_pairs) if expected_pairs else 1.0,
@@ -198,13 +198,13 @@ def _true_neighbours(data: dict[str, int], probes: Sequence[int], k: int) -> lis
     return [set(keys[np.bitwise_count(values ^ np.uint64(p)) <= k].tolist()) for p in probes]
 
 
-def _recall(found: Sequence[set[str]], truth: Sequence[set[str]]) -> float:
+def recall_of(found: Sequence[set[str]], truth: Sequence[set[str]]) -> float:
     """Share of the true neighbours found, over all queries (1.0 when there are none)."""
     wanted = sum(len(t) for t in truth)
     return sum(len(f & t) for f, t in zip(found, truth, strict=True)) / wanted if wanted else 1.0
 
 
-def _timed(
+def timed(
     conn: Connection,
     statement: sql.SQL | sql.Composed,
     arguments: Sequence[tuple[object, ...]],
@@ -253,12 +253,12 @@ def _bench_hnsw(
             "SELECT key FROM (SELECT key, bits FROM {} ORDER BY bits <~> %s::bigint::bit(64) LIMIT 40) AS top"
             " WHERE bit_count(bits # %s::bigint::bit(64)) <= %s"
         ).format(table)
-        times, found = _timed(conn, statement, [(to_signed(p), to_signed(p), k) for p in probes])
+        times, found = timed(conn, statement, [(to_signed(p), to_signed(p), k) for p in probes])
         return {
             "build_s": build_s,
             "query_p50_ms": statistics.median(times),
-            "query_p99_ms": _percentile(times, 0.99),
-            "recall": _recall(found, truth),
+            "query_p99_ms": percentile(times, 0.99),
+            "recall": recall_of(found, truth),
         }
     finally:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))

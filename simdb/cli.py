@@ -802,6 +802,14 @@ def calibrate_(
 
 @main.command(name="bench")
 @click.option(
+    "--mode",
+    type=click.Choice(index.MODES),
+    default="simhash",
+    show_default=True,
+    help="simhash: random fingerprints at scale; jaccard: both modes side by side on real text "
+    "with planted edits (--corpus), scored against exact Jaccard.",
+)
+@click.option(
     "--rows", type=click.IntRange(1), default=100_000, show_default=True, help="Rows in the scratch index."
 )
 @click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
@@ -826,26 +834,67 @@ def calibrate_(
     show_default=True,
     help="Compare with pgvector's HNSW over bit(64) where the vector extension is available.",
 )
+@click.option(
+    "--corpus",
+    "corpus_paths",
+    multiple=True,
+    metavar="PATH",
+    help="jaccard: real text to plant edits in (repeatable). Default: this Python's standard library.",
+)
+@click.option(
+    "--sample", type=click.IntRange(2), default=5000, show_default=True, help="jaccard: documents read."
+)
+@click.option(
+    "--copies",
+    type=click.IntRange(0),
+    default=2000,
+    show_default=True,
+    help="jaccard: edited copies planted.",
+)
+@click.option(
+    "--max-edit",
+    type=click.FloatRange(0, 1),
+    default=0.1,
+    show_default=True,
+    help="jaccard: largest share of a copy's words edited (drawn uniformly up to it).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    help="jaccard: the Jaccard similarity that counts as a near-duplicate.",
+)
 @features_option
 @json_option
 @click.pass_context
 def bench_(
     ctx: click.Context,
+    mode: str,
     rows: int,
     max_distance: int,
     queries: int,
     brute_force_queries: int,
     text_paths: tuple[str, ...],
     hnsw: bool,
+    corpus_paths: tuple[str, ...],
+    sample: int,
+    copies: int,
+    max_edit: float,
+    threshold: float,
     features: str,
     as_json: bool,
 ) -> None:
-    """Measure load, build, query latency, all pairs and recall on a scratch index.
+    """Measure an index on a scratch copy and print the figures with the machine and sizes.
 
-    Every figure comes with a comparison run in the same process: a brute-force bit_count
-    scan, a bare round trip, and pgvector's HNSW where available. Recall is measured against
-    the exact answer computed with numpy. The scratch index is dropped afterwards. With --text,
-    also measure fingerprinting MB/s on one core against the straightforward per-shingle method.
+    \b
+    --mode simhash: load, build, query latency, all pairs and recall on random fingerprints,
+      each with a comparison run in the same process (a brute-force bit_count scan, a bare round
+      trip, pgvector's HNSW where available); recall against the exact answer from numpy.
+    --mode jaccard: a jaccard and a simhash index over the same real text with planted word
+      edits: precision and recall against exact Jaccard, bytes/row, load, query and pairs time.
+    Scratch indexes are dropped afterwards. With --text, also measure fingerprinting MB/s on
+    one core against the straightforward per-shingle method.
     """
     from simdb import bench
 
@@ -853,9 +902,14 @@ def bench_(
     if text_paths:
         readers.check_sources(text_paths)
         fingerprinting = bench.bench_fingerprint(text_paths, Features.parse(features))
+    chatty = sys.stderr.isatty() and not as_json  # progress lines on a terminal only
+    say = (lambda line: click.echo(f"... {line}", err=True)) if chatty else (lambda line: None)
+    if mode == "jaccard":
+        _bench_modes(
+            ctx, corpus_paths, sample, copies, max_edit, threshold, max_distance, queries, say, as_json
+        )
+        return
     with database(ctx) as conn:
-        chatty = sys.stderr.isatty() and not as_json  # progress lines on a terminal only
-        say = (lambda line: click.echo(f"... {line}", err=True)) if chatty else (lambda line: None)
         measured = bench.bench_index(
             conn,
             hnsw=hnsw,
@@ -872,6 +926,49 @@ def bench_(
         emit_json(report)
         return
     click.echo(bench.format_report(measured, fingerprinting))
+
+
+def _bench_modes(
+    ctx: click.Context,
+    corpus_paths: tuple[str, ...],
+    sample: int,
+    copies: int,
+    max_edit: float,
+    threshold: float,
+    max_distance: int,
+    queries: int,
+    say: Callable[[str], None],
+    as_json: bool,
+) -> None:
+    """simdb bench --mode jaccard: both modes on one corpus with planted edits."""
+    import sysconfig
+
+    from simdb import evaluate
+
+    paths = corpus_paths or (sysconfig.get_paths()["stdlib"],)
+    readers.check_sources(paths)
+    documents = (
+        item
+        for item in readers.read(paths, readers.Options(skip_errors=True))
+        if isinstance(item, readers.Document)
+    )
+    with database(ctx) as conn:
+        result = evaluate.evaluate(
+            conn,
+            documents,
+            threshold=threshold,
+            max_distance=max_distance,
+            sample=sample,
+            copies=copies,
+            max_edit=max_edit,
+            queries=queries,
+            jobs=os.cpu_count() or 1,
+            progress=say,
+        )
+    if as_json:
+        emit_json(result.as_dict())
+    else:
+        click.echo(evaluate.format_evaluation(result))
 
 
 @main.group()

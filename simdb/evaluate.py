@@ -1,0 +1,203 @@
+"""Both modes on the same real text with planted word edits: the pairs each kind of index finds,
+scored against exact shingle Jaccard, with the storage, load, query and pairs time of each.
+
+The corpus is the first `sample` documents read, plus `copies` edited copies of documents
+picked at random: each copy has a share of its words, drawn uniformly up to `max_edit`, replaced,
+inserted or deleted (a third each), so its Jaccard with the original spreads across the threshold.
+The truth is every pair with exact Jaccard >= threshold (calibrate's prefix filtering, no pair
+missed); a mode's precision is the share of its pairs in the truth, its recall the share of the
+truth it finds. Pairs are compared unordered, as PostgreSQL's collation orders keys its own way.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from psycopg import sql
+
+from simdb import batch, index, ingest, query
+from simdb.bench import machine, percentile, timed
+from simdb.calibrate import similar_pairs
+from simdb.connection import Connection
+from simdb.readers import Document
+from simdb.simhash import EmptyDocument, Features, feature_hashes
+
+
+@dataclass
+class ModeFigures:
+    """What one kind of index found on the corpus, and what it cost."""
+
+    mode: str
+    parameters: str
+    pairs: int
+    true_pairs: int
+    precision: float
+    recall: float
+    bytes_per_row: float
+    load_seconds: float
+    query_p50_ms: float
+    query_p99_ms: float
+    pairs_seconds: float
+
+
+@dataclass
+class Evaluation:
+    """Both modes on one corpus."""
+
+    documents: int
+    copies: int
+    max_edit: float
+    threshold: float
+    similar_pairs: int  # pairs with exact Jaccard >= threshold
+    queries: int
+    server: str
+    modes: list[ModeFigures]
+    machine: dict[str, object] = field(default_factory=machine)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def edit_words(rng: np.random.Generator, text: str, rate: float) -> str:
+    """`text` with round(rate * words) single-word edits: replace, insert or delete, a third each."""
+    words = text.split()
+    vocabulary = list(words)
+    for _ in range(round(rate * len(words))):
+        operation, position = int(rng.integers(3)), int(rng.integers(len(words)))
+        if operation == 0:
+            words[position] = vocabulary[int(rng.integers(len(vocabulary)))]
+        elif operation == 1:
+            words.insert(position, vocabulary[int(rng.integers(len(vocabulary)))])
+        elif len(words) > 1:
+            del words[position]
+    return " ".join(words)
+
+
+def planted_corpus(
+    documents: Iterable[Document], sample: int, copies: int, max_edit: float, seed: int
+) -> list[Document]:
+    """The first `sample` documents that have shingles, then edited copies of `copies` of them."""
+    originals: list[Document] = []
+    for document in documents:
+        if len(originals) >= sample:
+            break
+        try:
+            feature_hashes(document.text)
+        except EmptyDocument:
+            continue
+        originals.append(Document(document.key, document.text, 0))
+    rng = np.random.default_rng(seed)
+    planted = []
+    picked = rng.choice(len(originals), size=min(copies, len(originals)), replace=False)
+    for number, original in enumerate(originals[int(i)] for i in picked):
+        rate = float(rng.uniform(0.0, max_edit))
+        text = edit_words(rng, original.text, rate)
+        planted.append(Document(f"{original.key}#copy{number}-edit{rate:.3f}", text, 0))
+    return originals + planted
+
+
+def _unordered(pairs: Iterable[tuple[str, str]]) -> set[frozenset[str]]:
+    return {frozenset(pair) for pair in pairs}
+
+
+def evaluate(
+    conn: Connection,
+    documents: Iterable[Document],
+    *,
+    threshold: float = 0.8,
+    max_distance: int = 3,
+    sample: int = 5000,
+    copies: int = 2000,
+    max_edit: float = 0.1,
+    queries: int = 500,
+    seed: int = 1,
+    jobs: int = 1,
+    progress: Callable[[str], None] = lambda _: None,
+) -> Evaluation:
+    """Load the planted corpus into a scratch jaccard index and a scratch simhash index; score both."""
+    corpus = planted_corpus(documents, sample, copies, max_edit, seed)
+    progress(f"exact Jaccard of every pair of {len(corpus)} documents at or above {threshold}")
+    sets = [frozenset(feature_hashes(document.text, Features()).tolist()) for document in corpus]
+    truth = _unordered((corpus[a].key, corpus[b].key) for a, b in similar_pairs(sets, threshold))
+    version = conn.execute("SHOW server_version").fetchone()
+    evaluation = Evaluation(
+        documents=len(corpus),
+        copies=len(corpus) - min(sample, len(corpus)),
+        max_edit=max_edit,
+        threshold=threshold,
+        similar_pairs=len(truth),
+        queries=min(queries, len(corpus)),
+        server=f"PostgreSQL {version[0] if version else '?'}",
+        modes=[],
+    )
+    picked = np.random.default_rng(seed).choice(len(corpus), size=evaluation.queries, replace=False)
+    probes = [corpus[int(i)].key for i in picked]
+    for mode in ("jaccard", "simhash"):
+        name = f"evaluate_{mode}_{os.getpid()}"
+        made = index.create(
+            conn, name, mode=mode, threshold=threshold, max_distance=max_distance, expected_rows=len(corpus)
+        )
+        try:
+            progress(f"loading {len(corpus)} documents into {made.mode} index {name}")
+            began = time.perf_counter()
+            ingest.ingest(conn, made, corpus, jobs=jobs)
+            loaded = time.perf_counter() - began
+            size = conn.execute("SELECT pg_total_relation_size(%s)", (f"simdb.{name}",)).fetchone()
+            arguments = []
+            for key in probes:
+                stored = query.stored(conn, made, key)
+                if stored is not None:
+                    arguments.append((made.to_sql(stored.sketch), made.cutoff()))
+            statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
+            latencies, _ = timed(conn, statement, arguments)
+            progress(f"all pairs of {made.mode} index {name}")
+            began = time.perf_counter()
+            found = _unordered((pair.key_a, pair.key_b) for pair in batch.pairs(conn, made))
+            pairs_seconds = time.perf_counter() - began
+            hits = len(found & truth)
+            evaluation.modes.append(
+                ModeFigures(
+                    mode=made.mode,
+                    parameters=made.summary,
+                    pairs=len(found),
+                    true_pairs=hits,
+                    precision=hits / len(found) if found else 1.0,
+                    recall=hits / len(truth) if truth else 1.0,
+                    bytes_per_row=(size[0] if size else 0) / len(corpus),
+                    load_seconds=loaded,
+                    query_p50_ms=statistics.median(latencies),
+                    query_p99_ms=percentile(latencies, 0.99),
+                    pairs_seconds=pairs_seconds,
+                )
+            )
+        finally:
+            index.drop(conn, name)
+    return evaluation
+
+
+def format_evaluation(result: Evaluation) -> str:
+    """The human-readable lines of an evaluation."""
+    host = result.machine
+    lines = [
+        f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}, {result.server}",
+        f"corpus: {result.documents} documents ({result.copies} copies with up to "
+        f"{result.max_edit:.0%} of their words edited); {result.similar_pairs} pairs with exact word-3 "
+        f"Jaccard >= {result.threshold}",
+        f"{'mode':<8} {'precision':>9} {'recall':>6} {'pairs':>7} {'bytes/row':>9} {'load s':>7} "
+        f"{'query p50':>9} {'p99 ms':>7} {'pairs s':>7}  parameters",
+    ]
+    for m in result.modes:
+        lines.append(
+            f"{m.mode:<8} {m.precision:>9.3f} {m.recall:>6.3f} {m.pairs:>7} {m.bytes_per_row:>9.0f} "
+            f"{m.load_seconds:>7.1f} {m.query_p50_ms:>9.3f} {m.query_p99_ms:>7.3f} {m.pairs_seconds:>7.2f}"
+            f"  {m.parameters}"
+        )
+    lines.append(
+        f"query: {result.queries} stored documents through each index's own near function, client-side"
+    )
+    return "\n".join(lines)

@@ -859,6 +859,13 @@ def calibrate_(
     help="jaccard: largest share of a copy's words edited (drawn uniformly up to it).",
 )
 @click.option(
+    "--padding-rows",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="jaccard: random rows bulk-loaded into both indexes first, to measure at scale.",
+)
+@click.option(
     "--threshold",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=DEFAULT_THRESHOLD,
@@ -881,6 +888,7 @@ def bench_(
     sample: int,
     copies: int,
     max_edit: float,
+    padding_rows: int,
     threshold: float,
     features: str,
     as_json: bool,
@@ -905,9 +913,16 @@ def bench_(
     chatty = sys.stderr.isatty() and not as_json  # progress lines on a terminal only
     say = (lambda line: click.echo(f"... {line}", err=True)) if chatty else (lambda line: None)
     if mode == "jaccard":
-        _bench_modes(
-            ctx, corpus_paths, sample, copies, max_edit, threshold, max_distance, queries, say, as_json
-        )
+        settings = {
+            "threshold": threshold,
+            "max_distance": max_distance,
+            "sample": sample,
+            "copies": copies,
+            "max_edit": max_edit,
+            "queries": queries,
+            "padding_rows": padding_rows,
+        }
+        _bench_modes(ctx, corpus_paths, settings, say, as_json)
         return
     with database(ctx) as conn:
         measured = bench.bench_index(
@@ -931,12 +946,7 @@ def bench_(
 def _bench_modes(
     ctx: click.Context,
     corpus_paths: tuple[str, ...],
-    sample: int,
-    copies: int,
-    max_edit: float,
-    threshold: float,
-    max_distance: int,
-    queries: int,
+    settings: dict[str, Any],
     say: Callable[[str], None],
     as_json: bool,
 ) -> None:
@@ -953,18 +963,7 @@ def _bench_modes(
         if isinstance(item, readers.Document)
     )
     with database(ctx) as conn:
-        result = evaluate.evaluate(
-            conn,
-            documents,
-            threshold=threshold,
-            max_distance=max_distance,
-            sample=sample,
-            copies=copies,
-            max_edit=max_edit,
-            queries=queries,
-            jobs=os.cpu_count() or 1,
-            progress=say,
-        )
+        result = evaluate.evaluate(conn, documents, jobs=os.cpu_count() or 1, progress=say, **settings)
     if as_json:
         emit_json(result.as_dict())
     else:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -43,6 +43,7 @@ class ModeFigures:
     query_p50_ms: float
     query_p99_ms: float
     pairs_seconds: float
+    padding_pairs: int  # pairs involving a padding row (random, so any is a false positive)
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Evaluation:
     threshold: float
     similar_pairs: int  # pairs with exact Jaccard >= threshold
     queries: int
+    padding_rows: int
     server: str
     modes: list[ModeFigures]
     machine: dict[str, object] = field(default_factory=machine)
@@ -101,6 +103,21 @@ def planted_corpus(
     return originals + planted
 
 
+PADDING = "pad:"
+_PADDING_CHUNK = 10_000
+
+
+def _padding(made: index.Index, rows: int, seed: int) -> Iterator[tuple[str, index.Sketch]]:
+    """Random fingerprints or signatures under keys pad:0, pad:1, ..."""
+    rng = np.random.default_rng(seed + 1)
+    width = made.permutations if isinstance(made, index.JaccardIndex) else 1
+    for start in range(0, rows, _PADDING_CHUNK):
+        values = rng.integers(0, 2**64, size=(min(_PADDING_CHUNK, rows - start), width), dtype=np.uint64)
+        for offset, value in enumerate(values):
+            sketch = value if width > 1 else int(value[0])
+            yield f"{PADDING}{start + offset}", sketch
+
+
 def _unordered(pairs: Iterable[tuple[str, str]]) -> set[frozenset[str]]:
     return {frozenset(pair) for pair in pairs}
 
@@ -115,11 +132,16 @@ def evaluate(
     copies: int = 2000,
     max_edit: float = 0.1,
     queries: int = 500,
+    padding_rows: int = 0,
     seed: int = 1,
     jobs: int = 1,
     progress: Callable[[str], None] = lambda _: None,
 ) -> Evaluation:
-    """Load the planted corpus into a scratch jaccard index and a scratch simhash index; score both."""
+    """Load the planted corpus into a scratch jaccard index and a scratch simhash index; score both.
+
+    `padding_rows` random rows (keys pad:N) are bulk-loaded first, to measure storage and
+    latency at scale; they are unrelated to the corpus, and pairs involving them are counted apart.
+    """
     corpus = planted_corpus(documents, sample, copies, max_edit, seed)
     progress(f"exact Jaccard of every pair of {len(corpus)} documents at or above {threshold}")
     sets = [frozenset(feature_hashes(document.text, Features()).tolist()) for document in corpus]
@@ -132,6 +154,7 @@ def evaluate(
         threshold=threshold,
         similar_pairs=len(truth),
         queries=min(queries, len(corpus)),
+        padding_rows=padding_rows,
         server=f"PostgreSQL {version[0] if version else '?'}",
         modes=[],
     )
@@ -140,9 +163,17 @@ def evaluate(
     for mode in ("jaccard", "simhash"):
         name = f"evaluate_{mode}_{os.getpid()}"
         made = index.create(
-            conn, name, mode=mode, threshold=threshold, max_distance=max_distance, expected_rows=len(corpus)
+            conn,
+            name,
+            mode=mode,
+            threshold=threshold,
+            max_distance=max_distance,
+            expected_rows=len(corpus) + padding_rows,
         )
         try:
+            if padding_rows:
+                progress(f"bulk-loading {padding_rows} random rows into {made.mode} index {name}")
+                ingest.bulk_load(conn, made, _padding(made, padding_rows, seed))
             progress(f"loading {len(corpus)} documents into {made.mode} index {name}")
             began = time.perf_counter()
             ingest.ingest(conn, made, corpus, jobs=jobs)
@@ -157,8 +188,9 @@ def evaluate(
             latencies, _ = timed(conn, statement, arguments)
             progress(f"all pairs of {made.mode} index {name}")
             began = time.perf_counter()
-            found = _unordered((pair.key_a, pair.key_b) for pair in batch.pairs(conn, made))
+            every = _unordered((pair.key_a, pair.key_b) for pair in batch.pairs(conn, made))
             pairs_seconds = time.perf_counter() - began
+            found = {pair for pair in every if not any(key.startswith(PADDING) for key in pair)}
             hits = len(found & truth)
             evaluation.modes.append(
                 ModeFigures(
@@ -168,11 +200,12 @@ def evaluate(
                     true_pairs=hits,
                     precision=hits / len(found) if found else 1.0,
                     recall=hits / len(truth) if truth else 1.0,
-                    bytes_per_row=(size[0] if size else 0) / len(corpus),
+                    bytes_per_row=(size[0] if size else 0) / (len(corpus) + padding_rows),
                     load_seconds=loaded,
                     query_p50_ms=statistics.median(latencies),
                     query_p99_ms=percentile(latencies, 0.99),
                     pairs_seconds=pairs_seconds,
+                    padding_pairs=len(every) - len(found),
                 )
             )
         finally:
@@ -187,7 +220,8 @@ def format_evaluation(result: Evaluation) -> str:
         f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}, {result.server}",
         f"corpus: {result.documents} documents ({result.copies} copies with up to "
         f"{result.max_edit:.0%} of their words edited); {result.similar_pairs} pairs with exact word-3 "
-        f"Jaccard >= {result.threshold}",
+        f"Jaccard >= {result.threshold}"
+        + (f"; plus {result.padding_rows} random rows in each index" if result.padding_rows else ""),
         f"{'mode':<8} {'precision':>9} {'recall':>6} {'pairs':>7} {'bytes/row':>9} {'load s':>7} "
         f"{'query p50':>9} {'p99 ms':>7} {'pairs s':>7}  parameters",
     ]
@@ -196,6 +230,10 @@ def format_evaluation(result: Evaluation) -> str:
             f"{m.mode:<8} {m.precision:>9.3f} {m.recall:>6.3f} {m.pairs:>7} {m.bytes_per_row:>9.0f} "
             f"{m.load_seconds:>7.1f} {m.query_p50_ms:>9.3f} {m.query_p99_ms:>7.3f} {m.pairs_seconds:>7.2f}"
             f"  {m.parameters}"
+        )
+    if result.padding_rows:
+        lines.append(
+            "pairs involving a random row: " + ", ".join(f"{m.mode} {m.padding_pairs}" for m in result.modes)
         )
     lines.append(
         f"query: {result.queries} stored documents through each index's own near function, client-side"

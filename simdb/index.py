@@ -336,7 +336,7 @@ class JaccardIndex(Index):
             "permutations": self.permutations,
             "bands": self.banding.bands,
             "band_rows": self.banding.rows,
-            "near_sql": near_jaccard(self.name, self.banding).as_string(conn),
+            "near_sql": near_jaccard(self.name, self.banding, self.permutations).as_string(conn),
         }
 
     def create_objects(self, conn: Connection, near_sql: str) -> None:
@@ -347,7 +347,11 @@ class JaccardIndex(Index):
         for statement in self.btrees():
             conn.execute(statement)
         conn.execute(create_near_jaccard(self.name, near_sql))
-        conn.execute(create_pairs_jaccard(self.name, pairs_jaccard(self.name, self.banding).as_string(conn)))
+        conn.execute(
+            create_pairs_jaccard(
+                self.name, pairs_jaccard(self.name, self.banding, self.permutations).as_string(conn)
+            )
+        )
 
     def parameters(self) -> dict[str, object]:
         return {

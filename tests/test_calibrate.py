@@ -11,7 +11,7 @@ import pytest
 from test_cli import simdb
 
 from simdb.bits import hamming
-from simdb.calibrate import MAX_K, THRESHOLDS, similar_pairs, calibrate
+from simdb.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs
 from simdb.readers import Document
 from simdb.simhash import Features, feature_hashes, simhash
 

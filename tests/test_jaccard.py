@@ -12,8 +12,9 @@ import psycopg
 import pytest
 from test_cli import simdb
 
-from simdb import attach, batch, index, ingest, query, schema
+from simdb import attach, batch, evaluate, index, ingest, query, readers, schema
 from simdb.minhash import estimate
+from simdb.simhash import feature_hashes
 
 Conn = psycopg.Connection[tuple[object, ...]]
 WORDS = [f"w{i}" for i in range(5000)]
@@ -261,3 +262,38 @@ def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
     schema.upgrade(empty_db)
     with psycopg.connect(empty_db, autocommit=True) as conn:
         assert schema.current_revision(conn) == schema.HEAD
+
+
+def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
+    texts = _corpus()
+    originals = [readers.Document(key, text, 0) for key, text in texts.items() if "_" not in key]
+    result = evaluate.evaluate(conn, originals, sample=len(originals), copies=60, max_edit=0.1, queries=20)
+    corpus = evaluate.planted_corpus(originals, len(originals), 60, 0.1, 1)
+    sets = [frozenset(feature_hashes(document.text).tolist()) for document in corpus]
+    exact = sum(
+        len(sets[i] & sets[j]) / len(sets[i] | sets[j]) >= 0.8
+        for i in range(len(sets))
+        for j in range(i + 1, len(sets))
+    )
+    assert result.documents == 300 and result.copies == 60 and result.similar_pairs == exact > 5
+    jaccard, simhash = result.modes
+    assert (jaccard.mode, simhash.mode) == ("jaccard", "simhash")
+    for mode in result.modes:
+        assert mode.precision == mode.true_pairs / mode.pairs and mode.recall == mode.true_pairs / exact
+    assert jaccard.recall > simhash.recall  # edits up to 10% are beyond 3 bits of SimHash, not of MinHash
+    assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)  # scratch indexes dropped
+
+
+def test_bench_jaccard_mode_prints_both_modes(
+    capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path
+) -> None:
+    for key, text in list(_corpus().items())[:60]:
+        (tmp_path / f"{key}.txt").write_text(text)
+    args = ("bench", "--mode", "jaccard", "--corpus", str(tmp_path), "--copies", "10", "--queries", "5")
+    code, out, _ = simdb(capsys, *args, "--padding-rows", "100", "--json")
+    figures = json.loads(out)
+    assert code == 0 and figures["documents"] == 70 and figures["padding_rows"] == 100
+    assert [m["mode"] for m in figures["modes"]] == ["jaccard", "simhash"]
+    assert all(m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 for m in figures["modes"])
+    code, out, _ = simdb(capsys, *args)
+    assert code == 0 and out.splitlines()[2].split()[:3] == ["mode", "precision", "recall"]

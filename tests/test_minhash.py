@@ -80,7 +80,9 @@ def test_banding_minimises_the_weighted_error() -> None:
     assert chosen == Banding(14, 9)  # pinned: 14 bands of 9 rows for 0.8 and 128 permutations
     assert choose_banding(0.8, 128, false_positive_weight=0.5) == Banding(9, 13)  # the LSH libraries' choice
     assert chosen.bands * chosen.rows <= 128
-    assert chosen.probability(0.95) > 0.99 and chosen.probability(0.8) > 0.85 and chosen.probability(0.5) < 0.03
+    assert (
+        chosen.probability(0.95) > 0.99 and chosen.probability(0.8) > 0.85 and chosen.probability(0.5) < 0.03
+    )
     assert choose_banding(0.5, 128).rows < chosen.rows  # lower thresholds need shorter bands
 
 

@@ -1,14 +1,16 @@
 """Calibration on the user's own documents: how well does "Hamming distance <= k" find pairs whose
-exact shingle Jaccard similarity is high?
+exact shingle Jaccard similarity is high, and how well does a jaccard index with that threshold?
 
 Candidate pairs for Jaccard come from an inverted index on each document's prefix of rarest-first
 shingles (prefix filtering: two sets with Jaccard >= t must share one of them), so no pair with
 Jaccard >= the lowest threshold is missed and not all pairs are compared. Pairs within distance
-MAX_K come from the fingerprints by brute force.
+MAX_K come from the fingerprints by brute force. The jaccard mode is played out in Python exactly
+as its index works: pairs sharing a band key of the bands chosen for t, estimated >= t.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, estimate, signature
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
 
@@ -35,6 +38,7 @@ class Calibration:
     precision: dict[float, list[float]] = field(default_factory=dict)
     recall: dict[float, list[float]] = field(default_factory=dict)
     close: list[int] = field(default_factory=list)  # pairs with distance <= k
+    jaccard_mode: dict[float, tuple[float, float]] = field(default_factory=dict)  # t: (precision, recall)
 
     def recommend(self, threshold: float, wanted_recall: float) -> int | None:
         """The smallest k whose recall at `threshold` reaches `wanted_recall`, if any."""
@@ -81,10 +85,22 @@ def _close_pairs(values: npt.NDArray[np.uint64], k: int) -> dict[tuple[int, int]
     return found
 
 
+def _lsh_pairs(signatures: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
+    """The pairs a jaccard index with this threshold returns: a shared band key, estimate >= t."""
+    banding = choose_banding(threshold, DEFAULT_PERMUTATIONS)
+    buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for number, values in enumerate(signatures):
+        for band, key in enumerate(banding.keys(values)):
+            buckets[(band, key)].append(number)
+    candidates = {(a, b) for group in buckets.values() for a, b in itertools.combinations(group, 2)}
+    return {pair for pair in candidates if estimate(signatures[pair[0]], signatures[pair[1]]) >= threshold}
+
+
 def calibrate(documents: Iterable[Document], features: Features, sample: int) -> Calibration:
     """Measure on up to `sample` documents (the first ones read)."""
     sets: list[frozenset[int]] = []
     prints: list[int] = []
+    signatures: list[UInt64Array] = []
     for document in documents:
         if len(sets) >= sample:
             break
@@ -94,9 +110,11 @@ def calibrate(documents: Iterable[Document], features: Features, sample: int) ->
             continue
         sets.append(frozenset(hashes.tolist()))
         prints.append(simhash(hashes))
+        signatures.append(signature(hashes, DEFAULT_PERMUTATIONS))
     similar = similar_pairs(sets, min(THRESHOLDS))
     close = _close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
-    for pair in close:  # Jaccard of close pairs below the lowest threshold, for precision
+    banded = {t: _lsh_pairs(signatures, t) for t in THRESHOLDS}
+    for pair in itertools.chain(close, *banded.values()):  # Jaccard below the lowest threshold too
         similar.setdefault(pair, jaccard(sets[pair[0]], sets[pair[1]]))
     result = Calibration(
         len(sets), str(features), {t: sum(j >= t for j in similar.values()) for t in THRESHOLDS}
@@ -108,4 +126,10 @@ def calibrate(documents: Iterable[Document], features: Features, sample: int) ->
             hits = sum(similar[pair] >= t for pair in within)
             result.precision.setdefault(t, []).append(hits / len(within) if within else 1.0)
             result.recall.setdefault(t, []).append(hits / result.similar[t] if result.similar[t] else 1.0)
+    for t, found in banded.items():
+        hits = sum(similar[pair] >= t for pair in found)
+        result.jaccard_mode[t] = (
+            hits / len(found) if found else 1.0,
+            hits / result.similar[t] if result.similar[t] else 1.0,
+        )
     return result

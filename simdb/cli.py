@@ -775,6 +775,9 @@ def calibrate_(
                 "precision": {str(t): v for t, v in result.precision.items()},
                 "recall": {str(t): v for t, v in result.recall.items()},
                 "recommended_k": k,
+                "jaccard_mode": {
+                    str(t): {"precision": p, "recall": r} for t, (p, r) in result.jaccard_mode.items()
+                },
             }
         )
         return
@@ -789,6 +792,10 @@ def calibrate_(
             for t in calibrate.THRESHOLDS
         )
         click.echo(f"{distance:>2} {result.close[distance]:>8}  {cells}")
+    click.echo(
+        "jaccard mode (a jaccard index with --threshold t): "
+        + "; ".join(f"J>={t}: precision {p:.3f} recall {r:.3f}" for t, (p, r) in result.jaccard_mode.items())
+    )
     if k is not None:
         click.echo(
             f"recommended: --max-distance {k} (the smallest k with recall >= {wanted} at Jaccard >= {chosen})"
@@ -796,7 +803,7 @@ def calibrate_(
     else:
         click.echo(
             f"no k up to {calibrate.MAX_K} reaches recall {wanted} at Jaccard >= {chosen}: 64-bit SimHash "
-            "finds close copies, not looser similarity; a Jaccard (MinHash) mode is planned for that"
+            f"finds close copies, not looser similarity; use --mode jaccard --threshold {chosen}"
         )
 
 

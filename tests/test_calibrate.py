@@ -12,6 +12,7 @@ from test_cli import simdb
 
 from simdb.bits import hamming
 from simdb.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs
+from simdb.minhash import choose_banding, document_signature, estimate
 from simdb.readers import Document
 from simdb.simhash import Features, feature_hashes, simhash
 
@@ -45,6 +46,7 @@ def test_precision_and_recall_equal_brute_force() -> None:
     result = calibrate((Document(str(i), t, 0) for i, t in enumerate(texts)), Features(), sample=1000)
     sets = [frozenset(feature_hashes(t).tolist()) for t in texts]
     prints = [simhash(feature_hashes(t)) for t in texts]
+    signatures = [document_signature(t) for t in texts]
     pairs = list(combinations(range(len(texts)), 2))
     jaccard = {p: len(sets[p[0]] & sets[p[1]]) / len(sets[p[0]] | sets[p[1]]) for p in pairs}
     distance = {p: hamming(prints[p[0]], prints[p[1]]) for p in pairs}
@@ -57,6 +59,17 @@ def test_precision_and_recall_equal_brute_force() -> None:
             assert result.close[k] == len(close)
             assert result.precision[t][k] == pytest.approx(hits / len(close) if close else 1.0)
             assert result.recall[t][k] == pytest.approx(hits / len(similar) if similar else 1.0)
+        banding = choose_banding(t)
+        keys = [banding.keys(signature) for signature in signatures]
+        banded = [
+            p
+            for p in pairs
+            if set(keys[p[0]]) & set(keys[p[1]]) and estimate(signatures[p[0]], signatures[p[1]]) >= t
+        ]
+        hits = sum(jaccard[p] >= t for p in banded)
+        assert result.jaccard_mode[t] == pytest.approx(
+            (hits / len(banded) if banded else 1.0, hits / len(similar) if similar else 1.0)
+        )
 
 
 def test_calibrate_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

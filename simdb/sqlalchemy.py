@@ -1,23 +1,29 @@
-"""SQLAlchemy 2 helpers: a fingerprint column type and SQL expressions for simdb's functions.
+"""SQLAlchemy 2 helpers: fingerprint and signature column types and SQL expressions for simdb's
+functions.
 
-from simdb.sqlalchemy import Fingerprint, hamming, near
+from simdb.sqlalchemy import Fingerprint, hamming, near, similar
 
 class Article(Base):
     fingerprint: Mapped[int] = mapped_column(Fingerprint)   # unsigned in Python, bigint in SQL
 
-dups = near("articles_dups", fingerprint_of_doc, 3)
+dups = near("articles_dups", fingerprint_of_doc, 3)                # a simhash index
 select(Article.title, dups.c.distance).join(dups, cast(Article.id, Text) == dups.c.key)
+alike = similar("articles_alike", document_signature(text), 0.9)   # a jaccard index
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Dialect, Integer, Text, column, func, literal
+import numpy as np
+from sqlalchemy import BigInteger, ColumnElement, Dialect, Double, Integer, Text, column, func, literal
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.expression import TableValuedAlias
 from sqlalchemy.types import TypeDecorator
 
 from simdb.bits import to_signed, to_unsigned
+from simdb.minhash import UInt64Array
 
 
 class Fingerprint(TypeDecorator[int]):
@@ -53,3 +59,31 @@ def near_key(index: str, key: str, max_distance: int | None = None) -> TableValu
     """simdb.near_key(index, key, k): the rows near a stored row, as a table (key, distance)."""
     function = func.simdb.near_key(index, key, max_distance)
     return function.table_valued(column("key", Text), column("distance", Integer)).alias("near_key")
+
+
+class Signature(TypeDecorator[UInt64Array]):
+    """A MinHash signature: unsigned 64-bit values in Python (a uint64 array), bigint[] in SQL."""
+
+    impl = ARRAY(BigInteger)
+    cache_ok = True
+
+    def process_bind_param(
+        self, value: Sequence[int] | UInt64Array | None, dialect: Dialect
+    ) -> list[int] | None:
+        return None if value is None else [int(v) for v in np.asarray(value, dtype=np.uint64).view(np.int64)]
+
+    def process_result_value(self, value: Sequence[int] | None, dialect: Dialect) -> UInt64Array | None:
+        return None if value is None else np.asarray(value, dtype=np.int64).view(np.uint64)
+
+
+def similar(index: str, signature: Any, min_similarity: float | None = None) -> TableValuedAlias:
+    """simdb.similar(index, signature, s) on a jaccard index, as a table (key, similarity)."""
+    bound = signature if isinstance(signature, ColumnElement) else literal(signature, Signature())
+    function = func.simdb.similar(index, bound, min_similarity)
+    return function.table_valued(column("key", Text), column("similarity", Double)).alias("similar")
+
+
+def similar_key(index: str, key: str, min_similarity: float | None = None) -> TableValuedAlias:
+    """simdb.similar_key(index, key, s): the rows similar to a stored row, as a table (key, similarity)."""
+    function = func.simdb.similar_key(index, key, min_similarity)
+    return function.table_valued(column("key", Text), column("similarity", Double)).alias("similar_key")

@@ -10,11 +10,14 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from sqlalchemy import create_engine, select
+from sqlalchemy.pool import NullPool
 from test_cli import simdb
 
 from simdb import attach, batch, evaluate, index, ingest, query, readers, schema
 from simdb.minhash import estimate
 from simdb.simhash import feature_hashes
+from simdb.sqlalchemy import similar, similar_key
 
 Conn = psycopg.Connection[tuple[object, ...]]
 WORDS = [f"w{i}" for i in range(5000)]
@@ -297,3 +300,19 @@ def test_bench_jaccard_mode_prints_both_modes(
     assert all(m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 for m in figures["modes"])
     code, out, _ = simdb(capsys, *args)
     assert code == 0 and out.splitlines()[2].split()[:3] == ["mode", "precision", "recall"]
+
+
+def test_sqlalchemy_similar_equals_the_library(
+    dsn: str, conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+) -> None:
+    made, signatures = loaded
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool)
+    try:
+        with engine.connect() as session:
+            found = session.execute(select(similar("docs", signatures["d4"]))).all()
+            by_key = session.execute(select(similar_key("docs", "d4", 0.9))).all()
+    finally:
+        engine.dispose()
+    expected = [(m.key, m.similarity) for m in query.near(conn, made, signatures["d4"])]
+    assert [tuple(row) for row in found] == expected and len(expected) >= 3
+    assert [tuple(row) for row in by_key] == [item for item in expected if item[1] >= 0.9]

@@ -130,9 +130,7 @@ def bench_index(
     name = f"bench_{os.getpid()}"
     data, probes, planted = _planted(rows, queries, max_distance, seed)
     truth = _true_neighbours(data, probes, max_distance)
-    made = index.create(conn, name, max_distance=max_distance, expected_rows=rows)
-    if not isinstance(made, index.SimhashIndex):
-        raise TypeError("a simhash index was created")
+    made = index.save(conn, index.SimhashIndex.planned(name, expected_rows=rows, max_distance=max_distance))
     try:
         progress(f"loading {rows} rows into scratch index {name}")
         loaded = ingest.bulk_load(conn, made, data.items())

@@ -7,8 +7,9 @@ One concept, two modes: a simhash index keeps 64-bit fingerprints in permuted bl
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 import psycopg
@@ -69,7 +70,7 @@ MODES = ("simhash", "jaccard")
 
 
 @dataclass(frozen=True)
-class Index:
+class Index(ABC):
     """An index's parameters as stored in the catalog; SimhashIndex and JaccardIndex add their own."""
 
     name: str
@@ -77,6 +78,7 @@ class Index:
     expected_rows: int
 
     mode: ClassVar[str]
+    spec_version: ClassVar[int]  # of the fingerprint or signature spec
     sketch_column: ClassVar[str]  # the column holding each row's fingerprint or signature
     sketch_type: ClassVar[str]  # its PostgreSQL type, for binary COPY
     score_column: ClassVar[str]  # what the near and pairs functions rank by
@@ -84,13 +86,13 @@ class Index:
     cutoff_type: ClassVar[str]
 
     @property
+    @abstractmethod
     def columns(self) -> list[str]:
         """The B-tree indexed columns derived from the sketch: p0, p1, ... or b0, b1, ..."""
-        raise NotImplementedError
 
+    @abstractmethod
     def sketch(self, content: str | bytes) -> Sketch:
         """A document's fingerprint or signature; raises EmptyDocument if it has no shingles."""
-        raise NotImplementedError
 
     def sketches(self, contents: list[str | bytes]) -> list[Sketch | None]:
         """Sketches of many documents (None for an empty one): the unit of work of a worker."""
@@ -102,42 +104,42 @@ class Index:
                 result.append(None)
         return result
 
+    @abstractmethod
     def to_sql(self, value: Sketch) -> SqlSketch:
         """A sketch as PostgreSQL stores it (signed bigint bits)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def from_sql(self, value: SqlSketch) -> Sketch:
         """A stored sketch back in Python's unsigned form."""
-        raise NotImplementedError
 
+    @abstractmethod
     def cutoff(self, max_distance: int | None = None, min_similarity: float | None = None) -> int | float:
         """The checked bound of a search: a Hamming distance or a minimum similarity, by mode."""
-        raise NotImplementedError
 
+    @abstractmethod
     def describe_cutoff(self, cutoff: float) -> str:
         """'within 3 bits' or 'at similarity >= 0.8', for messages."""
-        raise NotImplementedError
 
+    @abstractmethod
     def catalog(self, conn: Connection) -> dict[str, object]:
         """The catalog columns of this mode (simdb._indexes), with the index's near statement."""
-        raise NotImplementedError
 
+    @abstractmethod
     def create_objects(self, conn: Connection, near_sql: str) -> None:
         """The index's table, its B-trees and its functions (after its catalog row)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def btrees(self) -> list[sql.Composed]:
         """CREATE INDEX for each derived column (named NAME_<column>)."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def summary(self) -> str:
         """The parameters of this mode in a few words."""
-        raise NotImplementedError
 
+    @abstractmethod
     def parameters(self) -> dict[str, object]:
         """The parameters of this mode, for JSON."""
-        raise NotImplementedError
 
     def _refuse(self, what: str, instead: str) -> InvalidParameter:
         return InvalidParameter(f"{what} does not apply to {self.mode} index {self.name!r}", instead)
@@ -185,10 +187,25 @@ class SimhashIndex(Index):
     plan: BlockPlan
 
     mode = "simhash"
+    spec_version = SPEC_VERSION
     sketch_column = "fingerprint"
     sketch_type = "int8"
     score_column = "distance"
     cutoff_column, cutoff_type = "max_distance", "integer"
+
+    @classmethod
+    def planned(
+        cls,
+        name: str,
+        features: Features = DEFAULT_FEATURES,
+        expected_rows: int = DEFAULT_EXPECTED_ROWS,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+        blocks: int | None = None,
+        workload: str = "both",
+    ) -> SimhashIndex:
+        """A new index's parameters; without `blocks` the planner picks b (not stored yet: `save`)."""
+        chosen = blocks if blocks is not None else plan_for(expected_rows, max_distance, workload).blocks
+        return cls(name, features, expected_rows, BlockPlan(max_distance, chosen))
 
     @property
     def columns(self) -> list[str]:
@@ -284,10 +301,25 @@ class JaccardIndex(Index):
     banding: Banding
 
     mode = "jaccard"
+    spec_version = MINHASH_SPEC_VERSION
     sketch_column = "signature"
     sketch_type = "int8[]"
     score_column = "similarity"
     cutoff_column, cutoff_type = "min_similarity", "double precision"
+
+    @classmethod
+    def banded(
+        cls,
+        name: str,
+        features: Features = DEFAULT_FEATURES,
+        expected_rows: int = DEFAULT_EXPECTED_ROWS,
+        threshold: float = DEFAULT_THRESHOLD,
+        permutations: int = DEFAULT_PERMUTATIONS,
+    ) -> JaccardIndex:
+        """A new index's parameters with the bands chosen for them (not stored yet: `save`)."""
+        return cls(
+            name, features, expected_rows, threshold, permutations, choose_banding(threshold, permutations)
+        )
 
     @property
     def columns(self) -> list[str]:
@@ -385,25 +417,25 @@ def create(
     threshold: float = DEFAULT_THRESHOLD,
     permutations: int = DEFAULT_PERMUTATIONS,
 ) -> Index:
-    """Create the catalog rows, the table, its B-trees and functions in one transaction.
+    """Create an index of either mode: its catalog rows, table, B-trees and functions.
 
     simhash: without `blocks`, the planner picks b for `expected_rows`, `max_distance` and
     `workload`. jaccard: the bands are chosen for `threshold` and `permutations`.
     """
     check_name(name)
-    made: Index
     if mode == "simhash":
-        plan = BlockPlan(
-            max_distance,
-            blocks if blocks is not None else plan_for(expected_rows, max_distance, workload).blocks,
-        )
-        made, spec_version = SimhashIndex(name, features, expected_rows, plan), SPEC_VERSION
-    elif mode == "jaccard":
-        banding = choose_banding(threshold, permutations)
-        made = JaccardIndex(name, features, expected_rows, threshold, permutations, banding)
-        spec_version = MINHASH_SPEC_VERSION
-    else:
-        raise InvalidParameter(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
+        return save(conn, SimhashIndex.planned(name, features, expected_rows, max_distance, blocks, workload))
+    if mode == "jaccard":
+        return save(conn, JaccardIndex.banded(name, features, expected_rows, threshold, permutations))
+    raise InvalidParameter(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
+
+
+AnyIndex = TypeVar("AnyIndex", bound=Index)
+
+
+def save(conn: Connection, made: AnyIndex) -> AnyIndex:
+    """Store a new index in one transaction: catalog rows, table, B-trees and functions."""
+    name = check_name(made.name)
     try:
         with conn.transaction():
             if table_exists(conn, name):
@@ -413,11 +445,11 @@ def create(
                 )
             values: dict[str, object] = {
                 "name": name,
-                "mode": mode,
+                "mode": made.mode,
                 "bits": BITS,
-                "features": str(features),
-                "spec_version": spec_version,
-                "expected_rows": expected_rows,
+                "features": str(made.features),
+                "spec_version": made.spec_version,
+                "expected_rows": made.expected_rows,
                 **made.catalog(conn),
             }
             conn.execute(
@@ -428,11 +460,8 @@ def create(
                 list(values.values()),
             )
             made.create_objects(conn, str(values["near_sql"]))
-            conn.execute(
-                sql.SQL("COMMENT ON TABLE {} IS {}").format(
-                    made.table, sql.Literal(f"simdb {mode} index {name}: {made.summary}, {features}")
-                )
-            )
+            comment = f"simdb {made.mode} index {name}: {made.summary}, {made.features}"
+            conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(made.table, sql.Literal(comment)))
     except psycopg.errors.UniqueViolation as error:
         raise IndexExists(f"index {name!r} already exists", "pick another name") from error
     return made

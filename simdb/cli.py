@@ -18,10 +18,10 @@ import click
 import psycopg
 
 from simdb import attach, batch, connection, embedded, index, ingest, planner, query, readers, schema
-from simdb.bits import parse_hex, to_hex
+from simdb.bits import parse_hex, to_hex, to_signed
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.errors import DatabaseUnavailable, InputError, InvalidParameter, SimdbError
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, document_signature
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
 from simdb.simhash import EmptyDocument, Features, fingerprint
 
@@ -714,13 +714,36 @@ def dedup_(
 @main.command(name="fingerprint")
 @click.option("--text", help="Fingerprint this text.")
 @click.option("--file", type=str, help="Fingerprint this file's text.")
+@click.option(
+    "--mode",
+    type=click.Choice(index.MODES),
+    default="simhash",
+    show_default=True,
+    help="simhash: 16 hex digits; jaccard: the MinHash signature as a bigint[] literal for SQL.",
+)
+@click.option(
+    "--permutations",
+    type=int,
+    default=DEFAULT_PERMUTATIONS,
+    show_default=True,
+    help="jaccard: signature length (use the index's own).",
+)
 @features_option
-def fingerprint_(text: str | None, file: str | None, features: str) -> None:
-    """Print the 64-bit SimHash (spec v1) of a text as 16 hex digits."""
+def fingerprint_(text: str | None, file: str | None, mode: str, permutations: int, features: str) -> None:
+    """Print the 64-bit SimHash (spec v1) of a text, or its MinHash signature (spec v1).
+
+    The signature is printed as a PostgreSQL array of signed bigints, ready for
+    simdb.similar('NAME', '{...}') or an INSERT into a jaccard index.
+    """
     _exactly_one(text=text, file=file)
     parsed = Features.parse(features)
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
-    click.echo(to_hex(_sketch_of(lambda c: fingerprint(c, parsed), content, file or "--text", parsed)))
+    source = file or "--text"
+    if mode == "simhash":
+        click.echo(to_hex(_sketch_of(lambda c: fingerprint(c, parsed), content, source, parsed)))
+        return
+    values = _sketch_of(lambda c: document_signature(c, parsed, permutations), content, source, parsed)
+    click.echo("{" + ",".join(str(to_signed(int(v))) for v in values) + "}")
 
 
 @main.command(name="calibrate")

@@ -157,6 +157,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     texts = _corpus()
     for key in ("d0", "d0_e02", "d0_e12", "u1"):
         (tmp_path / f"{key}.txt").write_text(texts[key])
+    (tmp_path / "d0_copy.md").write_text(texts["d0"])
     code, out, _ = simdb(capsys, "create", "docs", "--mode", "jaccard", "--threshold", "0.75")
     assert (code, out) == (
         0,
@@ -171,9 +172,21 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     code, out, _ = simdb(
         capsys, "query", "docs", "--key", str(tmp_path / "d0.txt"), "--threshold", "1", "--json"
     )
-    assert json.loads(out) == [{"key": str(tmp_path / "d0.txt"), "similarity": 1.0}]
+    assert json.loads(out) == [
+        {"key": str(tmp_path / "d0.txt"), "similarity": 1.0},
+        {"key": str(tmp_path / "d0_copy.md"), "similarity": 1.0},
+    ]
     code, out, _ = simdb(capsys, "pairs", "docs")
     assert out.splitlines()[0] == "key_a,key_b,similarity"
+    code, literal, _ = simdb(capsys, "fingerprint", "--mode", "jaccard", "--file", str(tmp_path / "d0.txt"))
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute("SELECT key, similarity FROM simdb.similar('docs', %s, 1)", (literal.strip(),))
+        assert found.fetchall() == [(str(tmp_path / "d0.txt"), 1.0), (str(tmp_path / "d0_copy.md"), 1.0)]
+    query_file = ("query", "docs", "--file", str(tmp_path / "d0.txt"))
+    code, out, _ = simdb(capsys, *query_file)
+    assert str(tmp_path / "d0_copy.md") in out
+    code, out, _ = simdb(capsys, *query_file, "--same-extension")
+    assert code == 0 and str(tmp_path / "d0_copy.md") not in out and str(tmp_path / "d0.txt") in out
     code, out, _ = simdb(capsys, "clusters", "docs", "--json")
     assert json.loads(out)["min_similarity"] == 0.75
     code, out, _ = simdb(capsys, "list", "--json")
@@ -181,7 +194,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
         {
             "name": "docs",
             "mode": "jaccard",
-            "rows": 4,
+            "rows": 5,
             "features": "word:3",
             "threshold": 0.75,
             "permutations": 128,
@@ -316,3 +329,17 @@ def test_sqlalchemy_similar_equals_the_library(
     expected = [(m.key, m.similarity) for m in query.near(conn, made, signatures["d4"])]
     assert [tuple(row) for row in found] == expected and len(expected) >= 3
     assert [tuple(row) for row in by_key] == [item for item in expected if item[1] >= 0.9]
+
+
+def test_similar_plan_probes_every_band_index_only(
+    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+) -> None:
+    made, signatures = loaded
+    plan = "\n".join(
+        line
+        for (line,) in conn.execute(
+            "SELECT simdb.explain_similar('docs', %s)", (made.to_sql(signatures["d9"]),)
+        )
+    )
+    assert plan.count("Index Only Scan using docs_b") == made.banding.bands == 14
+    assert plan.count("Heap Fetches: 0") == 14  # (a table this small may be joined by a scan)

@@ -1,4 +1,5 @@
-"""Jaccard mode: the catalog's mode and MinHash parameters, simdb.similar / similar_key / similar_pairs.
+"""Jaccard mode: the catalog's mode and MinHash parameters; simdb.similar, similar_key, similar_pairs,
+explain_similar.
 
 Revision ID: 0003
 Revises: 0002
@@ -53,6 +54,7 @@ def downgrade() -> None:
             raw.execute(sql.SQL("DROP FUNCTION IF EXISTS simdb.{}").format(sql.Identifier(function)))
     raw.execute(
         "DELETE FROM simdb._indexes WHERE mode = 'jaccard';"
+        "DROP FUNCTION simdb.explain_similar(text, bigint[], double precision);"
         "DROP FUNCTION simdb.similar_pairs(text, double precision);"
         "DROP FUNCTION simdb.similar_key(text, text, double precision);"
         "DROP FUNCTION simdb.similar(text, bigint[], double precision);"

@@ -889,6 +889,13 @@ def calibrate_(
     help="jaccard: largest share of a copy's words edited (drawn uniformly up to it).",
 )
 @click.option(
+    "--permutations",
+    type=click.IntRange(2, 1024),
+    default=DEFAULT_PERMUTATIONS,
+    show_default=True,
+    help="jaccard: MinHash signature length of the jaccard index.",
+)
+@click.option(
     "--padding-rows",
     type=click.IntRange(0),
     default=0,
@@ -918,6 +925,7 @@ def bench_(
     sample: int,
     copies: int,
     max_edit: float,
+    permutations: int,
     padding_rows: int,
     threshold: float,
     features: str,
@@ -945,6 +953,7 @@ def bench_(
     if mode == "jaccard":
         settings = {
             "threshold": threshold,
+            "permutations": permutations,
             "max_distance": max_distance,
             "sample": sample,
             "copies": copies,

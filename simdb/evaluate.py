@@ -22,8 +22,10 @@ from psycopg import sql
 
 from simdb import batch, index, ingest, query
 from simdb.bench import machine, percentile, timed
+from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.calibrate import similar_pairs
 from simdb.connection import Connection
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes
 
@@ -82,8 +84,8 @@ def edit_words(rng: np.random.Generator, text: str, rate: float) -> str:
 
 def planted_corpus(
     documents: Iterable[Document], sample: int, copies: int, max_edit: float, seed: int
-) -> list[Document]:
-    """The first `sample` documents that have shingles, then edited copies of `copies` of them."""
+) -> tuple[list[Document], list[Document]]:
+    """The first `sample` documents that have shingles, and edited copies of `copies` of them."""
     originals: list[Document] = []
     for document in documents:
         if len(originals) >= sample:
@@ -100,7 +102,7 @@ def planted_corpus(
         rate = float(rng.uniform(0.0, max_edit))
         text = edit_words(rng, original.text, rate)
         planted.append(Document(f"{original.key}#copy{number}-edit{rate:.3f}", text, 0))
-    return originals + planted
+    return originals, planted
 
 
 PADDING = "pad:"
@@ -126,8 +128,9 @@ def evaluate(
     conn: Connection,
     documents: Iterable[Document],
     *,
-    threshold: float = 0.8,
-    max_distance: int = 3,
+    threshold: float = DEFAULT_THRESHOLD,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
     sample: int = 5000,
     copies: int = 2000,
     max_edit: float = 0.1,
@@ -142,14 +145,15 @@ def evaluate(
     `padding_rows` random rows (keys pad:N) are bulk-loaded first, to measure storage and
     latency at scale; they are unrelated to the corpus, and pairs involving them are counted apart.
     """
-    corpus = planted_corpus(documents, sample, copies, max_edit, seed)
+    originals, planted = planted_corpus(documents, sample, copies, max_edit, seed)
+    corpus = originals + planted
     progress(f"exact Jaccard of every pair of {len(corpus)} documents at or above {threshold}")
     sets = [frozenset(feature_hashes(document.text, Features()).tolist()) for document in corpus]
     truth = _unordered((corpus[a].key, corpus[b].key) for a, b in similar_pairs(sets, threshold))
     version = conn.execute("SHOW server_version").fetchone()
     evaluation = Evaluation(
         documents=len(corpus),
-        copies=len(corpus) - min(sample, len(corpus)),
+        copies=len(planted),
         max_edit=max_edit,
         threshold=threshold,
         similar_pairs=len(truth),
@@ -167,6 +171,7 @@ def evaluate(
             name,
             mode=mode,
             threshold=threshold,
+            permutations=permutations,
             max_distance=max_distance,
             expected_rows=len(corpus) + padding_rows,
         )

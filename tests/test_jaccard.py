@@ -283,15 +283,21 @@ def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
 def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
     texts = _corpus()
     originals = [readers.Document(key, text, 0) for key, text in texts.items() if "_" not in key]
-    result = evaluate.evaluate(conn, originals, sample=len(originals), copies=60, max_edit=0.1, queries=20)
-    corpus = evaluate.planted_corpus(originals, len(originals), 60, 0.1, 1)
+    result = evaluate.evaluate(conn, originals, sample=1000, copies=60, max_edit=0.1, queries=20)
+    kept, planted = evaluate.planted_corpus(originals, len(originals), 60, 0.1, 1)
+    corpus = kept + planted
     sets = [frozenset(feature_hashes(document.text).tolist()) for document in corpus]
     exact = sum(
         len(sets[i] & sets[j]) / len(sets[i] | sets[j]) >= 0.8
         for i in range(len(sets))
         for j in range(i + 1, len(sets))
     )
-    assert result.documents == 300 and result.copies == 60 and result.similar_pairs == exact > 5
+    assert (
+        len(kept) == 240
+        and result.documents == 300
+        and result.copies == 60
+        and result.similar_pairs == exact > 5
+    )
     jaccard, simhash = result.modes
     assert (jaccard.mode, simhash.mode) == ("jaccard", "simhash")
     for mode in result.modes:

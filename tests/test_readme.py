@@ -23,6 +23,7 @@ def test_python_example_runs(dsn: str, capsys: object) -> None:
     exec(compile(example.replace("postgresql://localhost/mydb", dsn), "README.md", "exec"), {})
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT count(*) FROM simdb.docs").fetchone() == (2,)
+        assert conn.execute("SELECT key FROM simdb.similar_key('pages', 'a', 0.9)").fetchall() == [("a",)]
 
 
 def test_signed_example_and_spec_example(conn: psycopg.Connection[tuple[object, ...]]) -> None:

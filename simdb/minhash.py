@@ -49,11 +49,14 @@ def rotate_left(value: int, bits: int) -> int:
     return ((value << bits) | (value >> (64 - bits))) & _MASK if bits else value
 
 
+@functools.cache
 def seeds(permutations: int) -> UInt64Array:
-    """seed_i = xxh3_64(i as 4 little-endian bytes), for i = 0..permutations-1."""
-    return np.array(
+    """seed_i = xxh3_64(i as 4 little-endian bytes), for i = 0..permutations-1 (computed once; read-only)."""
+    values = np.array(
         [xxhash.xxh3_64_intdigest(i.to_bytes(4, "little")) for i in range(permutations)], dtype=np.uint64
     )
+    values.flags.writeable = False
+    return values
 
 
 def signature(shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS) -> UInt64Array:

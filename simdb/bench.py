@@ -23,7 +23,6 @@ from simdb import batch, index, ingest, readers
 from simdb.bits import to_signed
 from simdb.connection import Connection
 from simdb.simhash import EmptyDocument, Features, fingerprint
-from simdb.sqlgen import near_statement
 
 
 def machine() -> dict[str, object]:
@@ -143,7 +142,7 @@ def bench_index(
         direct_statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
         direct, _ = timed(conn, direct_statement, [(to_signed(v), max_distance) for v in probes])
         roundtrip, _ = timed(conn, sql.SQL("SELECT %s::bigint"), [(to_signed(v),) for v in probes])
-        server = _server_side_ms(conn, made, probes[: min(200, len(probes))], max_distance)
+        server = server_side_ms(conn, made, [(to_signed(v), max_distance) for v in probes[:200]])
 
         progress(f"timing {brute_force_queries} brute-force scans")
         scan = sql.SQL("SELECT key FROM {} WHERE simdb.hamming(fingerprint, %s) <= %s").format(made.table)
@@ -262,18 +261,26 @@ def _bench_hnsw(
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
 
 
-def _server_side_ms(conn: Connection, made: index.SimhashIndex, probes: Sequence[int], k: int) -> list[float]:
-    """Execution time inside the server of the index's near statement (its cached generic plan)."""
+def server_side_ms(
+    conn: Connection, made: index.Index, arguments: Sequence[tuple[object, object]]
+) -> list[float]:
+    """Execution time inside the server of the index's near statement (its cached generic plan).
+
+    `arguments` are (sketch as stored, cutoff) pairs, as the index's near function takes them.
+    """
     name = sql.Identifier(f"simdb_bench_near_{os.getpid()}")
-    conn.execute("SET plan_cache_mode = force_generic_plan")
-    conn.execute(
-        sql.SQL("PREPARE {} (bigint, integer) AS {}").format(name, near_statement(made.name, made.plan))
+    row = conn.execute("SELECT near_sql FROM simdb._indexes WHERE name = %s", (made.name,)).fetchone()
+    statement = sql.SQL(row[0] if row else "")
+    types = sql.SQL(
+        "bigint, integer" if isinstance(made, index.SimhashIndex) else "bigint[], double precision"
     )
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute(sql.SQL("PREPARE {} ({}) AS {}").format(name, types, statement))
     timings = []
     try:
-        for value in probes:
+        for sketch, cutoff in arguments:
             explain = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {}({}, {})").format(
-                name, sql.Literal(to_signed(value)), sql.Literal(k)
+                name, sql.Literal(sketch), sql.Literal(cutoff)
             )
             plan = conn.execute(explain).fetchone()
             if plan:

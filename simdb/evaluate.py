@@ -21,7 +21,7 @@ import numpy as np
 from psycopg import sql
 
 from simdb import batch, index, ingest, query
-from simdb.bench import machine, percentile, timed
+from simdb.bench import machine, percentile, server_side_ms, timed
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.calibrate import similar_pairs
 from simdb.connection import Connection
@@ -44,6 +44,7 @@ class ModeFigures:
     load_seconds: float
     query_p50_ms: float
     query_p99_ms: float
+    server_p50_ms: float  # execution inside the server, without the round trip
     pairs_seconds: float
     padding_pairs: int  # pairs involving a padding row (random, so any is a false positive)
 
@@ -191,6 +192,7 @@ def evaluate(
                     arguments.append((made.to_sql(stored.sketch), made.cutoff()))
             statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
             latencies, _ = timed(conn, statement, arguments)
+            server = server_side_ms(conn, made, arguments[:200])
             progress(f"all pairs of {made.mode} index {name}")
             began = time.perf_counter()
             every = _unordered((pair.key_a, pair.key_b) for pair in batch.pairs(conn, made))
@@ -209,6 +211,7 @@ def evaluate(
                     load_seconds=loaded,
                     query_p50_ms=statistics.median(latencies),
                     query_p99_ms=percentile(latencies, 0.99),
+                    server_p50_ms=statistics.median(server),
                     pairs_seconds=pairs_seconds,
                     padding_pairs=len(every) - len(found),
                 )
@@ -228,12 +231,13 @@ def format_evaluation(result: Evaluation) -> str:
         f"Jaccard >= {result.threshold}"
         + (f"; plus {result.padding_rows} random rows in each index" if result.padding_rows else ""),
         f"{'mode':<8} {'precision':>9} {'recall':>6} {'pairs':>7} {'bytes/row':>9} {'load s':>7} "
-        f"{'query p50':>9} {'p99 ms':>7} {'pairs s':>7}  parameters",
+        f"{'query p50':>9} {'p99 ms':>7} {'server':>7} {'pairs s':>7}  parameters",
     ]
     for m in result.modes:
         lines.append(
             f"{m.mode:<8} {m.precision:>9.3f} {m.recall:>6.3f} {m.pairs:>7} {m.bytes_per_row:>9.0f} "
-            f"{m.load_seconds:>7.1f} {m.query_p50_ms:>9.3f} {m.query_p99_ms:>7.3f} {m.pairs_seconds:>7.2f}"
+            f"{m.load_seconds:>7.1f} {m.query_p50_ms:>9.3f} {m.query_p99_ms:>7.3f} {m.server_p50_ms:>7.3f} "
+            f"{m.pairs_seconds:>7.2f}"
             f"  {m.parameters}"
         )
     if result.padding_rows:
@@ -241,6 +245,7 @@ def format_evaluation(result: Evaluation) -> str:
             "pairs involving a random row: " + ", ".join(f"{m.mode} {m.padding_pairs}" for m in result.modes)
         )
     lines.append(
-        f"query: {result.queries} stored documents through each index's own near function, client-side"
+        f"query: {result.queries} stored documents through each index's own near function, client-side "
+        "(prepared psycopg); server: execution time of the same statement inside PostgreSQL"
     )
     return "\n".join(lines)

@@ -634,8 +634,8 @@ def pairs_(
     with database(ctx) as conn:
         target = index.get(conn, name)
         target.cutoff(max_distance, threshold)
-        simhash = isinstance(target, index.SimhashIndex)
-        write = _writer(format_, ("key_a", "key_b", "distance" if simhash else "similarity"))
+        score = target.score_column  # distance (simhash) or similarity (jaccard)
+        write = _writer(format_, ("key_a", "key_b", score))
         found = batch.pairs(
             conn,
             target,
@@ -645,7 +645,7 @@ def pairs_(
             size_ratio=size_ratio,
         )
         for pair in found:
-            write((pair.key_a, pair.key_b, pair.distance if simhash else pair.similarity))
+            write((pair.key_a, pair.key_b, getattr(pair, score)))
 
 
 @main.command(name="clusters")

@@ -271,9 +271,7 @@ def server_side_ms(
     name = sql.Identifier(f"simdb_bench_near_{os.getpid()}")
     row = conn.execute("SELECT near_sql FROM simdb._indexes WHERE name = %s", (made.name,)).fetchone()
     statement = sql.SQL(row[0] if row else "")
-    types = sql.SQL(
-        "bigint, integer" if isinstance(made, index.SimhashIndex) else "bigint[], double precision"
-    )
+    types = sql.SQL(f"{made.sketch_type}, {made.cutoff_type}")  # the near function's arguments
     conn.execute("SET plan_cache_mode = force_generic_plan")
     conn.execute(sql.SQL("PREPARE {} ({}) AS {}").format(name, types, statement))
     timings = []

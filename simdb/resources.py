@@ -15,6 +15,11 @@ def resource_dir(name: str) -> Path:
     raise FileNotFoundError(f"simdb's {name}/ folder is missing from {_PACKAGE}; reinstall simdb")
 
 
-def sql_text(filename: str) -> str:
-    """The text of one file in sql/."""
-    return (resource_dir("sql") / filename).read_text(encoding="utf-8")
+def sql_text(path: str) -> str:
+    """The text of one file in sql/, by its path there: "catalog/0001_catalog_tables.sql"."""
+    return (resource_dir("sql") / path).read_text(encoding="utf-8")
+
+
+def function_sql(name: str, version: int) -> str:
+    """sql/functions/NAME.vVERSION.sql: one version of one SQL function, as CREATE OR REPLACE FUNCTION."""
+    return sql_text(f"functions/{name}.v{version}.sql")

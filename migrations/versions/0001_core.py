@@ -7,12 +7,27 @@ Revises:
 from alembic import op
 from psycopg import sql
 
-from simdb.resources import sql_text
+from simdb.resources import function_sql, sql_text
 
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
+
+# The functions this revision creates (sql/functions/NAME.vN.sql), in a dependency-safe order:
+# LANGUAGE sql bodies are checked at creation (plpgsql ones at first call), so a function comes after
+# any its sql body calls.
+FUNCTIONS = (
+    ("hamming", 1),
+    ("to_hex", 1),
+    ("from_hex", 1),
+    ("permute", 1),
+    ("near", 1),
+    ("near_key", 1),
+    ("pairs", 1),
+    ("explain_near", 1),
+    ("_checked_distance", 1),
+)
 
 
 def _run_script(script: str) -> None:
@@ -21,7 +36,9 @@ def _run_script(script: str) -> None:
 
 
 def upgrade() -> None:
-    _run_script(sql_text("001_core.sql"))
+    _run_script(sql_text("catalog/0001_catalog_tables.sql"))
+    for name, version in FUNCTIONS:
+        _run_script(function_sql(name, version))
 
 
 def downgrade() -> None:

@@ -6,7 +6,7 @@ Revises: 0001
 
 from alembic import op
 
-from simdb.resources import sql_text
+from simdb.resources import function_sql
 
 revision = "0002"
 down_revision = "0001"
@@ -15,7 +15,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.get_bind().connection.driver_connection.execute(sql_text("002_jaccard.sql"))
+    op.get_bind().connection.driver_connection.execute(function_sql("jaccard_estimate", 1))
 
 
 def downgrade() -> None:

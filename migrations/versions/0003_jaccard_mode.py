@@ -8,41 +8,35 @@ Revises: 0002
 from alembic import op
 from psycopg import sql
 
-from simdb.resources import sql_text
+from simdb.resources import function_sql, sql_text
 
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-# simdb._checked_distance as revision 0001 defined it (0003 made it name the mode of an index).
-_CHECKED_DISTANCE_0001 = """
-CREATE OR REPLACE FUNCTION simdb._checked_distance(index_name text, max_distance integer)
-RETURNS integer
-LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    k_max integer := (SELECT i.max_distance FROM simdb._indexes AS i WHERE i.name = index_name);
-    k integer := coalesce(max_distance, k_max);
-BEGIN
-    IF k_max IS NULL THEN
-        RAISE EXCEPTION 'simdb: no index named %', quote_literal(index_name)
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'SELECT name FROM simdb._indexes lists the indexes';
-    END IF;
-    IF k < 0 OR k > k_max THEN
-        RAISE EXCEPTION 'simdb: max distance % is outside 0..% for index %',
-                k, k_max, quote_literal(index_name)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'an index answers exactly up to the max distance it was created with';
-    END IF;
-    RETURN k;
-END
-$$;
-"""
+# The functions this revision creates or replaces (sql/functions/NAME.vN.sql), in a dependency-safe
+# order. jaccard_estimate v2 returns double precision, not real, so the upgrade drops v1 first;
+# _checked_distance v2 replaces v1 in place (it checks the index's mode). The downgrade runs the
+# v1 files again.
+FUNCTIONS = (
+    ("jaccard_estimate", 2),
+    ("_checked_mode", 1),
+    ("_checked_distance", 2),
+    ("_checked_similarity", 1),
+    ("similar", 1),
+    ("similar_key", 1),
+    ("similar_pairs", 1),
+    ("explain_similar", 1),
+)
 
 
 def upgrade() -> None:
-    op.get_bind().connection.driver_connection.execute(sql_text("003_jaccard_mode.sql"))
+    raw = op.get_bind().connection.driver_connection
+    raw.execute(sql_text("catalog/0003_index_modes.sql"))
+    raw.execute("DROP FUNCTION simdb.jaccard_estimate(bigint[], bigint[])")
+    for name, version in FUNCTIONS:
+        raw.execute(function_sql(name, version))
 
 
 def downgrade() -> None:
@@ -60,11 +54,13 @@ def downgrade() -> None:
         "DROP FUNCTION simdb.similar(text, bigint[], double precision);"
         "DROP FUNCTION simdb._checked_similarity(text, double precision);"
         "DROP FUNCTION simdb.jaccard_estimate(bigint[], bigint[]);"
-        + _CHECKED_DISTANCE_0001
-        + "DROP FUNCTION simdb._checked_mode(text, text, text);"
+    )
+    raw.execute(function_sql("_checked_distance", 1))  # as revision 0001 made it (no mode check)
+    raw.execute(
+        "DROP FUNCTION simdb._checked_mode(text, text, text);"
         "ALTER TABLE simdb._indexes DROP CONSTRAINT _indexes_mode_parameters,"
         " DROP COLUMN mode, DROP COLUMN threshold, DROP COLUMN permutations, DROP COLUMN bands,"
         " DROP COLUMN band_rows, ALTER COLUMN max_distance SET NOT NULL, ALTER COLUMN blocks SET NOT NULL,"
         " ALTER COLUMN block_widths SET NOT NULL;"
     )
-    raw.execute(sql_text("002_jaccard.sql"))  # jaccard_estimate as revision 0002 made it (real)
+    raw.execute(function_sql("jaccard_estimate", 1))  # as revision 0002 made it (real)

@@ -9,16 +9,17 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.schema import CreateSchema
 
-SCHEMA = "simdb"
-VERSION_TABLE = "_alembic_version"
+from simdb.names import SCHEMA, VERSION_TABLE
+
 # One lock id for every simdb process: concurrent first runs migrate once, one after another.
 MIGRATION_LOCK = 0x51D8_0001
 
 
 def run(connection: Connection) -> None:
     connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK})
-    connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+    connection.execute(CreateSchema(SCHEMA, if_not_exists=True))
     context.configure(
         connection=connection,
         target_metadata=None,

@@ -26,9 +26,10 @@ import alembic.context
 import alembic.op
 from alembic import command
 from alembic.config import Config
+from psycopg import sql
 from sqlalchemy.engine import Connection as SAConnection
 
-from simdb import attach, index, schema
+from simdb import attach, index, names, schema
 from simdb.connection import Connection
 
 
@@ -74,11 +75,11 @@ def ensure_schema() -> None:
 def drop_schema() -> None:
     """Remove simdb's schema and every index in it."""
     _run_simdb_migrations(lambda config: command.downgrade(config, "base"))
-    _connection().exec_driver_sql("DROP SCHEMA IF EXISTS simdb CASCADE")
+    _driver().execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(names.SCHEMA)))
 
 
 def create_index(name: str, **options: Any) -> None:
-    """simdb create NAME: the same options as simdb.index.create (max_distance, expected_rows, ...)."""
+    """simdb create NAME: the same arguments as simdb.index.create (spec, features, expected_rows)."""
     index.create(_driver(), name, **options)
 
 

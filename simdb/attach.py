@@ -8,6 +8,7 @@ index rows also reference it with ON DELETE CASCADE and disappear with their sou
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,13 +16,11 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from simdb import catalog, ingest, names
 from simdb import index as indexes
-from simdb import ingest
-from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.index import Sketch
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.modes import Index, Sketch, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.simhash import DEFAULT_FEATURES, Features
 
@@ -29,15 +28,8 @@ BATCH = 2000
 _LINK_ATTEMPTS = 5
 
 
-@dataclass(frozen=True)
-class Source:
-    """Where an attached index reads from."""
-
-    schema: str
-    table: str
-    key_column: str
-    text_column: str
-    condition: str | None
+class Source(catalog.SourceRow):
+    """Where an attached index reads from: the catalog's record, as SQL pieces."""
 
     @property
     def relation(self) -> sql.Identifier:
@@ -94,16 +86,11 @@ def attach(
     key_column: str,
     text_column: str,
     condition: str | None = None,
+    spec: Spec | None = None,
     *,
-    mode: str = "simhash",
-    max_distance: int = DEFAULT_MAX_DISTANCE,
-    expected_rows: int = DEFAULT_EXPECTED_ROWS,
-    blocks: int | None = None,
     features: Features = DEFAULT_FEATURES,
-    workload: str = "both",
-    threshold: float = DEFAULT_THRESHOLD,
-    permutations: int = DEFAULT_PERMUTATIONS,
-) -> indexes.Index:
+    expected_rows: int = DEFAULT_EXPECTED_ROWS,
+) -> Index:
     """Create index NAME over an existing table; checked first, created in one transaction."""
     schema, relation = parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
@@ -126,23 +113,8 @@ def attach(
                 'give a SQL condition over the table\'s columns, e.g. "published"',
             ) from error
     with conn.transaction():
-        made = indexes.create(
-            conn,
-            name,
-            mode=mode,
-            max_distance=max_distance,
-            expected_rows=expected_rows,
-            blocks=blocks,
-            features=features,
-            workload=workload,
-            threshold=threshold,
-            permutations=permutations,
-        )
-        conn.execute(
-            "INSERT INTO simdb._sources (index_name, source_schema, source_table, key_column, text_column,"
-            " condition) VALUES (%s, %s, %s, %s, %s, %s)",
-            (name, schema, relation, key_column, text_column, condition),
-        )
+        made = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
+        catalog.add_source(conn, name, source)
         if _key_is_unique(conn, source):
             conn.execute(
                 sql.SQL(
@@ -159,33 +131,42 @@ def attach(
 
 
 def source_of(conn: Connection, name: str) -> Source:
-    row = conn.execute(
-        "SELECT source_schema, source_table, key_column, text_column, condition"
-        " FROM simdb._sources WHERE index_name = %s",
-        (name,),
-    ).fetchone()
+    row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(
             f"index {name!r} is not attached to a table", "attach one with `simdb attach NAME --table ...`"
         )
-    return Source(*row)
+    return Source(**dataclasses.asdict(row))
 
 
 @dataclass
-class SyncReport:
-    """What one sync did."""
+class SyncReport(ingest.Report):
+    """What one sync did: ingest's counts (rows without text skipped as "empty"), and rows removed."""
 
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
     removed: int = 0
-    empty: int = 0
+
+    @property
+    def added(self) -> int:
+        return self.inserted
+
+    @property
+    def empty(self) -> int:
+        return self.skipped["empty"]
 
     def summary(self) -> str:
         return (
             f"synced: {self.added} new, {self.updated} updated, {self.removed} removed, "
             f"{self.empty} without text skipped; unchanged rows were not read"
         )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "empty": self.empty,
+        }
 
 
 def sync(conn: Connection, name: str, progress: Callable[[int], object] | None = None) -> SyncReport:
@@ -215,14 +196,12 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
             values = made.sketches([row_text or "" for _, row_text, _ in rows])
             for (row_key, row_text, row_hash), value in zip(rows, values, strict=True):
                 if value is None:
-                    report.empty += 1
+                    report.skipped["empty"] += 1
                     continue
                 batch[row_key] = value
                 sizes[row_key] = len(row_text.encode("utf-8"))
                 hashes[row_key] = bytes(row_hash)
-            inserted, updated = ingest.store(conn, made, batch, sizes, hashes)
-            report.added += inserted
-            report.updated += updated
+            ingest.count_stored(report, len(batch), ingest.store(conn, made, batch, sizes, hashes))
             if progress is not None:
                 progress(len(rows))
     if has_source_key:
@@ -235,22 +214,22 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
             ).format(index=made.table, source=source.relation, key=key, where=source.where)
         )
         report.removed = gone.rowcount
-        conn.execute("UPDATE simdb._sources SET synced_at = now() WHERE index_name = %s", (name,))
+        catalog.mark_synced(conn, name)
     if report.added or report.updated or report.removed:
         ingest.vacuum(conn, made)
     return report
 
 
-def _has_column(conn: Connection, made: indexes.Index, column: str) -> bool:
+def _has_column(conn: Connection, made: Index, column: str) -> bool:
     row = conn.execute(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = 'simdb' AND table_name = %s"
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
         " AND column_name = %s",
-        (made.name, column),
+        (names.SCHEMA, made.name, column),
     ).fetchone()
     return row is not None
 
 
-def _link_source_keys(conn: Connection, made: indexes.Index, source: Source) -> None:
+def _link_source_keys(conn: Connection, made: Index, source: Source) -> None:
     """Set source_key (the foreign key that cascades deletes) on rows that do not have it yet.
 
     A source row deleted while this runs makes the foreign key check fail; then try again, and

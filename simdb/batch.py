@@ -7,12 +7,11 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
+from simdb import names
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.index import Index
-from simdb.query import check_size_ratio, scored
-from simdb.schema import SCHEMA
-from simdb.sqlgen import clusters_table
+from simdb.modes import Index
+from simdb.query import check_size_ratio
 
 KEEP_RULES = ("first", "last", "shortest", "longest")
 _FETCH = 10_000
@@ -61,7 +60,7 @@ def pairs(
         cursor.itersize = _FETCH
         cursor.execute(statement, (cutoff,))
         for key_a, key_b, score in cursor:
-            yield Pair(key_a, key_b, *scored(index, score))
+            yield Pair(key_a, key_b, *index.scored(score))
 
 
 class _Components:
@@ -104,6 +103,8 @@ class Clusters:
     pairs: int
     cutoff: float  # the max distance (simhash) or min similarity (jaccard) of the pairs
     described: str  # the cutoff in words: "within 3 bits", "at similarity >= 0.8"
+    cutoff_column: str  # what the cutoff is called: max_distance or min_similarity
+    table: str  # where the clusters are stored: simdb.NAME__clusters
 
     @property
     def keys(self) -> int:
@@ -115,6 +116,18 @@ class Clusters:
             f"{len(self.groups)} clusters of {self.keys} keys from {self.pairs} pairs "
             f"{self.described} (largest: {largest} keys)"
         )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "clusters": len(self.groups),
+            "keys": self.keys,
+            "pairs": self.pairs,
+            self.cutoff_column: self.cutoff,
+            "table": self.table,
+        }
+
+    def lines(self) -> list[str]:
+        return [f"{self.summary()}; stored in {self.table}"]
 
 
 def clusters(
@@ -136,8 +149,15 @@ def clusters(
     for pair in pairs(conn, index, max_distance, min_similarity=min_similarity):
         components.union(pair.key_a, pair.key_b)
         count += 1
-    result = Clusters(components.groups(), count, cutoff, index.describe_cutoff(cutoff))
-    table = sql.Identifier(SCHEMA, clusters_table(index.name))
+    result = Clusters(
+        components.groups(),
+        count,
+        cutoff,
+        index.describe_cutoff(cutoff),
+        index.cutoff_column,
+        names.clusters_table_name(index.name),
+    )
+    table = names.clusters_table(index.name)
     column = sql.Identifier(index.cutoff_column)
     with conn.transaction():
         conn.execute(
@@ -190,7 +210,7 @@ def dedup(
     statement = sql.SQL(
         "SELECT c.cluster, c.key, row_number() OVER (PARTITION BY c.cluster ORDER BY {order}) = 1"
         " FROM {clusters} AS c JOIN {table} AS r ON r.key = c.key ORDER BY c.cluster, 3 DESC, c.key"
-    ).format(order=order, clusters=sql.Identifier(SCHEMA, clusters_table(index.name)), table=index.table)
+    ).format(order=order, clusters=names.clusters_table(index.name), table=index.table)
     if not found.groups:
         return
     for cluster, key, kept in conn.execute(statement):

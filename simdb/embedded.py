@@ -75,6 +75,26 @@ class Status:
     version: str | None
     stale_pid_file: bool
 
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "running": self.running,
+            "pid": self.pid,
+            "home": str(self.home),
+            "url": self.url,
+            "version": self.version,
+            "stale_pid_file": self.stale_pid_file,
+        }
+
+    def lines(self) -> list[str]:
+        word = f"running (pid {self.pid})" if self.running else "stopped"
+        if self.stale_pid_file:
+            word += " (a stale pid file from a killed server is left; `simdb db start` clears it)"
+        return [
+            f"embedded PostgreSQL {self.version or '(not initialised)'}: {word}",
+            f"home: {self.home}",
+            f"url:  {self.url}",
+        ]
+
 
 class EmbeddedServer:
     """One data folder (home) with its PostgreSQL cluster, socket, log and lock."""

@@ -15,11 +15,11 @@ from multiprocessing import get_context
 
 from psycopg import sql
 
+from simdb import names
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.index import Index, Sketch
+from simdb.modes import Index, Sketch
 from simdb.readers import Document, Item, Skip
-from simdb.schema import SCHEMA
 
 DEFAULT_BATCH = 2000
 
@@ -48,6 +48,9 @@ class Report:
         if self.repaired:
             line += f"; {self.repaired} had invalid UTF-8 replaced by U+FFFD"
         return line
+
+    def lines(self) -> list[str]:
+        return [self.summary()]
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -92,7 +95,7 @@ def ingest(
             sizes[document.key] = document.size
             extensions[document.key] = document.extension
         if batch:
-            _count(report, len(batch), store(conn, index, batch, sizes, extensions=extensions))
+            count_stored(report, len(batch), store(conn, index, batch, sizes, extensions=extensions))
     if report.inserted or report.updated:
         vacuum(conn, index)
     return report
@@ -142,7 +145,8 @@ def _sketched(
             yield done, future.result()
 
 
-def _count(report: Report, size: int, counts: tuple[int, int]) -> None:
+def count_stored(report: Report, size: int, counts: tuple[int, int]) -> None:
+    """Add what `store` did with a batch of `size` rows to a report."""
     inserted, updated = counts
     report.inserted += inserted
     report.updated += updated
@@ -168,9 +172,9 @@ def store(
     sizes, hashes, extensions = sizes or {}, hashes or {}, extensions or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     values = [index.to_sql(batch[key]) for key in keys]
-    stage = sql.Identifier(f"_simdb_stage_{index.mode}_{index.name}")
+    stage = names.stage_table(index.mode, index.name)
     sketch = sql.Identifier(index.sketch_column)
-    names = sql.SQL(", ").join(
+    columns = sql.SQL(", ").join(
         [sql.Identifier("key"), sketch, *map(sql.Identifier, ("size", "content_hash", "extension"))]
     )
     with conn.transaction():
@@ -182,7 +186,7 @@ def store(
             ).format(stage=stage, sketch=sketch, type=sql.SQL(index.sketch_type))
         )
         with conn.cursor().copy(
-            sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, names)
+            sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, columns)
         ) as copy:
             copy.set_types(["text", index.sketch_type, "int8", "bytea", "text"])
             for key, value in zip(keys, values, strict=True):
@@ -191,8 +195,8 @@ def store(
         counts = conn.execute(
             sql.SQL(
                 "WITH up AS ("
-                " INSERT INTO {table} AS t ({names}, added_at)"
-                " SELECT {names}, now() FROM {stage} ORDER BY key"
+                " INSERT INTO {table} AS t ({columns}, added_at)"
+                " SELECT {columns}, now() FROM {stage} ORDER BY key"
                 " ON CONFLICT (key) DO UPDATE"
                 " SET {sketch} = excluded.{sketch}, size = excluded.size,"
                 " content_hash = excluded.content_hash, extension = excluded.extension,"
@@ -201,7 +205,7 @@ def store(
                 " (excluded.{sketch}, excluded.size, excluded.content_hash, excluded.extension)"
                 " RETURNING (xmax = 0) AS inserted)"
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
-            ).format(table=index.table, names=names, stage=stage, sketch=sketch)
+            ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
         ).fetchone()
     return (counts[0], counts[1]) if counts else (0, 0)
 
@@ -269,7 +273,7 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
         )
     with conn.transaction():
         for column in index.columns:
-            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(SCHEMA, f"{index.name}_{column}")))
+            conn.execute(sql.SQL("DROP INDEX {}").format(names.btree(index.name, column)))
         started = time.perf_counter()
         count = 0
         with conn.cursor().copy(

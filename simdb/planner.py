@@ -112,3 +112,57 @@ def choose(options: list[Design], workload: str = "both") -> Design:
 def plan_for(rows: int, max_distance: int, workload: str = "both") -> BlockPlan:
     """The block plan `simdb create` uses when --blocks is not given."""
     return choose(designs(rows, max_distance), workload).plan
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What `simdb plan` shows: every design for a row count and k, and the one chosen."""
+
+    rows: int
+    max_distance: int
+    workload: str
+    options: list[Design]
+    chosen: Design
+
+    def as_dict(self) -> list[dict[str, object]]:
+        return [
+            {
+                "blocks": d.plan.blocks,
+                "tables": d.tables,
+                "prefix_bits": list(d.prefix_bits),
+                "candidates_per_query": d.candidates_per_query,
+                "candidates_per_batch": d.candidates_per_batch,
+                "bytes_per_row": d.bytes_per_row,
+                "query_ms": d.online_ms,
+                "pairs_s": d.batch_s,
+                "load_s": d.load_s,
+                "chosen": d is self.chosen,
+            }
+            for d in self.options
+        ]
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"designs for {self.rows} rows, max distance {self.max_distance}, workload {self.workload}:",
+            f"  {'blocks':>6} {'tables':>6} {'prefix':>7} {'cand/query':>11} {'cand pairs':>11} "
+            f"{'bytes/row':>9} {'query ms':>9} {'pairs s':>9} {'load s':>8}",
+        ]
+        for d in self.options:
+            low, high = d.prefix_bits
+            bits = f"{low}" if low == high else f"{low}-{high}"
+            lines.append(
+                f"{'*' if d is self.chosen else ' '} {d.plan.blocks:>6} {d.tables:>6} {bits:>7} "
+                f"{d.candidates_per_query:>11.3g} {d.candidates_per_batch:>11.3g} {d.bytes_per_row:>9.0f} "
+                f"{d.online_ms:>9.3f} {d.batch_s:>9.3g} {d.load_s:>8.3g}"
+            )
+        lines.append(
+            f"* chosen: {self.chosen.plan.blocks} blocks ({self.chosen.tables} tables); costs measured on "
+            "simdb's development machine, see simdb/planner.py"
+        )
+        return lines
+
+
+def compare(rows: int, max_distance: int, workload: str = "both") -> Comparison:
+    """Every design for `rows` and `max_distance`, with the one `simdb create` would pick."""
+    options = designs(rows, max_distance)
+    return Comparison(rows, max_distance, workload, options, choose(options, workload))

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.index import Index, SimhashIndex, Sketch
+from simdb.modes import Index, Sketch
 
 
 @dataclass(frozen=True)
@@ -33,11 +32,24 @@ class Match:
         return {"key": self.key, **distance, "similarity": self.similarity}
 
 
-def scored(index: Index, score: float) -> tuple[float, int | None]:
-    """(similarity, distance) of a near or pairs function's score: a distance or a similarity."""
-    if isinstance(index, SimhashIndex):
-        return 1 - score / BITS, int(score)
-    return float(score), None
+@dataclass(frozen=True)
+class Answer:
+    """The matches of one query, for output: a distance column where the index has distances."""
+
+    matches: list[Match]
+
+    def as_dict(self) -> list[dict[str, object]]:
+        return [match.as_dict() for match in self.matches]
+
+    def lines(self) -> list[str]:
+        with_distance = any(match.distance is not None for match in self.matches)
+        header = f"{'distance':>8}  {'similarity':>10}  key" if with_distance else f"{'similarity':>10}  key"
+        rows = [
+            ("" if match.distance is None else f"{match.distance:>8}  ")
+            + f"{match.similarity:>10.3f}  {match.key}"
+            for match in self.matches
+        ]
+        return [header, *rows]
 
 
 def check_size_ratio(ratio: float | None) -> None:
@@ -105,7 +117,7 @@ def near(
     else:
         statement = sql.SQL("SELECT * FROM {}(%s, %s)").format(index.near_function)
     rows = conn.execute(statement, (index.to_sql(value), cutoff), prepare=not conditions).fetchall()
-    return [Match(key, *scored(index, score)) for key, score in rows]
+    return [Match(key, *index.scored(score)) for key, score in rows]
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,14 @@ import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from psycopg import sql
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from simdb.connection import Connection
+from simdb.names import VERSION_TABLE, in_schema, qualified
 from simdb.resources import resource_dir
 
-SCHEMA = "simdb"
-VERSION_TABLE = "_alembic_version"
 HEAD = "0003"  # tests check that this is the head of migrations/versions
 
 
@@ -32,9 +32,10 @@ def head_revision() -> str | None:
 
 def current_revision(conn: Connection) -> str | None:
     """The schema revision in the database, or None before the first migration."""
-    if conn.execute("SELECT to_regclass('simdb._alembic_version')").fetchone() == (None,):
+    version_table = qualified(VERSION_TABLE)
+    if conn.execute("SELECT to_regclass(%s)", (version_table,)).fetchone() == (None,):
         return None
-    row = conn.execute("SELECT version_num FROM simdb._alembic_version").fetchone()
+    row = conn.execute(sql.SQL("SELECT version_num FROM {}").format(in_schema(VERSION_TABLE))).fetchone()
     return None if row is None else str(row[0])
 
 

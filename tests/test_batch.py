@@ -11,6 +11,7 @@ import pytest
 from test_cli import simdb
 
 from simdb import batch, index, ingest
+from simdb.modes import SimhashSpec
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -32,7 +33,7 @@ def planted(conn: Conn) -> tuple[index.Index, dict[str, int]]:
         rows[f"g{group}_same"] = base
         for distance in range(5):
             rows[f"g{group}_d{distance}"] = _flip(rng, base, distance)
-    made = index.create(conn, "docs", max_distance=3, expected_rows=len(rows))
+    made = index.create(conn, "docs", SimhashSpec(max_distance=3), expected_rows=len(rows))
     ingest.store(conn, made, rows)
     ingest.vacuum(conn, made)
     return made, rows
@@ -134,7 +135,7 @@ def test_dedup_rules(capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: P
 
 
 def test_pairs_and_clusters_cli(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
-    made = index.create(conn, "docs", max_distance=2)
+    made = index.create(conn, "docs", SimhashSpec(max_distance=2))
     ingest.store(conn, made, {"x": 0b1111, "y": 0b1110, "w": 0b1100, "z": 0b0000, "far": 2**64 - 1})
     code, out, _ = simdb(capsys, "pairs", "docs")  # x-y 1, y-w 1, x-w 2, w-z 2; y-z 3 is too far
     assert code == 0 and out.splitlines()[0] == "key_a,key_b,distance"

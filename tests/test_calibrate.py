@@ -11,7 +11,7 @@ import pytest
 from test_cli import simdb
 
 from simdb.bits import hamming
-from simdb.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs
+from simdb.measure.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs
 from simdb.minhash import choose_banding, document_signature, estimate
 from simdb.readers import Document
 from simdb.simhash import Features, feature_hashes, simhash

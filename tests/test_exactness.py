@@ -7,6 +7,7 @@ import psycopg
 import pytest
 
 from simdb import index, ingest, query
+from simdb.modes import SimhashSpec
 
 Conn = psycopg.Connection[tuple[object, ...]]
 K = 3
@@ -32,7 +33,7 @@ def test_near_equals_brute_force_on_100k_rows(conn: Conn) -> None:
         for distance in range(K + 2):  # every distance 0..k+1, k+1 must not come back
             for copy in range(2):
                 rows[f"q{q}_d{distance}_{copy}"] = _flip(rng, value, distance)
-    made = index.create(conn, "big", max_distance=K, expected_rows=len(rows))
+    made = index.create(conn, "big", SimhashSpec(max_distance=K), expected_rows=len(rows))
     keys = list(rows)
     for start in range(0, len(keys), 20_000):
         ingest.store(conn, made, {key: rows[key] for key in keys[start : start + 20_000]})

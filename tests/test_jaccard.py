@@ -14,8 +14,10 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
 from test_cli import simdb
 
-from simdb import attach, batch, evaluate, index, ingest, query, readers, schema
+from simdb import attach, batch, index, ingest, query, readers, schema
+from simdb.measure import evaluate
 from simdb.minhash import estimate
+from simdb.modes import JaccardIndex, JaccardSpec
 from simdb.simhash import feature_hashes
 from simdb.sqlalchemy import similar, similar_key
 
@@ -46,9 +48,9 @@ def _corpus() -> dict[str, str]:
 
 
 @pytest.fixture
-def loaded(conn: Conn) -> tuple[index.JaccardIndex, dict[str, np.ndarray]]:
-    made = index.create(conn, "docs", mode="jaccard", threshold=0.8)
-    assert isinstance(made, index.JaccardIndex)
+def loaded(conn: Conn) -> tuple[JaccardIndex, dict[str, np.ndarray]]:
+    made = index.create(conn, "docs", JaccardSpec(threshold=0.8))
+    assert isinstance(made, JaccardIndex)
     signatures = {key: made.sketch(text) for key, text in _corpus().items()}
     ingest.store(conn, made, signatures)
     ingest.vacuum(conn, made)
@@ -56,7 +58,7 @@ def loaded(conn: Conn) -> tuple[index.JaccardIndex, dict[str, np.ndarray]]:
 
 
 def _brute_pairs(
-    made: index.JaccardIndex, signatures: dict[str, np.ndarray], wanted: float
+    made: JaccardIndex, signatures: dict[str, np.ndarray], wanted: float
 ) -> set[tuple[str, str, float]]:
     """Every pair of stored signatures that shares a band key and estimates >= wanted."""
     keys = sorted(signatures)
@@ -73,7 +75,7 @@ def _brute_pairs(
 
 @pytest.mark.parametrize("wanted", [None, 0.9, 1.0])
 def test_pairs_equal_brute_force_over_stored_signatures(
-    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]], wanted: float | None
+    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]], wanted: float | None
 ) -> None:
     made, signatures = loaded
     found = [(p.key_a, p.key_b, p.similarity) for p in batch.pairs(conn, made, min_similarity=wanted)]
@@ -86,7 +88,7 @@ def test_pairs_equal_brute_force_over_stored_signatures(
 
 
 def test_near_equals_brute_force_over_stored_signatures(
-    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
     bands = {key: made.banding.keys(value) for key, value in signatures.items()}
@@ -106,7 +108,7 @@ def test_near_equals_brute_force_over_stored_signatures(
 
 
 def test_sql_band_keys_and_estimates_equal_python(
-    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
     columns = ", ".join(made.columns)
@@ -123,7 +125,7 @@ def test_sql_band_keys_and_estimates_equal_python(
 
 
 def test_plain_sql_writers_get_the_same_band_keys(
-    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
     conn.execute(
@@ -140,7 +142,7 @@ def test_plain_sql_writers_get_the_same_band_keys(
 
 
 def test_clusters_and_dedup_on_a_jaccard_index(
-    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, _ = loaded
     found = batch.clusters(conn, made)
@@ -236,7 +238,7 @@ def test_cli_refuses_options_of_the_other_mode(capsys: pytest.CaptureFixture[str
 
 
 def test_sql_functions_name_the_mode(conn: Conn) -> None:
-    index.create(conn, "jac", mode="jaccard")
+    index.create(conn, "jac", JaccardSpec())
     index.create(conn, "sim")
     with pytest.raises(psycopg.errors.WrongObjectType, match="index 'jac' is a jaccard index"):
         conn.execute("SELECT * FROM simdb.near('jac', 1)")
@@ -252,7 +254,7 @@ def test_attach_and_sync_a_jaccard_index(conn: Conn) -> None:
     rows = [(1, texts["d2"]), (2, texts["d2_e02"]), (3, texts["u9"])]
     with conn.cursor() as cursor:
         cursor.executemany("INSERT INTO public.articles VALUES (%s, %s)", rows)
-    made = attach.attach(conn, "arts", "public.articles", "id", "body", mode="jaccard")
+    made = attach.attach(conn, "arts", "public.articles", "id", "body", spec=JaccardSpec())
     report = attach.sync(conn, "arts")
     assert (report.added, report.updated) == (3, 0)
     assert [m.key for m in query.near(conn, made, made.sketch(texts["d2"]))] == ["1", "2"]
@@ -266,7 +268,7 @@ def test_attach_and_sync_a_jaccard_index(conn: Conn) -> None:
 def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
     schema.upgrade(empty_db)
     with psycopg.connect(empty_db, autocommit=True) as conn:
-        made = index.create(conn, "jac", mode="jaccard")
+        made = index.create(conn, "jac", JaccardSpec())
         ingest.store(conn, made, {"a": made.sketch("some words to sign here")})
     schema.downgrade(empty_db, "0002")
     with psycopg.connect(empty_db, autocommit=True) as conn:
@@ -324,7 +326,7 @@ def test_bench_jaccard_mode_prints_both_modes(
 
 
 def test_sqlalchemy_similar_equals_the_library(
-    dsn: str, conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+    dsn: str, conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
     engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool)
@@ -340,7 +342,7 @@ def test_sqlalchemy_similar_equals_the_library(
 
 
 def test_similar_plan_probes_every_band_index_only(
-    conn: Conn, loaded: tuple[index.JaccardIndex, dict[str, np.ndarray]]
+    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
     plan = "\n".join(

@@ -12,6 +12,7 @@ from simdb import index, ingest, query, schema
 from simdb.bits import MASK64, hamming, to_hex, to_signed, to_unsigned
 from simdb.embedded import program
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
+from simdb.modes import SimhashSpec
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -57,7 +58,7 @@ def test_sql_hamming_equals_python(conn: Conn) -> None:
 
 @pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 7), (6, 8)])
 def test_sql_permute_equals_python(conn: Conn, k: int, blocks: int) -> None:
-    made = index.create(conn, f"perm_{k}_{blocks}", max_distance=k, blocks=blocks)
+    made = index.create(conn, f"perm_{k}_{blocks}", SimhashSpec(k, blocks))
     rng = random.Random(k * 100 + blocks)
     values = [rng.getrandbits(64) for _ in range(300)] + [0, MASK64, 1 << 63, 1]
     for number, table in enumerate(made.plan.tables):
@@ -72,7 +73,7 @@ def test_sql_permute_equals_python(conn: Conn, k: int, blocks: int) -> None:
 
 @pytest.mark.parametrize(("k", "blocks"), [(0, 1), (3, 5), (6, 8)])
 def test_plain_sql_insert_gets_the_permuted_columns(conn: Conn, k: int, blocks: int) -> None:
-    made = index.create(conn, "docs", max_distance=k, blocks=blocks)
+    made = index.create(conn, "docs", SimhashSpec(k, blocks))
     rng = random.Random(blocks)
     values = [rng.getrandbits(64) for _ in range(300)] + [0, MASK64, 1 << 63]
     conn.execute(
@@ -93,7 +94,7 @@ def test_hex_functions(conn: Conn) -> None:
 
 
 def _load(conn: Conn, name: str, rows: dict[str, int]) -> index.Index:
-    made = index.create(conn, name, max_distance=3)
+    made = index.create(conn, name, SimhashSpec(max_distance=3))
     ingest.store(conn, made, rows)
     ingest.vacuum(conn, made)
     return made
@@ -153,7 +154,7 @@ def test_near_errors(conn: Conn) -> None:
 
 
 def test_catalog_records_parameters(conn: Conn) -> None:
-    index.create(conn, "docs", max_distance=2, blocks=4)
+    index.create(conn, "docs", SimhashSpec(max_distance=2, blocks=4))
     row = conn.execute(
         "SELECT bits, max_distance, blocks, block_widths, features, spec_version FROM simdb._indexes"
     ).fetchone()

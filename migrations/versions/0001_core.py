@@ -5,8 +5,8 @@ Revises:
 """
 
 from alembic import op
-from psycopg import sql
 
+from simdb import catalog, index
 from simdb.resources import function_sql, sql_text
 
 revision = "0001"
@@ -43,11 +43,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     raw = op.get_bind().connection.driver_connection
-    for (name,) in raw.execute("SELECT name FROM simdb._indexes").fetchall():
-        for table in (name, f"{name}__clusters"):
-            raw.execute(sql.SQL("DROP TABLE IF EXISTS simdb.{}").format(sql.Identifier(table)))
-        for function in (f"{name}__near", f"{name}__pairs"):
-            raw.execute(sql.SQL("DROP FUNCTION IF EXISTS simdb.{}").format(sql.Identifier(function)))
+    for name in catalog.index_names(raw):
+        index.drop_objects(raw, name)
     _run_script(
         "DROP FUNCTION simdb.explain_near(text, bigint, integer);"
         "DROP FUNCTION simdb.pairs(text, integer);"

@@ -6,8 +6,8 @@ Revises: 0002
 """
 
 from alembic import op
-from psycopg import sql
 
+from simdb import catalog, index
 from simdb.resources import function_sql, sql_text
 
 revision = "0003"
@@ -41,13 +41,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     raw = op.get_bind().connection.driver_connection
-    for (name,) in raw.execute("SELECT name FROM simdb._indexes WHERE mode = 'jaccard'").fetchall():
-        for table in (name, f"{name}__clusters"):
-            raw.execute(sql.SQL("DROP TABLE IF EXISTS simdb.{}").format(sql.Identifier(table)))
-        for function in (f"{name}__near", f"{name}__pairs"):
-            raw.execute(sql.SQL("DROP FUNCTION IF EXISTS simdb.{}").format(sql.Identifier(function)))
+    for name in catalog.index_names(raw, mode="jaccard"):
+        index.drop_objects(raw, name)
     raw.execute(
-        "DELETE FROM simdb._indexes WHERE mode = 'jaccard';"
         "DROP FUNCTION simdb.explain_similar(text, bigint[], double precision);"
         "DROP FUNCTION simdb.similar_pairs(text, double precision);"
         "DROP FUNCTION simdb.similar_key(text, text, double precision);"

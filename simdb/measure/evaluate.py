@@ -20,12 +20,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from psycopg import sql
 
-from simdb import batch, index, ingest, query
-from simdb.bench import machine, percentile, server_side_ms, timed
+from simdb import batch, index, ingest, names, query
 from simdb.blocks import DEFAULT_MAX_DISTANCE
-from simdb.calibrate import similar_pairs
 from simdb.connection import Connection
+from simdb.measure.bench import machine, percentile, server_side_ms, timed
+from simdb.measure.calibrate import similar_pairs
 from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.modes import Index, JaccardSpec, SimhashSpec, Sketch, Spec
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes
 
@@ -66,6 +67,9 @@ class Evaluation:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    def lines(self) -> list[str]:
+        return format_evaluation(self)
 
 
 def edit_words(rng: np.random.Generator, text: str, rate: float) -> str:
@@ -110,14 +114,12 @@ PADDING = "pad:"
 _PADDING_CHUNK = 10_000
 
 
-def _padding(made: index.Index, rows: int, seed: int) -> Iterator[tuple[str, index.Sketch]]:
+def _padding(made: Index, rows: int, seed: int) -> Iterator[tuple[str, Sketch]]:
     """Random fingerprints or signatures under keys pad:0, pad:1, ..."""
     rng = np.random.default_rng(seed + 1)
-    width = made.permutations if isinstance(made, index.JaccardIndex) else 1
     for start in range(0, rows, _PADDING_CHUNK):
-        values = rng.integers(0, 2**64, size=(min(_PADDING_CHUNK, rows - start), width), dtype=np.uint64)
-        for offset, value in enumerate(values):
-            sketch = value if width > 1 else int(value[0])
+        sketches = made.random_sketches(rng, min(_PADDING_CHUNK, rows - start))
+        for offset, sketch in enumerate(sketches):
             yield f"{PADDING}{start + offset}", sketch
 
 
@@ -165,17 +167,10 @@ def evaluate(
     )
     picked = np.random.default_rng(seed).choice(len(corpus), size=evaluation.queries, replace=False)
     probes = [corpus[int(i)].key for i in picked]
-    for mode in ("jaccard", "simhash"):
-        name = f"evaluate_{mode}_{os.getpid()}"
-        made = index.create(
-            conn,
-            name,
-            mode=mode,
-            threshold=threshold,
-            permutations=permutations,
-            max_distance=max_distance,
-            expected_rows=len(corpus) + padding_rows,
-        )
+    specs: list[Spec] = [JaccardSpec(threshold, permutations), SimhashSpec(max_distance)]
+    for spec in specs:
+        name = f"evaluate_{spec.mode}_{os.getpid()}"
+        made = index.create(conn, name, spec, expected_rows=len(corpus) + padding_rows)
         try:
             if padding_rows:
                 progress(f"bulk-loading {padding_rows} random rows into {made.mode} index {name}")
@@ -184,7 +179,7 @@ def evaluate(
             began = time.perf_counter()
             ingest.ingest(conn, made, corpus, jobs=jobs)
             loaded = time.perf_counter() - began
-            size = conn.execute("SELECT pg_total_relation_size(%s)", (f"simdb.{name}",)).fetchone()
+            size = conn.execute("SELECT pg_total_relation_size(%s)", (names.qualified(name),)).fetchone()
             arguments = []
             for key in probes:
                 stored = query.stored(conn, made, key)
@@ -221,7 +216,7 @@ def evaluate(
     return evaluation
 
 
-def format_evaluation(result: Evaluation) -> str:
+def format_evaluation(result: Evaluation) -> list[str]:
     """The human-readable lines of an evaluation."""
     host = result.machine
     lines = [
@@ -248,4 +243,4 @@ def format_evaluation(result: Evaluation) -> str:
         f"query: {result.queries} stored documents through each index's own near function, client-side "
         "(prepared psycopg); server: execution time of the same statement inside PostgreSQL"
     )
-    return "\n".join(lines)
+    return lines

@@ -39,13 +39,61 @@ class Calibration:
     recall: dict[float, list[float]] = field(default_factory=dict)
     close: list[int] = field(default_factory=list)  # pairs with distance <= k
     jaccard_mode: dict[float, tuple[float, float]] = field(default_factory=dict)  # t: (precision, recall)
+    threshold: float = 0.9  # the Jaccard that counts as a near-duplicate, for the recommendation
+    wanted_recall: float = 0.9  # the recall the recommended k must reach
 
-    def recommend(self, threshold: float, wanted_recall: float) -> int | None:
+    def recommend(self, threshold: float | None = None, wanted_recall: float | None = None) -> int | None:
         """The smallest k whose recall at `threshold` reaches `wanted_recall`, if any."""
+        threshold = self.threshold if threshold is None else threshold
+        wanted = self.wanted_recall if wanted_recall is None else wanted_recall
         for k, value in enumerate(self.recall[threshold]):
-            if value >= wanted_recall:
+            if value >= wanted:
                 return k
         return None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "documents": self.documents,
+            "features": self.features,
+            "similar_pairs": {str(t): n for t, n in self.similar.items()},
+            "close_pairs": self.close,
+            "precision": {str(t): v for t, v in self.precision.items()},
+            "recall": {str(t): v for t, v in self.recall.items()},
+            "recommended_k": self.recommend(),
+            "jaccard_mode": {
+                str(t): {"precision": p, "recall": r} for t, (p, r) in self.jaccard_mode.items()
+            },
+        }
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"{self.documents} documents, features {self.features}; pairs with Jaccard >= "
+            + ", ".join(f"{t}: {n}" for t, n in self.similar.items()),
+            f"{'k':>2} {'pairs':>8}  " + "  ".join(f"J>={t:<4} prec  rec" for t in THRESHOLDS),
+        ]
+        for distance in range(MAX_K + 1):
+            cells = "  ".join(
+                f"{'':4}{self.precision[t][distance]:>6.3f} {self.recall[t][distance]:>5.3f}"
+                for t in THRESHOLDS
+            )
+            lines.append(f"{distance:>2} {self.close[distance]:>8}  {cells}")
+        lines.append(
+            "jaccard mode (a jaccard index with --threshold t): "
+            + "; ".join(
+                f"J>={t}: precision {p:.3f} recall {r:.3f}" for t, (p, r) in self.jaccard_mode.items()
+            )
+        )
+        k, t, wanted = self.recommend(), self.threshold, self.wanted_recall
+        if k is not None:
+            lines.append(
+                f"recommended: --max-distance {k} (the smallest k with recall >= {wanted} at Jaccard >= {t})"
+            )
+        else:
+            lines.append(
+                f"no k up to {MAX_K} reaches recall {wanted} at Jaccard >= {t}: 64-bit SimHash "
+                f"finds close copies, not looser similarity; use --mode jaccard --threshold {t}"
+            )
+        return lines
 
 
 def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
@@ -96,8 +144,15 @@ def _lsh_pairs(signatures: list[UInt64Array], threshold: float) -> set[tuple[int
     return {pair for pair in candidates if estimate(signatures[pair[0]], signatures[pair[1]]) >= threshold}
 
 
-def calibrate(documents: Iterable[Document], features: Features, sample: int) -> Calibration:
-    """Measure on up to `sample` documents (the first ones read)."""
+def calibrate(
+    documents: Iterable[Document],
+    features: Features,
+    sample: int,
+    threshold: float = 0.9,
+    wanted_recall: float = 0.9,
+) -> Calibration:
+    """Measure on up to `sample` documents (the first ones read); recommend the smallest k whose
+    recall at Jaccard >= `threshold` reaches `wanted_recall`."""
     sets: list[frozenset[int]] = []
     prints: list[int] = []
     signatures: list[UInt64Array] = []
@@ -117,7 +172,11 @@ def calibrate(documents: Iterable[Document], features: Features, sample: int) ->
     for pair in itertools.chain(close, *banded.values()):  # Jaccard below the lowest threshold too
         similar.setdefault(pair, jaccard(sets[pair[0]], sets[pair[1]]))
     result = Calibration(
-        len(sets), str(features), {t: sum(j >= t for j in similar.values()) for t in THRESHOLDS}
+        len(sets),
+        str(features),
+        {t: sum(j >= t for j in similar.values()) for t in THRESHOLDS},
+        threshold=threshold,
+        wanted_recall=wanted_recall,
     )
     for k in range(MAX_K + 1):
         within = [pair for pair, distance in close.items() if distance <= k]

@@ -19,10 +19,11 @@ import numpy as np
 import xxhash
 from psycopg import sql
 
-from simdb import batch, index, ingest, readers
+from simdb import batch, catalog, index, ingest, names, readers
 from simdb.bits import to_signed
 from simdb.connection import Connection
-from simdb.simhash import EmptyDocument, Features, fingerprint
+from simdb.modes import Index, SimhashIndex, SimhashSpec
+from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint
 
 
 def machine() -> dict[str, object]:
@@ -129,12 +130,12 @@ def bench_index(
     name = f"bench_{os.getpid()}"
     data, probes, planted = _planted(rows, queries, max_distance, seed)
     truth = _true_neighbours(data, probes, max_distance)
-    made = index.save(conn, index.SimhashIndex.planned(name, expected_rows=rows, max_distance=max_distance))
+    made = index.save(conn, SimhashSpec(max_distance).build(name, DEFAULT_FEATURES, rows))
     try:
         progress(f"loading {rows} rows into scratch index {name}")
         loaded = ingest.bulk_load(conn, made, data.items())
         ingest.vacuum(conn, made)
-        size = conn.execute("SELECT pg_total_relation_size(%s)", (f"simdb.{name}",)).fetchone()
+        size = conn.execute("SELECT pg_total_relation_size(%s)", (names.qualified(name),)).fetchone()
 
         progress(f"timing {queries} queries")
         statement = sql.SQL("SELECT key FROM simdb.near(%s, %s, %s)")
@@ -221,7 +222,7 @@ def timed(
 
 def _bench_hnsw(
     conn: Connection,
-    made: index.SimhashIndex,
+    made: SimhashIndex,
     probes: Sequence[int],
     truth: Sequence[set[str]],
     progress: Callable[[str], None],
@@ -261,17 +262,14 @@ def _bench_hnsw(
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
 
 
-def server_side_ms(
-    conn: Connection, made: index.Index, arguments: Sequence[tuple[object, object]]
-) -> list[float]:
+def server_side_ms(conn: Connection, made: Index, arguments: Sequence[tuple[object, object]]) -> list[float]:
     """Execution time inside the server of the index's near statement (its cached generic plan).
 
     `arguments` are (sketch as stored, cutoff) pairs, as the index's near function takes them.
     """
     name = sql.Identifier(f"simdb_bench_near_{os.getpid()}")
-    row = conn.execute("SELECT near_sql FROM simdb._indexes WHERE name = %s", (made.name,)).fetchone()
-    statement = sql.SQL(row[0] if row else "")
-    types = sql.SQL(f"{made.sketch_type}, {made.cutoff_type}")  # the near function's arguments
+    statement = sql.SQL(catalog.near_sql(conn, made.name))
+    types = sql.SQL(", ").join([sql.SQL(made.sketch_type), sql.SQL(made.cutoff_type)])  # near's arguments
     conn.execute("SET plan_cache_mode = force_generic_plan")
     conn.execute(sql.SQL("PREPARE {} ({}) AS {}").format(name, types, statement))
     timings = []
@@ -343,7 +341,24 @@ def bench_fingerprint(paths: Sequence[str], features: Features, rounds: int = 3)
     return FingerprintBench(len(texts), size / 1e6, str(features), ours, baseline)
 
 
-def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None = None) -> str:
+@dataclass
+class BenchReport:
+    """One `simdb bench` run: the index figures, and fingerprinting figures when asked for."""
+
+    index: IndexBench
+    fingerprinting: FingerprintBench | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        report = self.index.as_dict()
+        if self.fingerprinting is not None:
+            report["fingerprint"] = self.fingerprinting.as_dict()
+        return report
+
+    def lines(self) -> list[str]:
+        return format_report(self.index, self.fingerprinting)
+
+
+def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None = None) -> list[str]:
     """The human-readable lines of a bench run."""
     host = figures.machine
     lines = [f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}, {figures.server}"]
@@ -377,4 +392,4 @@ def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None =
         )
     else:
         lines.append(f"pgvector HNSW: {f.hnsw_note}")
-    return "\n".join(lines)
+    return lines

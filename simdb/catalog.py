@@ -1,0 +1,132 @@
+"""simdb's catalog: the only module that reads or writes simdb._indexes, _tables and _sources.
+
+_indexes holds one row per index with every parameter it was built with (the columns of its
+mode are filled, the others NULL); _tables the permuted tables of a simhash index; _sources the
+user table an attached index reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from simdb.connection import Connection
+from simdb.names import VERSION_TABLE, in_schema
+
+INDEXES = in_schema("_indexes")
+TABLES = in_schema("_tables")
+SOURCES = in_schema("_sources")
+
+
+def add_index(conn: Connection, values: Mapping[str, object]) -> None:
+    """Insert an index's row: {column: value} for the columns its mode fills."""
+    conn.execute(
+        sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            INDEXES,
+            sql.SQL(", ").join(map(sql.Identifier, values)),
+            sql.SQL(", ").join(sql.Placeholder() * len(values)),
+        ),
+        list(values.values()),
+    )
+
+
+def index_row(conn: Connection, name: str) -> dict[str, Any] | None:
+    """An index's row as {column: value}, or None if there is no such index."""
+    with conn.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(sql.SQL("SELECT * FROM {} WHERE name = %s").format(INDEXES), (name,)).fetchone()
+
+
+def index_names(conn: Connection, mode: str | None = None) -> list[str]:
+    """The names of all indexes (of one mode, if given), sorted."""
+    if mode is None:  # (also before revision 0003, which added the mode column)
+        rows = conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(INDEXES))
+    else:
+        rows = conn.execute(
+            sql.SQL("SELECT name FROM {} WHERE mode = %s ORDER BY name").format(INDEXES), (mode,)
+        )
+    return [str(name) for (name,) in rows]
+
+
+def remove_index(conn: Connection, name: str) -> None:
+    """Delete an index's rows from the catalog (its _tables and _sources rows cascade)."""
+    conn.execute(sql.SQL("DELETE FROM {} WHERE name = %s").format(INDEXES), (name,))
+
+
+def near_sql(conn: Connection, name: str) -> str:
+    """The static statement behind simdb."NAME__near", as the index stored it."""
+    row = conn.execute(sql.SQL("SELECT near_sql FROM {} WHERE name = %s").format(INDEXES), (name,)).fetchone()
+    return str(row[0]) if row else ""
+
+
+@dataclass(frozen=True)
+class PermutedTable:
+    """One permuted table of a simhash index, as _tables records it."""
+
+    number: int
+    column: str
+    block_order: Sequence[int]
+    prefix_bits: int
+
+
+def add_tables(conn: Connection, name: str, tables: Sequence[PermutedTable]) -> None:
+    for table in tables:
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (index_name, table_no, column_name, block_order, prefix_bits)"
+                " VALUES (%s, %s, %s, %s, %s)"
+            ).format(TABLES),
+            (name, table.number, table.column, list(table.block_order), table.prefix_bits),
+        )
+
+
+def block_orders(conn: Connection, name: str) -> list[list[int]]:
+    """The block order of each permuted table of index NAME, by table number."""
+    rows = conn.execute(
+        sql.SQL("SELECT block_order FROM {} WHERE index_name = %s ORDER BY table_no").format(TABLES), (name,)
+    ).fetchall()
+    return [list(order) for (order,) in rows]
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """The user table an attached index reads, as _sources records it."""
+
+    schema: str
+    table: str
+    key_column: str
+    text_column: str
+    condition: str | None
+
+
+def add_source(conn: Connection, name: str, source: SourceRow) -> None:
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {} (index_name, source_schema, source_table, key_column, text_column, condition)"
+            " VALUES (%s, %s, %s, %s, %s, %s)"
+        ).format(SOURCES),
+        (name, source.schema, source.table, source.key_column, source.text_column, source.condition),
+    )
+
+
+def source_row(conn: Connection, name: str) -> SourceRow | None:
+    row = conn.execute(
+        sql.SQL(
+            "SELECT source_schema, source_table, key_column, text_column, condition"
+            " FROM {} WHERE index_name = %s"
+        ).format(SOURCES),
+        (name,),
+    ).fetchone()
+    return None if row is None else SourceRow(*row)
+
+
+def mark_synced(conn: Connection, name: str) -> None:
+    conn.execute(sql.SQL("UPDATE {} SET synced_at = now() WHERE index_name = %s").format(SOURCES), (name,))
+
+
+def readable_tables() -> list[sql.Identifier]:
+    """The catalog tables a reader role needs to SELECT (to load an index's parameters)."""
+    return [INDEXES, TABLES, in_schema(VERSION_TABLE)]

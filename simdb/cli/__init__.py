@@ -1,0 +1,84 @@
+"""The `simdb` command: parses options, calls one library function, prints the result.
+
+One module per group of commands (admin, data, search, measure, server), each a thin layer over
+the library. simdb's own errors become one line on stderr with a hint and exit status 1; usage
+errors exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import psycopg
+
+from simdb.cli import admin, data, measure, search, server
+from simdb.cli.common import Settings
+from simdb.errors import DatabaseUnavailable, SimdbError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--dsn",
+    metavar="DSN",
+    help="PostgreSQL connection (URL or key=value). Default: SIMDB_DSN, DATABASE_URL, the PG* "
+    "variables, else simdb's own embedded server.",
+)
+@click.version_option(package_name="simdb")
+@click.pass_context
+def main(ctx: click.Context, dsn: str | None) -> None:
+    """Near-duplicate search that lives in PostgreSQL.
+
+    \b
+    Quick start (no database needed; simdb starts its own):
+      simdb create docs
+      simdb ingest docs ./my-folder
+      simdb query docs --file ./my-folder/a.txt
+    """
+    ctx.obj = Settings(dsn)
+
+
+for module in (admin, data, search, measure, server):
+    for command in module.COMMANDS:
+        main.add_command(command)
+
+
+def run(args: list[str] | None = None) -> None:
+    """Entry point: simdb's errors become one line with a hint, never a traceback."""
+    try:
+        main.main(args=args, prog_name="simdb", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except SimdbError as error:
+        click.echo(f"simdb: error: {error}", err=True)
+        sys.exit(1)
+    except psycopg.OperationalError as error:
+        click.echo(f"simdb: error: {DatabaseUnavailable(_first_line(error), _RERUN)}", err=True)
+        sys.exit(1)
+    except psycopg.Error as error:
+        click.echo(f"simdb: error: the database refused: {_first_line(error)} ({_ROLLED_BACK})", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo(f"simdb: interrupted ({_RERUN})", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+_ROLLED_BACK = "the failed statement's transaction was rolled back; work committed before it is kept"
+_RERUN = "batches already committed are kept; running the same command again completes the work"
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,224 @@
+"""Index administration: init, create, attach, sync, plan, list, drop, grant."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from simdb import attach, index, modes, names, planner, schema
+from simdb.blocks import DEFAULT_MAX_DISTANCE
+from simdb.cli.common import database, features_option, json_option, show, spec_from_options
+from simdb.errors import InvalidParameter
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
+from simdb.simhash import Features
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@click.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create or migrate simdb's schema (other commands do this on first use)."""
+    with database(ctx):
+        pass
+    click.echo(f"simdb schema is at revision {schema.HEAD}")
+
+
+def _workload(default: str | None) -> Callable[[F], F]:
+    return click.option(
+        "--workload",
+        type=click.Choice(WORKLOADS),
+        default=default,
+        show_default="both",
+        help="What the index must be fast at: online queries, batch pairs, or both.",
+    )
+
+
+def index_options(function: F) -> F:
+    """The options that shape a new index (create, attach): the mode and its Spec's parameters."""
+    for option in reversed(
+        [
+            click.option(
+                "--mode",
+                type=click.Choice(modes.MODES),
+                default=modes.DEFAULT_MODE,
+                show_default=True,
+                help="simhash: Hamming distance on 64-bit fingerprints, exact within k bits (close copies); "
+                "jaccard: MinHash LSH, pairs at or above a Jaccard threshold (looser similarity).",
+            ),
+            click.option(
+                "--max-distance",
+                "-k",
+                type=int,
+                default=None,
+                help=f"simhash: largest Hamming distance the index answers exactly (0-8) "
+                f"[default: {DEFAULT_MAX_DISTANCE}].",
+            ),
+            click.option(
+                "--expected-rows",
+                type=int,
+                default=DEFAULT_EXPECTED_ROWS,
+                show_default=True,
+                help="simhash: rows you expect; the planner picks the number of blocks (see `simdb plan`).",
+            ),
+            _workload(None),
+            click.option(
+                "--blocks",
+                type=int,
+                default=None,
+                help="simhash: number of blocks b (> k); overrides the planner.",
+            ),
+            click.option(
+                "--threshold",
+                type=float,
+                default=None,
+                help=f"jaccard: the Jaccard similarity a pair must reach [default: {DEFAULT_THRESHOLD}].",
+            ),
+            click.option(
+                "--permutations",
+                type=int,
+                default=None,
+                help=f"jaccard: MinHash signature length (2-1024) [default: {DEFAULT_PERMUTATIONS}].",
+            ),
+            features_option,
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def _index_settings(options: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of index.create: the mode's Spec, the features and the expected rows."""
+    return {
+        "spec": spec_from_options(options["mode"], options),
+        "features": Features.parse(options["features"]),
+        "expected_rows": options["expected_rows"],
+    }
+
+
+@click.command()
+@click.argument("name")
+@index_options
+@json_option
+@click.pass_context
+def create(ctx: click.Context, /, name: str, as_json: bool, **options: Any) -> None:
+    """Create index NAME, readable in SQL as simdb."NAME"."""
+    with database(ctx) as conn:
+        made = index.create(conn, name, **_index_settings(options))
+    show(made, as_json, lead="created")
+
+
+@click.command(name="attach")
+@click.argument("name")
+@click.option("--table", required=True, metavar="SCHEMA.TABLE", help="Your existing table.")
+@click.option("--key-column", required=True, help="Its key column (any type; stored as text).")
+@click.option("--text-column", required=True, help="Its text column to fingerprint.")
+@click.option("--where", "condition", metavar="SQL", help="Only rows matching this SQL condition.")
+@click.option("--no-sync", is_flag=True, help="Only attach; fingerprint later with `simdb sync`.")
+@index_options
+@json_option
+@click.pass_context
+def attach_(
+    ctx: click.Context,
+    /,
+    name: str,
+    table: str,
+    key_column: str,
+    text_column: str,
+    condition: str | None,
+    no_sync: bool,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Create index NAME over an existing table (which is not altered), then sync it.
+
+    simdb."NAME" keeps one row per source row, keyed by the source key as text. `simdb sync NAME`
+    brings it up to date again later: new and changed rows are fingerprinted, deleted ones removed.
+    """
+    settings = _index_settings(options)
+    with database(ctx) as conn:
+        made = attach.attach(conn, name, table, key_column, text_column, condition, **settings)
+        show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
+        if not no_sync:
+            show(attach.sync(conn, name), as_json)
+
+
+@click.command(name="sync")
+@click.argument("name")
+@click.option("--watch", is_flag=True, help="Keep syncing, polling every --interval seconds, until Ctrl-C.")
+@click.option("--interval", type=click.FloatRange(0.1), default=5.0, show_default=True)
+@json_option
+@click.pass_context
+def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: bool) -> None:
+    """Bring attached index NAME up to date with its table: unchanged rows cost nothing."""
+    with database(ctx) as conn:
+        if watch:
+            attach.watch(conn, name, interval, lambda report: show(report, as_json))
+        else:
+            show(attach.sync(conn, name), as_json)
+
+
+@click.command(name="plan")
+@click.option("--rows", type=click.IntRange(1), default=DEFAULT_EXPECTED_ROWS, show_default=True)
+@click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
+@_workload("both")
+@json_option
+def plan_(rows: int, max_distance: int, workload: str, as_json: bool) -> None:
+    """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick."""
+    show(planner.compare(rows, max_distance, workload), as_json)
+
+
+@click.command(name="list")
+@json_option
+@click.pass_context
+def list_(ctx: click.Context, as_json: bool) -> None:
+    """List the indexes with their row counts and parameters."""
+    with database(ctx) as conn:
+        listing = index.Listing(index.list_indexes(conn))
+    if not listing.summaries and not as_json:
+        click.echo("no indexes yet; create one with `simdb create NAME`", err=True)
+        return
+    show(listing, as_json)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def drop(ctx: click.Context, name: str, yes: bool) -> None:
+    """Drop index NAME and all its rows."""
+    names.check_name(name)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidParameter(f"dropping index {name!r} needs confirmation", "pass --yes")
+        click.confirm(f"Drop index {name} and all its rows?", abort=True)
+    with database(ctx) as conn:
+        index.drop(conn, name)
+    click.echo(f"dropped index {name}")
+
+
+@click.command(name="grant")
+@click.argument("name")
+@click.option("--reader", "readers_", multiple=True, metavar="ROLE", help="May query the index (repeatable).")
+@click.option(
+    "--writer", "writers", multiple=True, metavar="ROLE", help="May also ingest and delete (repeatable)."
+)
+@click.pass_context
+def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tuple[str, ...]) -> None:
+    """Let database roles query index NAME (--reader) or also write it (--writer), and nothing more."""
+    if not readers_ and not writers:
+        raise click.UsageError("give at least one --reader ROLE or --writer ROLE")
+    with database(ctx) as conn:
+        for role in readers_:
+            index.grant(conn, name, role)
+        for role in writers:
+            index.grant(conn, name, role, writer=True)
+    granted = [f"{role} (reader)" for role in readers_] + [f"{role} (writer)" for role in writers]
+    click.echo(f"granted index {name} to {', '.join(granted)}")
+
+
+COMMANDS = [init, create, attach_, sync_, plan_, list_, drop, grant_]

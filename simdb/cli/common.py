@@ -1,0 +1,147 @@
+"""What every group of commands shares: the database connection, common options, and one rule for
+output (a result has `as_dict()` for --json and `lines()` for people; a command only chooses)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import click
+
+from simdb import connection, modes, readers, schema
+from simdb.errors import InputError
+from simdb.simhash import EmptyDocument, Features
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+@dataclass
+class Settings:
+    dsn: str | None
+
+
+@contextmanager
+def database(ctx: click.Context) -> Iterator[connection.Connection]:
+    """Connect (starting the embedded server if no DSN is given) and migrate simdb's schema."""
+    settings: Settings = ctx.find_object(Settings) or Settings(None)
+    target = connection.resolve(settings.dsn)
+    with connection.connect(target) as conn:
+        schema.ensure_schema(conn)
+        yield conn
+
+
+class Result(Protocol):
+    """Anything a command prints: JSON for scripts, lines for people."""
+
+    def as_dict(self) -> Any: ...
+
+    def lines(self) -> list[str]: ...
+
+
+def show(result: Result, as_json: bool, lead: str | None = None) -> None:
+    """Print a result as one line of JSON, or as its lines (the first one after `lead`)."""
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    lines = result.lines()
+    if lead is not None and lines:
+        lines[0] = f"{lead} {lines[0]}"
+    for line in lines:
+        click.echo(line)
+
+
+def emit_json(value: object) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=None))
+
+
+def row_writer(format_: str, header: tuple[str, ...]) -> Callable[[tuple[object, ...]], None]:
+    """A row printer for streamed results: --format csv (with a header line) or jsonl."""
+    if format_ == "jsonl":
+        return lambda row: click.echo(json.dumps(dict(zip(header, row, strict=True)), ensure_ascii=False))
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    out.writerow(header)
+    return lambda row: out.writerow(row)
+
+
+def json_option(function: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(function)
+
+
+format_option = click.option(
+    "--format", "format_", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True
+)
+
+
+def features_option(function: F) -> F:
+    return click.option(
+        "--features",
+        default="word:3",
+        show_default=True,
+        help="Shingles: word:N (word n-grams) or char:N (character n-grams).",
+    )(function)
+
+
+def cutoff_options(function: F) -> F:
+    """--max-distance (simhash indexes) and --threshold (jaccard indexes) of a search."""
+    function = click.option(
+        "--threshold",
+        type=float,
+        default=None,
+        help="jaccard index: minimum estimated Jaccard similarity. Default: the index's own (its lowest).",
+    )(function)
+    return click.option(
+        "--max-distance",
+        "-k",
+        type=int,
+        default=None,
+        help="simhash index: maximum Hamming distance. Default: the index's own (its maximum).",
+    )(function)
+
+
+def exactly_one(**given: object) -> None:
+    chosen = [name for name, value in given.items() if value is not None]
+    if len(chosen) != 1:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in given)
+        raise click.UsageError(f"give exactly one of {flags}")
+
+
+def sketch_of(make: Callable[[str | bytes], T], content: str | bytes, source: str, features: Features) -> T:
+    """The fingerprint or signature of --text or a --file's content, or a one-line error if it has none."""
+    try:
+        return make(content)
+    except EmptyDocument as error:
+        what = "is empty" if features.binary else "has no word characters"
+        raise InputError(
+            f"{source} {what}, so it has no fingerprint", "give a document with some text"
+        ) from error
+
+
+def progress_say(as_json: bool) -> Callable[[str], None]:
+    """Progress lines on stderr, on a terminal only (and never with --json)."""
+    if sys.stderr.isatty() and not as_json:
+        return lambda line: click.echo(f"... {line}", err=True)
+    return lambda line: None
+
+
+def spec_from_options(mode: str, options: dict[str, Any]) -> modes.Spec:
+    """The Spec of `mode` from the command's options; an option of another mode is a usage error."""
+    for other, names in modes.foreign(mode, options).items():
+        given = [f"--{name.replace('_', '-')}" for name in names]
+        verb = "applies" if len(given) == 1 else "apply"
+        raise click.UsageError(f"{' and '.join(given)} {verb} to --mode {other} only")
+    own = set(modes.parameter_names(mode))
+    return modes.spec(mode, **{name: value for name, value in options.items() if name in own})
+
+
+def text_documents(paths: tuple[str, ...]) -> Iterator[readers.Document]:
+    """The readable documents below `paths` (bad files and records skipped), for measurements."""
+    readers.check_sources(paths)
+    for item in readers.read(paths, readers.Options(skip_errors=True)):
+        if isinstance(item, readers.Document):
+            yield item

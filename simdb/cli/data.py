@@ -1,0 +1,121 @@
+"""Writing an index's rows: ingest documents, delete keys, prune old rows."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from simdb import index, ingest, readers
+from simdb.cli.common import database, json_option, show
+
+
+@click.command(name="ingest")
+@click.argument("name")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(readers.FORMATS),
+    default="auto",
+    show_default=True,
+    help="auto: .jsonl/.ndjson and .csv by extension, folders as text, - as JSONL.",
+)
+@click.option("--key-field", default="key", show_default=True, help="JSONL/CSV field holding the key.")
+@click.option("--text-field", default="text", show_default=True, help="JSONL/CSV field holding the text.")
+@click.option("--skip-errors", is_flag=True, help="Skip and count bad records or files instead of stopping.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1),
+    default=ingest.DEFAULT_BATCH,
+    show_default=True,
+    help="Documents per transaction.",
+)
+@click.option(
+    "--create",
+    "create_missing",
+    is_flag=True,
+    help="Create the index with default settings if it is missing.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1),
+    default=os.cpu_count() or 1,
+    show_default="all cores",
+    help="Worker processes that fingerprint in parallel.",
+)
+@json_option
+@click.pass_context
+def ingest_(
+    ctx: click.Context,
+    name: str,
+    paths: tuple[str, ...],
+    format_: str,
+    key_field: str,
+    text_field: str,
+    skip_errors: bool,
+    batch_size: int,
+    create_missing: bool,
+    jobs: int,
+    as_json: bool,
+) -> None:
+    """Fingerprint files, folders, JSONL or CSV (or - for stdin) into index NAME.
+
+    A file's key is its path; JSONL and CSV records give theirs. Re-ingesting a key replaces
+    its row, so an interrupted run is completed by running it again.
+    """
+    from tqdm import tqdm
+
+    readers.Options(format_, key_field, text_field, skip_errors)  # check the options first
+    readers.check_sources(paths)
+    with database(ctx) as conn:
+        target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
+        options = readers.Options(format_, key_field, text_field, skip_errors, raw=target.features.binary)
+        total = readers.total_size(paths)
+        with tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc=f"ingest {name}",
+            disable=not sys.stderr.isatty(),
+            file=sys.stderr,
+        ) as bar:
+            documents = readers.read(paths, options)
+            report = ingest.ingest(
+                conn, target, documents, batch_size=batch_size, progress=bar.update, jobs=jobs
+            )
+    show(report, as_json)
+
+
+@click.command(name="delete")
+@click.argument("name")
+@click.argument("keys", nargs=-1, required=True)
+@click.pass_context
+def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
+    """Remove the rows of KEYS from index NAME (in one transaction)."""
+    with database(ctx) as conn:
+        removed = ingest.delete(conn, index.get(conn, name), keys)
+    click.echo(f"deleted {removed} of {len(set(keys))} keys")
+
+
+@click.command(name="prune")
+@click.argument("name")
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    metavar="DURATION",
+    help="Remove rows last written longer ago than this: 90s, 15m, 12h, 30d, 2w, 1d12h.",
+)
+@click.pass_context
+def prune_(ctx: click.Context, name: str, older_than: str) -> None:
+    """Remove the rows of index NAME that were last written more than DURATION ago."""
+    age = ingest.parse_duration(older_than)
+    with database(ctx) as conn:
+        removed = ingest.prune(conn, index.get(conn, name), age)
+    click.echo(f"pruned {removed} rows older than {age}")
+
+
+COMMANDS = [ingest_, delete_, prune_]

@@ -1,0 +1,235 @@
+"""Measuring: calibrate (on the user's own documents, no database) and bench."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from simdb import modes, readers
+from simdb.blocks import DEFAULT_MAX_DISTANCE
+from simdb.cli.common import (
+    Result,
+    database,
+    features_option,
+    json_option,
+    progress_say,
+    show,
+    text_documents,
+)
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.simhash import Features
+
+
+@click.command(name="calibrate")
+@click.argument("paths", nargs=-1, required=True)
+@features_option
+@click.option(
+    "--sample", type=click.IntRange(2), default=20_000, show_default=True, help="Documents to read."
+)
+@click.option(
+    "--threshold",
+    type=click.Choice(["0.8", "0.9", "0.95"]),
+    default="0.9",
+    show_default=True,
+    help="The Jaccard similarity that counts as a near-duplicate for the recommendation.",
+)
+@click.option(
+    "--recall",
+    "wanted",
+    type=click.FloatRange(0, 1),
+    default=0.9,
+    show_default=True,
+    help="The recall the recommended k must reach.",
+)
+@json_option
+def calibrate_(
+    paths: tuple[str, ...], features: str, sample: int, threshold: str, wanted: float, as_json: bool
+) -> None:
+    """How well distance <= k finds your near-duplicates: precision and recall against exact Jaccard.
+
+    Reads text files, folders, JSONL or CSV as `simdb ingest` does (no database needed), computes
+    the exact shingle Jaccard of every pair above 0.8 and the SimHash distance of every pair within
+    8 bits, and recommends the smallest k that reaches the wanted recall.
+    """
+    from simdb.measure import calibrate
+
+    documents = text_documents(paths)
+    result = calibrate.calibrate(documents, Features.parse(features), sample, float(threshold), wanted)
+    show(result, as_json)
+
+
+@click.command(name="bench")
+@click.option(
+    "--mode",
+    type=click.Choice(modes.MODES),
+    default="simhash",
+    show_default=True,
+    help="simhash: random fingerprints at scale; jaccard: both modes side by side on real text "
+    "with planted edits (--corpus), scored against exact Jaccard.",
+)
+@click.option(
+    "--rows", type=click.IntRange(1), default=100_000, show_default=True, help="Rows in the scratch index."
+)
+@click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
+@click.option("--queries", type=click.IntRange(1), default=1000, show_default=True, help="Timed queries.")
+@click.option(
+    "--brute-force-queries",
+    type=click.IntRange(0),
+    default=20,
+    show_default=True,
+    help="Queries also answered by a full bit_count scan, for the ratio and recall.",
+)
+@click.option(
+    "--text",
+    "text_paths",
+    multiple=True,
+    metavar="PATH",
+    help="Also time fingerprinting of the text files below PATH (repeatable).",
+)
+@click.option(
+    "--hnsw/--no-hnsw",
+    default=True,
+    show_default=True,
+    help="Compare with pgvector's HNSW over bit(64) where the vector extension is available.",
+)
+@click.option(
+    "--corpus",
+    "corpus_paths",
+    multiple=True,
+    metavar="PATH",
+    help="jaccard: real text to plant edits in (repeatable). Default: this Python's standard library.",
+)
+@click.option(
+    "--sample", type=click.IntRange(2), default=5000, show_default=True, help="jaccard: documents read."
+)
+@click.option(
+    "--copies",
+    type=click.IntRange(0),
+    default=2000,
+    show_default=True,
+    help="jaccard: edited copies planted.",
+)
+@click.option(
+    "--max-edit",
+    type=click.FloatRange(0, 1),
+    default=0.1,
+    show_default=True,
+    help="jaccard: largest share of a copy's words edited (drawn uniformly up to it).",
+)
+@click.option(
+    "--permutations",
+    type=click.IntRange(2, 1024),
+    default=DEFAULT_PERMUTATIONS,
+    show_default=True,
+    help="jaccard: MinHash signature length of the jaccard index.",
+)
+@click.option(
+    "--padding-rows",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="jaccard: random rows bulk-loaded into both indexes first, to measure at scale.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    help="jaccard: the Jaccard similarity that counts as a near-duplicate.",
+)
+@features_option
+@json_option
+@click.pass_context
+def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> None:
+    """Measure an index on a scratch copy and print the figures with the machine and sizes.
+
+    \b
+    --mode simhash: load, build, query latency, all pairs and recall on random fingerprints,
+      each with a comparison run in the same process (a brute-force bit_count scan, a bare round
+      trip, pgvector's HNSW where available); recall against the exact answer from numpy.
+    --mode jaccard: a jaccard and a simhash index over the same real text with planted word
+      edits: precision and recall against exact Jaccard, bytes/row, load, query and pairs time.
+    Scratch indexes are dropped afterwards. With --text, also measure fingerprinting MB/s on
+    one core against the straightforward per-shingle method.
+    """
+    runs: dict[str, Callable[..., Result]] = {"simhash": _bench_index, "jaccard": _bench_modes}
+    run = runs[mode]
+    show(run(ctx, progress_say(as_json), **options), as_json)
+
+
+def _bench_index(
+    ctx: click.Context,
+    say: Callable[[str], None],
+    *,
+    rows: int,
+    max_distance: int,
+    queries: int,
+    brute_force_queries: int,
+    text_paths: tuple[str, ...],
+    hnsw: bool,
+    features: str,
+    **_: Any,
+) -> Result:
+    """simdb bench --mode simhash: one simhash index at scale, beside its same-run baselines."""
+    from simdb.measure import bench
+
+    fingerprinting = None
+    if text_paths:
+        readers.check_sources(text_paths)
+        fingerprinting = bench.bench_fingerprint(text_paths, Features.parse(features))
+    with database(ctx) as conn:
+        measured = bench.bench_index(
+            conn,
+            hnsw=hnsw,
+            rows=rows,
+            max_distance=max_distance,
+            queries=queries,
+            brute_force_queries=brute_force_queries,
+            progress=say,
+        )
+    return bench.BenchReport(measured, fingerprinting)
+
+
+def _bench_modes(
+    ctx: click.Context,
+    say: Callable[[str], None],
+    *,
+    corpus_paths: tuple[str, ...],
+    threshold: float,
+    permutations: int,
+    max_distance: int,
+    sample: int,
+    copies: int,
+    max_edit: float,
+    queries: int,
+    padding_rows: int,
+    **_: Any,
+) -> Result:
+    """simdb bench --mode jaccard: both modes on one corpus with planted edits."""
+    import sysconfig
+
+    from simdb.measure import evaluate
+
+    paths = corpus_paths or (sysconfig.get_paths()["stdlib"],)
+    documents = text_documents(paths)
+    with database(ctx) as conn:
+        return evaluate.evaluate(
+            conn,
+            documents,
+            threshold=threshold,
+            permutations=permutations,
+            max_distance=max_distance,
+            sample=sample,
+            copies=copies,
+            max_edit=max_edit,
+            queries=queries,
+            padding_rows=padding_rows,
+            jobs=os.cpu_count() or 1,
+            progress=say,
+        )
+
+
+COMMANDS = [calibrate_, bench_]

@@ -1,0 +1,273 @@
+"""What every mode of index provides: its parameters as one Spec value, and an Index that knows
+its sketch, its catalog columns, its table and its SQL statements.
+
+The rest of simdb (ingest, query, batch, attach, the CLI) talks to these two interfaces only and
+never asks which mode it has; a new mode or fingerprint width is one new module in this package.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+import numpy as np
+from psycopg import sql
+
+from simdb import names
+from simdb.bits import BITS
+from simdb.connection import Connection
+from simdb.errors import IndexMismatch, InvalidParameter
+from simdb.minhash import UInt64Array
+from simdb.simhash import EmptyDocument, Features
+
+Sketch = int | UInt64Array  # an unsigned SimHash fingerprint, or a MinHash signature
+SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
+
+MISMATCH_HINT = "use the simdb version that built it, or create a new index and re-ingest"
+
+# Each self-join of a pairs statement is a merge join of an index with itself, already in order
+# (and split across parallel workers where the server allows them); left to itself the planner
+# hashes or sorts the whole table once per indexed column.
+PAIRS_SETTINGS = "SET enable_hashjoin = off SET enable_sort = off"
+# The probed keys are expressions of $1, and a custom plan would be made on each of the first
+# calls; the generic plan is the same index-only probes, planned once per session.
+NEAR_SETTINGS = "PARALLEL SAFE SET plan_cache_mode = force_generic_plan"
+
+
+class Spec(ABC):
+    """A mode's parameters as one value (frozen dataclass fields = the options of `simdb create`)."""
+
+    mode: ClassVar[str]
+
+    @abstractmethod
+    def build(self, name: str, features: Features, expected_rows: int) -> Index:
+        """A new index's parameters, derived for its expected rows (not stored yet: index.save)."""
+
+    @abstractmethod
+    def sketch(self, content: str | bytes, features: Features) -> Sketch:
+        """A document's fingerprint or signature; raises EmptyDocument if it has no shingles."""
+
+    @abstractmethod
+    def literal(self, value: Sketch) -> str:
+        """A sketch as `simdb fingerprint` prints it: what SQL users paste into a query."""
+
+
+@dataclass(frozen=True)
+class Index(ABC):
+    """An index's parameters as stored in the catalog; each mode adds its own fields."""
+
+    name: str
+    features: Features
+    expected_rows: int
+
+    mode: ClassVar[str]
+    bits: ClassVar[int] = BITS  # width of a fingerprint, or of each signature value
+    spec_version: ClassVar[int]  # of the fingerprint or signature spec
+    sketch_column: ClassVar[str]  # the column holding each row's fingerprint or signature
+    sketch_type: ClassVar[str]  # its PostgreSQL type (binary COPY, function arguments)
+    score_column: ClassVar[str]  # what the near and pairs functions rank by
+    score_type: ClassVar[str]
+    cutoff_column: ClassVar[str]  # a search's bound, as functions and the clusters table name it
+    cutoff_type: ClassVar[str]
+
+    # --- parameters -------------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def spec(self) -> Spec:
+        """The mode's parameters of this index as one value."""
+
+    @property
+    @abstractmethod
+    def summary(self) -> str:
+        """The parameters of this mode in a few words."""
+
+    @abstractmethod
+    def parameters(self) -> dict[str, object]:
+        """The parameters of this mode, for JSON."""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "mode": self.mode, **self.parameters(), "features": str(self.features)}
+
+    def lines(self) -> list[str]:
+        return [
+            f"{self.mode} index {self.name}: {self.summary}, features {self.features}; "
+            f'SQL: {names.SCHEMA}."{self.name}"'
+        ]
+
+    @abstractmethod
+    def catalog_values(self, conn: Connection) -> dict[str, object]:
+        """The catalog columns of this mode (simdb._indexes), with the index's near statement."""
+
+    @classmethod
+    @abstractmethod
+    def from_catalog(cls, conn: Connection, row: Mapping[str, Any]) -> Self:
+        """The index a catalog row describes; IndexMismatch if this simdb cannot reproduce it."""
+
+    @classmethod
+    def check_stored(cls, row: Mapping[str, Any]) -> None:
+        """Refuse a catalog row made under a width or spec version this simdb does not make."""
+        if row["bits"] != cls.bits or row["spec_version"] != cls.spec_version:
+            raise IndexMismatch(
+                f"{cls.mode} index {row['name']!r} holds {row['bits']}-bit values of spec "
+                f"v{row['spec_version']}; this simdb makes {cls.bits}-bit values of spec v{cls.spec_version}",
+                MISMATCH_HINT,
+            )
+
+    # --- sketches ---------------------------------------------------------------------------
+
+    def sketch(self, content: str | bytes) -> Sketch:
+        """A document's fingerprint or signature; raises EmptyDocument if it has no shingles."""
+        return self.spec.sketch(content, self.features)
+
+    def sketches(self, contents: list[str | bytes]) -> list[Sketch | None]:
+        """Sketches of many documents (None for an empty one): the unit of work of a worker."""
+        result: list[Sketch | None] = []
+        for content in contents:
+            try:
+                result.append(self.sketch(content))
+            except EmptyDocument:
+                result.append(None)
+        return result
+
+    @abstractmethod
+    def to_sql(self, value: Sketch) -> SqlSketch:
+        """A sketch as PostgreSQL stores it (signed bigint bits)."""
+
+    @abstractmethod
+    def from_sql(self, value: Any) -> Sketch:
+        """A stored sketch back in Python's unsigned form."""
+
+    @abstractmethod
+    def random_sketches(self, rng: np.random.Generator, count: int) -> list[Sketch]:
+        """`count` random sketches of this index's shape (padding rows for benchmarks)."""
+
+    def parse_sketch(self, text: str) -> Sketch:
+        """A sketch given as text on the command line (--fingerprint); only simhash has one."""
+        raise self.refuse("--fingerprint", "query it with --text, --file or --key")
+
+    def describe_sketch(self, value: Sketch) -> str:
+        """' of <sketch>' for messages about a query's sketch, where it is short enough to print."""
+        return ""
+
+    # --- searching --------------------------------------------------------------------------
+
+    @abstractmethod
+    def cutoff(self, max_distance: int | None = None, min_similarity: float | None = None) -> int | float:
+        """The checked bound of a search: a Hamming distance or a minimum similarity, by mode."""
+
+    @abstractmethod
+    def describe_cutoff(self, cutoff: float) -> str:
+        """'within 3 bits' or 'at similarity >= 0.8', for messages."""
+
+    @abstractmethod
+    def scored(self, score: float) -> tuple[float, int | None]:
+        """(similarity, distance or None) of a score from the near or pairs function."""
+
+    def refuse(self, what: str, instead: str) -> InvalidParameter:
+        return InvalidParameter(f"{what} does not apply to {self.mode} index {self.name!r}", instead)
+
+    # --- objects in the database ------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def columns(self) -> list[str]:
+        """The B-tree indexed columns derived from the sketch: p0, p1, ... or b0, b1, ..."""
+
+    @abstractmethod
+    def sketch_definition(self) -> sql.Composable:
+        """The sketch column's definition in CREATE TABLE."""
+
+    @abstractmethod
+    def derived_definitions(self) -> sql.Composable:
+        """The generated columns derived from the sketch, in CREATE TABLE."""
+
+    @abstractmethod
+    def btrees(self) -> list[sql.Composed]:
+        """CREATE INDEX for each derived column (named NAME_<column>)."""
+
+    @abstractmethod
+    def near_statement(self) -> sql.Composed:
+        """The statement of NAME__near: SELECT key, score of the rows within cutoff $2 of sketch $1."""
+
+    @abstractmethod
+    def pairs_statement(self) -> sql.Composed:
+        """The statement of NAME__pairs: SELECT key_a, key_b, score of every pair within cutoff $1."""
+
+    def register(self, conn: Connection) -> None:  # noqa: B027 (a hook: most modes need nothing)
+        """Catalog rows beyond the index's own (after it, before its objects); none by default."""
+
+    @property
+    def table(self) -> sql.Identifier:
+        """simdb."NAME", quoted for psycopg.sql."""
+        return names.table(self.name)
+
+    @property
+    def near_function(self) -> sql.Identifier:
+        return names.near_function(self.name)
+
+    @property
+    def pairs_function(self) -> sql.Identifier:
+        return names.pairs_function(self.name)
+
+    def create_objects(self, conn: Connection, near_sql: str) -> None:
+        """The index's table, its B-trees and its near and pairs functions (after its catalog row).
+
+        The derived columns are generated by PostgreSQL from the sketch, so any application can
+        insert (key, sketch) in plain SQL and get the same values simdb would compute.
+        """
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {table} ("
+                " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+                " key text NOT NULL UNIQUE,"
+                " {sketch},"
+                " size bigint,"
+                " content_hash bytea,"
+                " extension text,"
+                " {derived},"
+                " added_at timestamptz NOT NULL DEFAULT now())"
+            ).format(table=self.table, sketch=self.sketch_definition(), derived=self.derived_definitions())
+        )
+        for statement in self.btrees():
+            conn.execute(statement)
+        sketch, cutoff, score = self.sketch_column, self.cutoff_column, self.score_column
+        conn.execute(
+            self._function(
+                self.near_function,
+                f"{sketch} {self.sketch_type}, {cutoff} {self.cutoff_type}",
+                f"key text, {score} {self.score_type}",
+                NEAR_SETTINGS,
+                near_sql,
+            )
+        )
+        conn.execute(
+            self._function(
+                self.pairs_function,
+                f"{cutoff} {self.cutoff_type}",
+                f"key_a text, key_b text, {score} {self.score_type}",
+                PAIRS_SETTINGS,
+                self.pairs_statement().as_string(conn),
+            )
+        )
+
+    @staticmethod
+    def _function(
+        name: sql.Identifier, arguments: str, returns: str, settings: str, body: str
+    ) -> sql.Composed:
+        """CREATE FUNCTION name(arguments) RETURNS TABLE (returns) running the statement `body`.
+
+        `arguments`, `returns` and `settings` are simdb's own fixed SQL text, never user input.
+        """
+        return sql.SQL(
+            "CREATE FUNCTION {function}({arguments}) RETURNS TABLE ({returns}) LANGUAGE plpgsql STABLE"
+            " {settings} AS {body}"
+        ).format(
+            function=name,
+            arguments=sql.SQL(arguments),
+            returns=sql.SQL(returns),
+            settings=sql.SQL(settings),
+            body=sql.Literal(f"BEGIN RETURN QUERY {body}; END"),
+        )

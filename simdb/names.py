@@ -1,0 +1,89 @@
+"""The one place that names simdb's schema and every object an index owns in it.
+
+Index NAME owns the table simdb."NAME", its functions simdb."NAME__near" and "NAME__pairs", its
+clusters table simdb."NAME__clusters" and one B-tree per derived column, "NAME_<column>".
+Names never contain "__", so no two indexes can claim the same object.
+"""
+
+from __future__ import annotations
+
+import re
+
+from psycopg import sql
+
+from simdb.errors import InvalidParameter
+
+SCHEMA = "simdb"
+VERSION_TABLE = "_alembic_version"  # Alembic's record of the schema revision, in SCHEMA
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
+RESERVED_SEPARATOR = "__"
+
+
+def check_name(name: str) -> str:
+    """Index names are plain lower-case identifiers, so SQL users never need to quote them."""
+    if not NAME_PATTERN.fullmatch(name) or RESERVED_SEPARATOR in name:
+        raise InvalidParameter(
+            f"bad index name {name!r}",
+            "use 1 to 40 characters: a lower-case letter, then letters, digits or single '_'",
+        )
+    return name
+
+
+def in_schema(name: str) -> sql.Identifier:
+    """simdb."<name>", quoted for psycopg.sql."""
+    return sql.Identifier(SCHEMA, name)
+
+
+def table(index: str) -> sql.Identifier:
+    """simdb."NAME": the index's rows."""
+    return in_schema(index)
+
+
+def near_function(index: str) -> sql.Identifier:
+    """simdb."NAME__near"(sketch, cutoff): the index's near query."""
+    return in_schema(f"{index}__near")
+
+
+def pairs_function(index: str) -> sql.Identifier:
+    """simdb."NAME__pairs"(cutoff): every pair within the cutoff."""
+    return in_schema(f"{index}__pairs")
+
+
+def clusters_table(index: str) -> sql.Identifier:
+    """simdb."NAME__clusters"(key, cluster, cutoff): written by `simdb clusters`."""
+    return in_schema(f"{index}__clusters")
+
+
+def clusters_table_name(index: str) -> str:
+    """The clusters table's name as SQL users write it: simdb.NAME__clusters."""
+    return qualified(f"{index}__clusters")
+
+
+def qualified(name: str) -> str:
+    """simdb.<name> as text, for messages and regclass arguments (index names need no quotes)."""
+    return f"{SCHEMA}.{name}"
+
+
+def btree(index: str, column: str) -> sql.Identifier:
+    """The B-tree on one derived column (p0, b3, ...): NAME_<column>, in the index's schema."""
+    return in_schema(btree_name(index, column))
+
+
+def btree_name(index: str, column: str) -> str:
+    """The unqualified name of that B-tree (CREATE INDEX takes no schema)."""
+    return f"{index}_{column}"
+
+
+def stage_table(mode: str, index: str) -> sql.Identifier:
+    """The session's temporary staging table for writes to an index (COPY, then upsert)."""
+    return sql.Identifier(f"_simdb_stage_{mode}_{index}")
+
+
+def owned_objects(index: str) -> list[sql.Composed]:
+    """DROP statements for everything an index owns in the database, whether it exists or not."""
+    return [
+        sql.SQL("DROP TABLE IF EXISTS {}").format(table(index)),
+        sql.SQL("DROP TABLE IF EXISTS {}").format(clusters_table(index)),
+        sql.SQL("DROP FUNCTION IF EXISTS {}").format(near_function(index)),
+        sql.SQL("DROP FUNCTION IF EXISTS {}").format(pairs_function(index)),
+    ]

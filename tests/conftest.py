@@ -8,26 +8,18 @@ from __future__ import annotations
 
 import itertools
 import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from support import traversable_tempdir
 
 from simdb import schema
 from simdb.embedded import EmbeddedServer
 
 _counter = itertools.count()
-
-
-def traversable_tempdir(prefix: str) -> Path:
-    """A fresh folder of our own that the embedded server's user can enter when we run as root."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    folder.chmod(0o755 if os.geteuid() == 0 else 0o700)
-    return folder
 
 
 @pytest.fixture(scope="session")

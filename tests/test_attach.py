@@ -6,7 +6,7 @@ import threading
 
 import psycopg
 import pytest
-from test_cli import Conn, simdb
+from support import Conn, simdb
 
 from simdb import attach, fingerprint
 from simdb.bits import to_unsigned

@@ -1,112 +1,16 @@
-"""Batch mode: pairs equal brute force, each once; clusters are the connected components; dedup rules."""
+"""Batch mode from the command line: pairs and clusters output, dedup rules (the contract of pairs
+and clusters against brute force is in test_contract.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import numpy as np
-import psycopg
 import pytest
-from test_cli import simdb
+from support import Conn, simdb
 
-from simdb import batch, index, ingest
+from simdb import index, ingest
 from simdb.modes import SimhashSpec
-
-Conn = psycopg.Connection[tuple[object, ...]]
-
-
-def _flip(rng: np.random.Generator, value: int, bits: int) -> int:
-    for bit in rng.choice(64, size=bits, replace=False):
-        value ^= 1 << int(bit)
-    return value
-
-
-@pytest.fixture
-def planted(conn: Conn) -> tuple[index.Index, dict[str, int]]:
-    """3000 random rows plus 60 groups of near-copies at distances 0..4, and exact duplicates."""
-    rng = np.random.default_rng(5)
-    rows = {f"r{i}": int(v) for i, v in enumerate(rng.integers(0, 2**64, size=3000, dtype=np.uint64))}
-    for group in range(60):
-        base = int(rng.integers(0, 2**64, dtype=np.uint64))
-        rows[f"g{group}_base"] = base
-        rows[f"g{group}_same"] = base
-        for distance in range(5):
-            rows[f"g{group}_d{distance}"] = _flip(rng, base, distance)
-    made = index.create(conn, "docs", SimhashSpec(max_distance=3), expected_rows=len(rows))
-    ingest.store(conn, made, rows)
-    ingest.vacuum(conn, made)
-    return made, rows
-
-
-def _brute_pairs(rows: dict[str, int], k: int) -> set[tuple[str, str, int]]:
-    keys = sorted(rows)
-    values = np.array([rows[key] for key in keys], dtype=np.uint64)
-    found = set()
-    for i, value in enumerate(values):
-        distances = np.bitwise_count(values[i + 1 :] ^ value)
-        for j in np.nonzero(distances <= k)[0]:
-            found.add((keys[i], keys[i + 1 + int(j)], int(distances[j])))
-    return found
-
-
-@pytest.mark.parametrize("k", [0, 1, 3])
-def test_pairs_equal_brute_force_each_once(
-    conn: Conn, planted: tuple[index.Index, dict[str, int]], k: int
-) -> None:
-    made, rows = planted
-    found = [(p.key_a, p.key_b, p.distance) for p in batch.pairs(conn, made, k)]
-    assert len(found) == len(set(found))  # pairs found by several tables come back once
-    assert set(found) == _brute_pairs(rows, k)
-    sql_found = conn.execute("SELECT key_a, key_b, distance FROM simdb.pairs('docs', %s)", (k,)).fetchall()
-    assert sorted(sql_found) == sorted(found)
-
-
-def test_pairs_refuse_a_larger_distance(conn: Conn, planted: tuple[index.Index, dict[str, int]]) -> None:
-    with pytest.raises(psycopg.errors.InvalidParameterValue):
-        conn.execute("SELECT * FROM simdb.pairs('docs', 4)")
-
-
-def _components(rows: dict[str, int], k: int) -> list[list[str]]:
-    neighbours: dict[str, set[str]] = {}
-    for a, b, _ in _brute_pairs(rows, k):
-        neighbours.setdefault(a, set()).add(b)
-        neighbours.setdefault(b, set()).add(a)
-    seen: set[str] = set()
-    groups = []
-    for start in sorted(neighbours):
-        if start in seen:
-            continue
-        stack, group = [start], []
-        seen.add(start)
-        while stack:
-            key = stack.pop()
-            group.append(key)
-            for other in neighbours[key] - seen:
-                seen.add(other)
-                stack.append(other)
-        groups.append(sorted(group))
-    return sorted(groups)
-
-
-def test_clusters_are_connected_components_stored_for_sql(
-    conn: Conn, planted: tuple[index.Index, dict[str, int]]
-) -> None:
-    made, rows = planted
-    found = batch.clusters(conn, made, 3)
-    assert found.groups == _components(rows, 3)
-    assert all(len(group) >= 2 for group in found.groups)
-    stored = conn.execute(
-        "SELECT cluster, array_agg(key ORDER BY key) FROM simdb.docs__clusters GROUP BY 1 ORDER BY 1"
-    )
-    assert [keys for _, keys in stored.fetchall()] == found.groups
-    joined = conn.execute(
-        "SELECT count(*) FROM simdb.docs AS d JOIN simdb.docs__clusters AS c USING (key)"
-    ).fetchone()
-    assert joined == (found.keys,)
-    # recomputing replaces the table
-    smaller = batch.clusters(conn, made, 0)
-    assert conn.execute("SELECT count(*) FROM simdb.docs__clusters").fetchone() == (smaller.keys,)
 
 
 def test_dedup_rules(capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path) -> None:

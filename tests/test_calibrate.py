@@ -8,7 +8,7 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
-from test_cli import simdb
+from support import simdb
 
 from simdb.bits import hamming
 from simdb.measure.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs

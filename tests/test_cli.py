@@ -2,36 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 
-import psycopg
 import pytest
+from support import Conn, simdb
 
-from simdb import cli
 from simdb.bits import to_hex
 from simdb.simhash import fingerprint
 
-Conn = psycopg.Connection[tuple[object, ...]]
-
 BASE = " ".join(f"alpha{i % 31} beta{i % 7} gamma{i}" for i in range(300))
-
-
-def simdb(capsys: pytest.CaptureFixture[str], *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-    """Run `simdb ARGS` in-process; returns (exit code, stdout, stderr)."""
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
-    try:
-        cli.run(list(args))
-        code = 0
-    except SystemExit as done:
-        code = int(done.code or 0)
-    finally:
-        sys.stdin = sys.__stdin__
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def rows(conn: Conn, name: str = "docs") -> list[tuple[object, ...]]:

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import traversable_tempdir
-from test_cli import simdb
+from support import simdb, traversable_tempdir
 
 from simdb import embedded
 from simdb.embedded import EmbeddedServer

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import psycopg
 import pytest
+from support import Conn
 
 from simdb import index, ingest, query
 from simdb.modes import SimhashSpec
 
-Conn = psycopg.Connection[tuple[object, ...]]
 K = 3
 QUERIES = 150
 

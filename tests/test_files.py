@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from test_cli import Conn, simdb
+from support import Conn, simdb
 
 from simdb.simhash import fingerprint_bytes
 

@@ -1,10 +1,9 @@
-"""Jaccard mode end to end: SQL band keys and estimates equal Python's, and near / pairs equal a
-brute-force pass over the stored signatures (share a band key and estimate >= the threshold)."""
+"""Jaccard mode end to end: SQL band keys and estimates equal Python's, plain-SQL writers, the CLI,
+attach, migrations and the evaluation (near, pairs and clusters against brute force: test_contract.py)."""
 
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import numpy as np
@@ -12,99 +11,24 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
-from test_cli import simdb
+from support import Conn, jaccard_corpus, simdb
 
-from simdb import attach, batch, index, ingest, query, readers, schema
+from simdb import attach, index, ingest, query, readers, schema
 from simdb.measure import evaluate
 from simdb.minhash import estimate
 from simdb.modes import JaccardIndex, JaccardSpec
 from simdb.simhash import feature_hashes
 from simdb.sqlalchemy import similar, similar_key
 
-Conn = psycopg.Connection[tuple[object, ...]]
-WORDS = [f"w{i}" for i in range(5000)]
-
-
-def _edited(rng: random.Random, words: list[str], share: float) -> list[str]:
-    """A copy with `share` of its words replaced by random ones."""
-    copy = list(words)
-    for position in rng.sample(range(len(copy)), round(share * len(copy))):
-        copy[position] = rng.choice(WORDS)
-    return copy
-
-
-def _corpus() -> dict[str, str]:
-    """40 documents of 300 words, each with copies edited at 0% to 12%, plus 200 unrelated ones."""
-    rng = random.Random(6)
-    texts = {}
-    for number in range(40):
-        words = [rng.choice(WORDS) for _ in range(300)]
-        texts[f"d{number}"] = " ".join(words)
-        for share in (0.0, 0.01, 0.02, 0.04, 0.06, 0.12):
-            texts[f"d{number}_e{round(share * 100):02d}"] = " ".join(_edited(rng, words, share))
-    for number in range(200):
-        texts[f"u{number}"] = " ".join(rng.choice(WORDS) for _ in range(300))
-    return texts
-
 
 @pytest.fixture
 def loaded(conn: Conn) -> tuple[JaccardIndex, dict[str, np.ndarray]]:
     made = index.create(conn, "docs", JaccardSpec(threshold=0.8))
     assert isinstance(made, JaccardIndex)
-    signatures = {key: made.sketch(text) for key, text in _corpus().items()}
+    signatures = {key: made.sketch(text) for key, text in jaccard_corpus().items()}
     ingest.store(conn, made, signatures)
     ingest.vacuum(conn, made)
     return made, signatures
-
-
-def _brute_pairs(
-    made: JaccardIndex, signatures: dict[str, np.ndarray], wanted: float
-) -> set[tuple[str, str, float]]:
-    """Every pair of stored signatures that shares a band key and estimates >= wanted."""
-    keys = sorted(signatures)
-    bands = {key: made.banding.keys(signatures[key]) for key in keys}
-    found = set()
-    for i, a in enumerate(keys):
-        for b in keys[i + 1 :]:
-            shares = any(x == y for x, y in zip(bands[a], bands[b], strict=True))
-            similarity = estimate(signatures[a], signatures[b])
-            if shares and similarity >= wanted:
-                found.add((a, b, similarity))
-    return found
-
-
-@pytest.mark.parametrize("wanted", [None, 0.9, 1.0])
-def test_pairs_equal_brute_force_over_stored_signatures(
-    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]], wanted: float | None
-) -> None:
-    made, signatures = loaded
-    found = [(p.key_a, p.key_b, p.similarity) for p in batch.pairs(conn, made, min_similarity=wanted)]
-    assert len(found) == len(set(found))  # pairs sharing several bands come back once
-    expected = _brute_pairs(made, signatures, wanted or 0.8)
-    assert set(found) == expected and len(expected) >= 40  # the planted copies, not an empty answer
-    assert all(p.distance is None for p in batch.pairs(conn, made))
-    in_sql = conn.execute("SELECT * FROM simdb.similar_pairs('docs', %s)", (wanted,)).fetchall()
-    assert set(in_sql) == expected
-
-
-def test_near_equals_brute_force_over_stored_signatures(
-    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
-) -> None:
-    made, signatures = loaded
-    bands = {key: made.banding.keys(value) for key, value in signatures.items()}
-    for probe in ("d0", "d1_e06", "d7_e12", "u3"):
-        expected = sorted(
-            (
-                (key, estimate(signatures[probe], value))
-                for key, value in signatures.items()
-                if set(bands[key]) & set(bands[probe]) and estimate(signatures[probe], value) >= 0.8
-            ),
-            key=lambda item: (-item[1], item[0]),
-        )
-        found = query.near(conn, made, signatures[probe])
-        assert [(m.key, m.similarity) for m in found] == expected and expected[0] == (probe, 1.0)
-        in_sql = conn.execute("SELECT * FROM simdb.similar_key('docs', %s)", (probe,)).fetchall()
-        assert in_sql == expected
 
 
 def test_sql_band_keys_and_estimates_equal_python(
@@ -141,22 +65,8 @@ def test_plain_sql_writers_get_the_same_band_keys(
             conn.execute("INSERT INTO simdb.docs (key, signature) VALUES ('bad', %s)", (bad,))
 
 
-def test_clusters_and_dedup_on_a_jaccard_index(
-    conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
-) -> None:
-    made, _ = loaded
-    found = batch.clusters(conn, made)
-    assert found.cutoff == 0.8 and found.described == "at similarity >= 0.8"
-    stored = conn.execute("SELECT DISTINCT min_similarity FROM simdb.docs__clusters").fetchall()
-    assert stored == [(0.8,)]
-    for group in found.groups:  # the copies of one document, never an unrelated one
-        assert len({key.split("_")[0] for key in group}) == 1 and not group[0].startswith("u")
-    decisions = list(batch.dedup(conn, made, "first"))
-    assert sum(d.keep for d in decisions) == len(found.groups)
-
-
 def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path) -> None:
-    texts = _corpus()
+    texts = jaccard_corpus()
     for key in ("d0", "d0_e02", "d0_e12", "u1"):
         (tmp_path / f"{key}.txt").write_text(texts[key])
     (tmp_path / "d0_copy.md").write_text(texts["d0"])
@@ -249,7 +159,7 @@ def test_sql_functions_name_the_mode(conn: Conn) -> None:
 
 
 def test_attach_and_sync_a_jaccard_index(conn: Conn) -> None:
-    texts = _corpus()
+    texts = jaccard_corpus()
     conn.execute("CREATE TABLE public.articles (id integer PRIMARY KEY, body text)")
     rows = [(1, texts["d2"]), (2, texts["d2_e02"]), (3, texts["u9"])]
     with conn.cursor() as cursor:
@@ -283,7 +193,7 @@ def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
 
 
 def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
-    texts = _corpus()
+    texts = jaccard_corpus()
     originals = [readers.Document(key, text, 0) for key, text in texts.items() if "_" not in key]
     result = evaluate.evaluate(conn, originals, sample=1000, copies=60, max_edit=0.1, queries=20)
     kept, planted = evaluate.planted_corpus(originals, len(originals), 60, 0.1, 1)
@@ -311,7 +221,7 @@ def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
 def test_bench_jaccard_mode_prints_both_modes(
     capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path
 ) -> None:
-    for key, text in list(_corpus().items())[:60]:
+    for key, text in list(jaccard_corpus().items())[:60]:
         (tmp_path / f"{key}.txt").write_text(text)
     args = ("bench", "--mode", "jaccard", "--corpus", str(tmp_path), "--copies", "10", "--queries", "5")
     code, out, _ = simdb(capsys, *args, "--padding-rows", "100", "--json")

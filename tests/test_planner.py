@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from test_cli import simdb
+from support import simdb
 
 from simdb.blocks import MAX_TABLES
 from simdb.errors import InvalidParameter

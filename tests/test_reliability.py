@@ -14,18 +14,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import traversable_tempdir
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli import simdb
+from support import Conn, simdb, traversable_tempdir
 
 from simdb import readers
 from simdb.embedded import EmbeddedServer
 from simdb.errors import InputError
 from simdb.minhash import document_signature
 from simdb.simhash import EmptyDocument, fingerprint
-
-Conn = psycopg.Connection[tuple[object, ...]]
 
 
 def _write_docs(path: Path, keys: range, seed: int = 0) -> None:

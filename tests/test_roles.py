@@ -8,11 +8,9 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from psycopg import sql
-from test_cli import simdb
+from support import Conn, simdb
 
 from simdb import index, ingest
-
-Conn = psycopg.Connection[tuple[object, ...]]
 
 
 @pytest.fixture

@@ -7,14 +7,13 @@ import subprocess
 
 import psycopg
 import pytest
+from support import Conn
 
 from simdb import index, ingest, query, schema
 from simdb.bits import MASK64, hamming, to_hex, to_signed, to_unsigned
 from simdb.embedded import program
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
 from simdb.modes import SimhashSpec
-
-Conn = psycopg.Connection[tuple[object, ...]]
 
 
 def test_head_constant_matches_the_migrations() -> None:
@@ -98,29 +97,6 @@ def _load(conn: Conn, name: str, rows: dict[str, int]) -> index.Index:
     ingest.store(conn, made, rows)
     ingest.vacuum(conn, made)
     return made
-
-
-def test_near_equals_a_brute_force_sql_scan(conn: Conn) -> None:
-    rng = random.Random(7)
-    base = [rng.getrandbits(64) for _ in range(40)]
-    rows = {f"r{i}": rng.getrandbits(64) for i in range(3000)}
-    for i, value in enumerate(base):  # planted neighbours at 0..4 bits
-        for d in range(5):
-            flipped = value
-            for bit in rng.sample(range(64), d):
-                flipped ^= 1 << bit
-            rows[f"q{i}_d{d}"] = flipped
-    made = _load(conn, "docs", rows)
-    for value in base:
-        for k in range(4):
-            near = conn.execute("SELECT key, distance FROM simdb.near('docs', %s, %s)", (to_signed(value), k))
-            brute = conn.execute(
-                "SELECT key, simdb.hamming(fingerprint, %s) FROM simdb.docs"
-                " WHERE simdb.hamming(fingerprint, %s) <= %s ORDER BY 2, 1",
-                (to_signed(value), to_signed(value), k),
-            )
-            assert near.fetchall() == brute.fetchall()
-    assert len(query.near(conn, made, base[0])) >= 4
 
 
 def test_near_plan_uses_index_only_scans(conn: Conn) -> None:

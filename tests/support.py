@@ -1,0 +1,64 @@
+"""Helpers every test module shares: the connection type, running the CLI in-process, folders."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from simdb import cli
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+def simdb(capsys: pytest.CaptureFixture[str], *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """Run `simdb ARGS` in-process; returns (exit code, stdout, stderr)."""
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    try:
+        cli.run(list(args))
+        code = 0
+    except SystemExit as done:
+        code = int(done.code or 0)
+    finally:
+        sys.stdin = sys.__stdin__
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def traversable_tempdir(prefix: str) -> Path:
+    """A fresh folder of our own that the embedded server's user can enter when we run as root."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o755 if os.geteuid() == 0 else 0o700)
+    return folder
+
+
+WORDS = [f"w{i}" for i in range(5000)]
+
+
+def _edited(rng: random.Random, words: list[str], share: float) -> list[str]:
+    """A copy with `share` of its words replaced by random ones."""
+    copy = list(words)
+    for position in rng.sample(range(len(copy)), round(share * len(copy))):
+        copy[position] = rng.choice(WORDS)
+    return copy
+
+
+def jaccard_corpus() -> dict[str, str]:
+    """40 documents of 300 words, each with copies edited at 0% to 12%, plus 200 unrelated ones."""
+    rng = random.Random(6)
+    texts = {}
+    for number in range(40):
+        words = [rng.choice(WORDS) for _ in range(300)]
+        texts[f"d{number}"] = " ".join(words)
+        for share in (0.0, 0.01, 0.02, 0.04, 0.06, 0.12):
+            texts[f"d{number}_e{round(share * 100):02d}"] = " ".join(_edited(rng, words, share))
+    for number in range(200):
+        texts[f"u{number}"] = " ".join(rng.choice(WORDS) for _ in range(300))
+    return texts

@@ -1,0 +1,45 @@
+"""Every command is documented: it has a help text of its own, and the README shows it in use."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from support import simdb
+
+from simdb.cli import main
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of every command below `group`, subcommands of nested groups included."""
+    found = []
+    for name, command in sorted(group.commands.items()):
+        found.append((*prefix, name))
+        if isinstance(command, click.Group):
+            found += _commands(command, (*prefix, name))
+    return found
+
+
+COMMANDS = _commands(main)
+
+
+def test_the_command_list_is_complete() -> None:
+    assert len(COMMANDS) >= 22 and ("init",) in COMMANDS and ("db", "status") in COMMANDS
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_command_has_help(capsys: pytest.CaptureFixture[str], path: tuple[str, ...]) -> None:
+    code, out, _ = simdb(capsys, *path, "--help")
+    assert code == 0 and out.startswith(f"Usage: simdb {' '.join(path)}")
+    summary = out.split("\n\n")[1].strip()
+    assert len(summary) > 10, f"simdb {' '.join(path)} has no help text of its own"
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_command_appears_in_the_readme(path: tuple[str, ...]) -> None:
+    used = re.compile(rf"\bsimdb {re.escape(' '.join(path))}(?![\w-])")
+    assert used.search(README), f"the README never shows `simdb {' '.join(path)}`"

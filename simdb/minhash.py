@@ -39,6 +39,16 @@ UInt64Array = npt.NDArray[np.uint64]
 _MASK = (1 << 64) - 1
 
 
+def to_stored(values: npt.ArrayLike) -> list[int]:
+    """A signature as PostgreSQL stores it: bigint[] of the same bits (signed two's complement)."""
+    return [int(v) for v in np.asarray(values, dtype=np.uint64).view(np.int64).tolist()]
+
+
+def from_stored(values: npt.ArrayLike) -> UInt64Array:
+    """A stored bigint[] signature back as unsigned 64-bit values."""
+    return np.asarray(values, dtype=np.int64).view(np.uint64)
+
+
 def band_rotation(row: int) -> int:
     """Bits by which the row-th value of a band is rotated left before the XOR."""
     return (17 * row) % 64

@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from sqlalchemy import BigInteger, ColumnElement, Dialect, Double, Integer, Text, column, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.expression import TableValuedAlias
 from sqlalchemy.types import TypeDecorator
 
 from simdb.bits import to_signed, to_unsigned
-from simdb.minhash import UInt64Array
+from simdb.minhash import UInt64Array, from_stored, to_stored
 
 
 class Fingerprint(TypeDecorator[int]):
@@ -70,10 +69,10 @@ class Signature(TypeDecorator[UInt64Array]):
     def process_bind_param(
         self, value: Sequence[int] | UInt64Array | None, dialect: Dialect
     ) -> list[int] | None:
-        return None if value is None else [int(v) for v in np.asarray(value, dtype=np.uint64).view(np.int64)]
+        return None if value is None else to_stored(value)
 
     def process_result_value(self, value: Sequence[int] | None, dialect: Dialect) -> UInt64Array | None:
-        return None if value is None else np.asarray(value, dtype=np.int64).view(np.uint64)
+        return None if value is None else from_stored(value)
 
 
 def similar(index: str, signature: Any, min_similarity: float | None = None) -> TableValuedAlias:

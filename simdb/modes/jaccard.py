@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.types.numeric import Int8
 
 from simdb import names
-from simdb.bits import BITS, to_signed
+from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.minhash import (
@@ -33,6 +33,8 @@ from simdb.minhash import (
     band_rotation,
     choose_banding,
     document_signature,
+    from_stored,
+    to_stored,
 )
 from simdb.modes.base import Index, Sketch, Spec
 from simdb.simhash import Features
@@ -61,7 +63,7 @@ class JaccardSpec(Spec):
 
     def literal(self, value: Sketch) -> str:
         """A PostgreSQL array of signed bigints, for simdb.similar('NAME', '{...}') or an INSERT."""
-        return "{" + ",".join(str(to_signed(int(v))) for v in np.asarray(value, dtype=np.uint64)) + "}"
+        return "{" + ",".join(map(str, to_stored(value))) + "}"
 
 
 def band_column(number: int) -> str:
@@ -161,10 +163,10 @@ class JaccardIndex(Index):
             )
         # Int8: psycopg then sends bigint[] (a plain list of large ints goes as numeric[], which
         # the server must convert on every query: 0.3 ms of a 1 ms query here).
-        return [Int8(v) for v in values.view(np.int64).tolist()]
+        return [Int8(v) for v in to_stored(values)]
 
     def from_sql(self, value: Any) -> UInt64Array:
-        return np.array(value, dtype=np.int64).view(np.uint64)
+        return from_stored(value)
 
     def random_sketches(self, rng: np.random.Generator, count: int) -> list[Sketch]:
         return list(rng.integers(0, 2**64, size=(count, self.permutations), dtype=np.uint64))

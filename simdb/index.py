@@ -104,6 +104,7 @@ class Summary:
     mode: str
     rows: int
     features: str
+    spec_version: int
     parameters: dict[str, object]
     description: str
 
@@ -113,11 +114,15 @@ class Summary:
             "mode": self.mode,
             "rows": self.rows,
             "features": self.features,
+            "spec_version": self.spec_version,
             **self.parameters,
         }
 
     def line(self) -> str:
-        return f"{self.name:<20} {self.mode:<8} {self.rows:>10}  {self.features:<8}  {self.description}"
+        return (
+            f"{self.name:<20} {self.mode:<8} {self.rows:>10}  {self.features:<8} "
+            f"v{self.spec_version:<3}  {self.description}"
+        )
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,7 @@ class Listing:
         return [summary.as_dict() for summary in self.summaries]
 
     def lines(self) -> list[str]:
-        header = f"{'name':<20} {'mode':<8} {'rows':>10}  {'features':<8}  parameters"
+        header = f"{'name':<20} {'mode':<8} {'rows':>10}  {'features':<8} {'spec':<4}  parameters"
         return [header, *(summary.line() for summary in self.summaries)]
 
 
@@ -140,7 +145,8 @@ def list_indexes(conn: Connection) -> list[Summary]:
         index = get(conn, name)
         count = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(index.table)).fetchone()
         rows = count[0] if count else 0
-        result.append(Summary(name, index.mode, rows, str(index.features), index.parameters(), index.summary))
+        features, version = str(index.features), index.spec_version
+        result.append(Summary(name, index.mode, rows, features, version, index.parameters(), index.summary))
     return result
 
 

@@ -1,4 +1,9 @@
-"""SimHash fingerprint spec v1: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 bits.
+"""SimHash fingerprint specs: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 bits.
+
+Spec v1 weighs each shingle by its number of occurrences; spec v2 (the default for new indexes)
+counts each distinct shingle once, so the fingerprint tracks the overlap of shingle sets
+(Jaccard) and a few frequent shingles (markup, runs of zero bytes) cannot decide every bit.
+Steps 1-4 are the same in both.
 
 Pure code (numpy and xxhash only), so it is fast to test and easy to port; the README gives the
 spec step by step and tests pin it with known-answer vectors.
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +23,8 @@ import xxhash
 from simdb.bits import BITS
 from simdb.errors import InvalidParameter
 
-SPEC_VERSION = 1
+SPEC_VERSIONS = (1, 2)
+SPEC_VERSION = 2  # the newest, which new indexes use
 
 TOKEN_PATTERN = re.compile(r"\w+")
 SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
@@ -163,38 +170,67 @@ def fold(ones: npt.NDArray[np.int64], total: int) -> int:
     return int((bits << np.arange(BITS, dtype=np.uint64)).sum(dtype=np.uint64))
 
 
-def simhash(hashes: UInt64Array) -> int:
-    """Step 5: bit i is 1 exactly when more shingle occurrences have bit i set than clear.
+def _fold_occurrences(chunks: Iterable[UInt64Array]) -> int:
+    """Spec v1, step 5: bit i is 1 exactly when more shingle occurrences have it set than clear.
 
     Every occurrence adds +1 where its hash has a 1 and -1 where it has a 0, which is the
     same as weighting each distinct shingle by its number of occurrences.
     """
-    return fold(bit_counts(hashes), len(hashes))
+    ones = np.zeros(BITS, dtype=np.int64)
+    total = 0
+    for hashes in chunks:
+        ones += bit_counts(hashes)
+        total += len(hashes)
+    return fold(ones, total)
+
+
+def _fold_distinct(chunks: Iterable[UInt64Array]) -> int:
+    """Spec v2, step 5: bit i is 1 exactly when more distinct shingles have it set than clear."""
+    distinct = np.unique(np.concatenate([np.unique(hashes) for hashes in chunks]))
+    return fold(bit_counts(distinct), len(distinct))
+
+
+_FOLDS: dict[int, Callable[[Iterable[UInt64Array]], int]] = {1: _fold_occurrences, 2: _fold_distinct}
+
+
+def check_spec(spec: int) -> int:
+    """`spec` if this simdb computes fingerprints of that spec version, else InvalidParameter."""
+    if spec not in _FOLDS:
+        raise InvalidParameter(
+            f"unknown fingerprint spec {spec}", f"use one of {', '.join(map(str, SPEC_VERSIONS))}"
+        )
+    return spec
+
+
+def simhash(hashes: UInt64Array, spec: int = SPEC_VERSION) -> int:
+    """Step 5: the 64-bit fingerprint of a document's shingle hashes, under fingerprint spec `spec`."""
+    return _FOLDS[check_spec(spec)]([hashes])
 
 
 # xxh3_64 of each single byte value: the unit hashes of bytes features.
 _BYTE_HASHES = np.array([xxhash.xxh3_64_intdigest(bytes([value])) for value in range(256)], dtype=np.uint64)
 
 
-def fingerprint_bytes(data: bytes, n: int = 4) -> int:
-    """SimHash of raw content with bytes:N features (byte n-grams), for any file, text or not.
-
-    Units are the bytes; unit hash = xxh3_64 of the single byte; shingles and the fold are as
-    for text. Counted in chunks (overlapping by n - 1 bytes), so a large file needs little memory.
-    """
-    if not data:
-        raise EmptyDocument("the file is empty")
+def _byte_shingle_chunks(data: bytes, n: int) -> Iterator[UInt64Array]:
+    """The byte n-gram hashes of `data`, in chunks of BYTES_CHUNK overlapping by n - 1 bytes."""
     size = min(n, len(data))
-    ones = np.zeros(BITS, dtype=np.int64)
-    total = 0
     for start in range(0, max(1, len(data) - size + 1), BYTES_CHUNK):
         chunk = np.frombuffer(
             data, dtype=np.uint8, count=min(BYTES_CHUNK + size - 1, len(data) - start), offset=start
         )
-        hashes = shingle_hashes(_BYTE_HASHES[chunk], size)
-        ones += bit_counts(hashes)
-        total += len(hashes)
-    return fold(ones, total)
+        yield shingle_hashes(_BYTE_HASHES[chunk], size)
+
+
+def fingerprint_bytes(data: bytes, n: int = 4, spec: int = SPEC_VERSION) -> int:
+    """SimHash of raw content with bytes:N features (byte n-grams), for any file, text or not.
+
+    Units are the bytes; unit hash = xxh3_64 of the single byte; shingles and the fold are as
+    for text. Hashed in chunks, so a large file needs memory for its distinct n-grams only (v2)
+    or for one chunk (v1).
+    """
+    if not data:
+        raise EmptyDocument("the file is empty")
+    return _FOLDS[check_spec(spec)](_byte_shingle_chunks(data, n))
 
 
 def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) -> UInt64Array:
@@ -217,14 +253,16 @@ def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) 
     return shingle_hashes(units, features.n)
 
 
-def fingerprint(content: str | bytes, features: Features = DEFAULT_FEATURES) -> int:
-    """The unsigned 64-bit SimHash (spec v1) of a document; raises EmptyDocument if it has none.
+def fingerprint(content: str | bytes, features: Features = DEFAULT_FEATURES, spec: int = SPEC_VERSION) -> int:
+    """The unsigned 64-bit SimHash of a document under fingerprint spec `spec` (v2 by default);
+    raises EmptyDocument if it has no shingles.
 
     Text goes through the features; raw bytes (a file read for bytes:N) need bytes features,
     and bytes features take text as its UTF-8 bytes.
     """
     if features.binary:
-        return fingerprint_bytes(content.encode("utf-8") if isinstance(content, str) else content, features.n)
+        raw = content.encode("utf-8") if isinstance(content, str) else content
+        return fingerprint_bytes(raw, features.n, spec)
     if isinstance(content, bytes):
         raise TypeError("text features need text, not bytes")
-    return simhash(feature_hashes(content, features))
+    return simhash(feature_hashes(content, features), spec)

@@ -1,4 +1,4 @@
-"""A deliberately plain, loop-by-loop reading of the SimHash spec v1 in the README.
+"""A deliberately plain, loop-by-loop reading of the SimHash specs v1 and v2 in the README.
 
 Written from the spec text, without numpy, so the vectorised implementation is checked
 against the spec rather than against itself.
@@ -24,34 +24,39 @@ def fmix64(h: int) -> int:
     return h
 
 
-def _fold(hashes: list[int], n: int) -> int:
-    """Shingle windows of n unit hashes, then the weighted bit counters, as the spec says."""
+def _fold(hashes: list[int], n: int, spec: int) -> int:
+    """Shingle windows of n unit hashes, then the bit counters, as the spec says: every
+    occurrence counts (v1), or every distinct shingle once (v2)."""
     size = min(n, len(hashes))
-    counters = [0] * 64
+    shingles = []
     for start in range(len(hashes) - size + 1):
         acc = hashes[start]
         for j in range(1, size):
             acc = (acc * K + hashes[start + j]) & M64
-        shingle = fmix64(acc)
+        shingles.append(fmix64(acc))
+    if spec == 2:
+        shingles = list(set(shingles))
+    counters = [0] * 64
+    for shingle in shingles:
         for bit in range(64):
             counters[bit] += 1 if (shingle >> bit) & 1 else -1
     return sum(1 << bit for bit in range(64) if counters[bit] > 0)
 
 
-def reference_fingerprint(text: str, kind: str = "word", n: int = 3) -> int | None:
+def reference_fingerprint(text: str, kind: str = "word", n: int = 3, spec: int = 2) -> int | None:
     normal = unicodedata.normalize("NFKC", text).casefold()
     tokens = re.findall(r"\w+", normal)
     if not tokens:
         return None
     units = tokens if kind == "word" else list(" ".join(tokens))
-    return _fold([xxhash.xxh3_64_intdigest(unit.encode("utf-8")) for unit in units], n)
+    return _fold([xxhash.xxh3_64_intdigest(unit.encode("utf-8")) for unit in units], n, spec)
 
 
-def reference_bytes_fingerprint(data: bytes, n: int = 4) -> int | None:
+def reference_bytes_fingerprint(data: bytes, n: int = 4, spec: int = 2) -> int | None:
     """bytes:N features: units are the raw bytes, each hashed as a one-byte string."""
     if not data:
         return None
-    return _fold([xxhash.xxh3_64_intdigest(bytes([b])) for b in data], n)
+    return _fold([xxhash.xxh3_64_intdigest(bytes([b])) for b in data], n, spec)
 
 
 def reference_minhash(shingles: set[int], permutations: int) -> list[int]:

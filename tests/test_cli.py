@@ -85,6 +85,7 @@ def test_folder_ingest_and_query(
             "mode": "simhash",
             "rows": 3,
             "features": "word:3",
+            "spec_version": 2,
             "max_distance": 3,
             "blocks": 5,
             "tables": 10,

@@ -1,4 +1,4 @@
-"""SimHash spec v1: known-answer vectors, the spec's rules, and agreement with a plain reference."""
+"""SimHash specs v1 and v2: known-answer vectors, the spec's rules, and agreement with a plain reference."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from simdb.errors import InvalidParameter
 from simdb.simhash import EmptyDocument, Features, fingerprint, fingerprint_bytes, tokens
 
 # (text, features, fingerprint as 16 hex digits): pinned; a change here is a new spec version.
+# Spec v1 (every shingle occurrence counts):
 KNOWN_ANSWERS = [
     ("The quick brown fox jumps over the lazy dog", "word:3", "a70392059ddfcbce"),
     ("The quick brown fox jumps over the lazy dog.", "word:1", "56ae985a5e266680"),
@@ -27,17 +28,33 @@ KNOWN_ANSWERS = [
     ("Straße ﬁnal ÉCOLE café", "char:3", "d86742a88dbdb2c2"),
     ("日本語のテキスト、そして English words_with_underscores 42", "word:2", "1aa434884a24d801"),
 ]
+# Spec v2 (each distinct shingle once): the same as v1 where no shingle repeats, so these repeat.
+KNOWN_ANSWERS_V2 = [
+    ("The quick brown fox jumps over the lazy dog", "word:3", "a70392059ddfcbce"),
+    ("The quick brown fox jumps over the lazy dog.", "word:1", "142c10481c224680"),
+    ("hello world", "word:3", "ba9b091b33c2300c"),
+    ("to be or not to be, that is the question: to be or not to be", "word:2", "edbc4991d1e3cf5f"),
+    ("abababababababababab", "char:2", "048e150093041206"),
+]
+BOTH_SPECS = [(*answer, 1) for answer in KNOWN_ANSWERS] + [(*answer, 2) for answer in KNOWN_ANSWERS_V2]
 
 
-@pytest.mark.parametrize(("text", "features", "expected"), KNOWN_ANSWERS)
-def test_known_answers(text: str, features: str, expected: str) -> None:
-    assert to_hex(fingerprint(text, Features.parse(features))) == expected
+@pytest.mark.parametrize(("text", "features", "expected", "spec"), BOTH_SPECS)
+def test_known_answers(text: str, features: str, expected: str, spec: int) -> None:
+    assert to_hex(fingerprint(text, Features.parse(features), spec)) == expected
 
 
-@pytest.mark.parametrize(("text", "features", "expected"), KNOWN_ANSWERS)
-def test_known_answers_match_the_plain_reference(text: str, features: str, expected: str) -> None:
+@pytest.mark.parametrize(("text", "features", "expected", "spec"), BOTH_SPECS)
+def test_known_answers_match_the_plain_reference(text: str, features: str, expected: str, spec: int) -> None:
     parsed = Features.parse(features)
-    assert reference_fingerprint(text, parsed.kind, parsed.n) == int(expected, 16)
+    assert reference_fingerprint(text, parsed.kind, parsed.n, spec) == int(expected, 16)
+
+
+def test_v2_is_the_default_and_unknown_specs_are_refused() -> None:
+    text = "to be or not to be or not to be, that is the question"
+    assert fingerprint(text) == fingerprint(text, spec=2) != fingerprint(text, spec=1)
+    with pytest.raises(InvalidParameter, match="unknown fingerprint spec 3"):
+        fingerprint(text, spec=3)
 
 
 def test_one_shingle_document_is_the_mixed_hash_of_its_token() -> None:
@@ -61,11 +78,13 @@ def _shingle(*words: bytes) -> int:
     return fmix64(acc)
 
 
-def test_weights_are_occurrence_counts() -> None:
-    # Shingles abc, bca, cab, abc: four occurrences, so a bit is 1 when three or more have it.
-    # abc occurs twice, so the result is exactly abc & (bca | cab).
+def test_v1_weights_are_occurrence_counts_and_v2_counts_each_shingle_once() -> None:
+    # Shingles abc, bca, cab, abc: four occurrences, so under v1 a bit is 1 when three or more
+    # have it; abc occurs twice, so the result is exactly abc & (bca | cab). Under v2 there are
+    # three distinct shingles, and a bit is the majority of the three.
     abc, bca, cab = _shingle(b"a", b"b", b"c"), _shingle(b"b", b"c", b"a"), _shingle(b"c", b"a", b"b")
-    assert fingerprint("a b c a b c") == abc & (bca | cab)
+    assert fingerprint("a b c a b c", spec=1) == abc & (bca | cab)
+    assert fingerprint("a b c a b c", spec=2) == (abc & bca) | (abc & cab) | (bca & cab)
 
 
 def test_short_documents_use_the_tokens_they_have() -> None:
@@ -112,37 +131,51 @@ def test_ascii_fast_path_tokenises_like_the_regex(text: str) -> None:
     st.integers(min_value=1, max_value=6),
 )
 def test_fingerprint_equals_the_plain_reference(text: str, kind: str, n: int) -> None:
-    expected = reference_fingerprint(text, kind, n)
-    if expected is None:
-        with pytest.raises(EmptyDocument):
-            fingerprint(text, Features(kind, n))
-    else:
-        assert fingerprint(text, Features(kind, n)) == expected
+    for spec in (1, 2):
+        expected = reference_fingerprint(text, kind, n, spec)
+        if expected is None:
+            with pytest.raises(EmptyDocument):
+                fingerprint(text, Features(kind, n), spec)
+        else:
+            assert fingerprint(text, Features(kind, n), spec) == expected
 
 
+# (data, n, fingerprint, spec)
 BYTES_ANSWERS = [
-    (b"hello world", 4, "9018846c0a801590"),
-    (bytes(range(256)), 4, "7e94f54010a5bb12"),
-    (b"\x00\x01\x02", 8, "2a704501c0092a7d"),
-    (b"\x89PNG\r\n\x1a\n" * 10, 3, "06b0c79b42966607"),
+    (b"hello world", 4, "9018846c0a801590", 1),
+    (bytes(range(256)), 4, "7e94f54010a5bb12", 1),
+    (b"\x00\x01\x02", 8, "2a704501c0092a7d", 1),
+    (b"\x89PNG\r\n\x1a\n" * 10, 3, "06b0c79b42966607", 1),
+    (b"hello world", 4, "9018846c0a801590", 2),
+    (b"\x89PNG\r\n\x1a\n" * 10, 3, "04a0871b42166605", 2),
+    (bytes(1000) + b"tail data here", 4, "50befa2c36ec1953", 2),
 ]
 
 
-@pytest.mark.parametrize(("data", "n", "expected"), BYTES_ANSWERS)
-def test_bytes_known_answers(data: bytes, n: int, expected: str) -> None:
-    assert to_hex(fingerprint_bytes(data, n)) == expected
-    assert reference_bytes_fingerprint(data, n) == int(expected, 16)
+@pytest.mark.parametrize(("data", "n", "expected", "spec"), BYTES_ANSWERS)
+def test_bytes_known_answers(data: bytes, n: int, expected: str, spec: int) -> None:
+    assert to_hex(fingerprint_bytes(data, n, spec)) == expected
+    assert reference_bytes_fingerprint(data, n, spec) == int(expected, 16)
+
+
+def test_a_run_of_zero_bytes_counts_once_under_v2() -> None:
+    # Under v1 a kilobyte of zeros outweighs the tail; under v2 its one 4-gram is one vote.
+    data = bytes(1000) + b"tail data here"
+    assert fingerprint_bytes(data, 4, spec=1) == fingerprint_bytes(bytes(1000), 4, spec=1)
+    assert fingerprint_bytes(data, 4, spec=2) != fingerprint_bytes(bytes(1000), 4, spec=2)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.binary(min_size=1, max_size=400), st.integers(min_value=1, max_value=8))
-def test_bytes_fingerprint_equals_the_reference_and_chunking_does_not_matter(data: bytes, n: int) -> None:
-    expected = reference_bytes_fingerprint(data, n)
-    assert fingerprint_bytes(data, n) == expected
+@given(st.binary(min_size=1, max_size=400), st.integers(min_value=1, max_value=8), st.sampled_from([1, 2]))
+def test_bytes_fingerprint_equals_the_reference_and_chunking_does_not_matter(
+    data: bytes, n: int, spec: int
+) -> None:
+    expected = reference_bytes_fingerprint(data, n, spec)
+    assert fingerprint_bytes(data, n, spec) == expected
     original = simhash.BYTES_CHUNK
     simhash.BYTES_CHUNK = 7  # tiny chunks, overlapping by n - 1 bytes
     try:
-        assert fingerprint_bytes(data, n) == expected
+        assert fingerprint_bytes(data, n, spec) == expected
     finally:
         simhash.BYTES_CHUNK = original
 

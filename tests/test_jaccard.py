@@ -73,7 +73,8 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     code, out, _ = simdb(capsys, "create", "docs", "--mode", "jaccard", "--threshold", "0.75")
     assert (code, out) == (
         0,
-        "created jaccard index docs: threshold 0.75, 128 permutations, 16 bands of 8 rows, features word:3; "
+        "created jaccard index docs: threshold 0.75, 128 permutations, 16 bands of 8 rows, features word:3, "
+        "spec v1; "
         'SQL: simdb."docs"\n',
     )
     assert simdb(capsys, "ingest", "docs", str(tmp_path))[0] == 0
@@ -108,6 +109,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "mode": "jaccard",
             "rows": 5,
             "features": "word:3",
+            "spec_version": 1,
             "threshold": 0.75,
             "permutations": 128,
             "bands": 16,

@@ -134,7 +134,7 @@ def test_catalog_records_parameters(conn: Conn) -> None:
     row = conn.execute(
         "SELECT bits, max_distance, blocks, block_widths, features, spec_version FROM simdb._indexes"
     ).fetchone()
-    assert row == (64, 2, 4, [16, 16, 16, 16], "word:3", 1)
+    assert row == (64, 2, 4, [16, 16, 16, 16], "word:3", 2)
     assert conn.execute("SELECT count(*) FROM simdb._tables").fetchone() == (6,)
 
 

@@ -10,7 +10,14 @@ import click
 
 from simdb import attach, index, modes, names, planner, schema
 from simdb.blocks import DEFAULT_MAX_DISTANCE
-from simdb.cli.common import database, features_option, json_option, show, spec_from_options
+from simdb.cli.common import (
+    database,
+    features_option,
+    fingerprint_spec_option,
+    json_option,
+    show,
+    spec_from_options,
+)
 from simdb.errors import InvalidParameter
 from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
@@ -72,6 +79,7 @@ def index_options(function: F) -> F:
                 default=None,
                 help="simhash: number of blocks b (> k); overrides the planner.",
             ),
+            fingerprint_spec_option,
             click.option(
                 "--threshold",
                 type=float,

@@ -15,7 +15,7 @@ import click
 
 from simdb import connection, modes, readers, schema
 from simdb.errors import InputError
-from simdb.simhash import EmptyDocument, Features
+from simdb.simhash import SPEC_VERSION, EmptyDocument, Features
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -127,6 +127,15 @@ def progress_say(as_json: bool) -> Callable[[str], None]:
     if sys.stderr.isatty() and not as_json:
         return lambda line: click.echo(f"... {line}", err=True)
     return lambda line: None
+
+
+fingerprint_spec_option = click.option(
+    "--fingerprint-spec",
+    type=int,
+    default=None,
+    help=f"simhash: fingerprint spec version, 1 or 2 [default: {SPEC_VERSION}]; "
+    "1 only to match fingerprints made under spec v1.",
+)
 
 
 def spec_from_options(mode: str, options: dict[str, Any]) -> modes.Spec:

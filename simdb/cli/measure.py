@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
@@ -140,6 +141,23 @@ def calibrate_(
     show_default=True,
     help="jaccard: the Jaccard similarity that counts as a near-duplicate.",
 )
+@click.option(
+    "--quality",
+    "quality_paths",
+    multiple=True,
+    metavar="PATH[:PATH...]",
+    help="Sketch quality instead: precision / recall of each fingerprint spec, a plain set-weighted "
+    "SimHash and the jaccard mode against exact Jaccard on the documents below PATH, one corpus "
+    "per option (paths joined by ':' form one corpus; repeatable; no database needed).",
+)
+@click.option(
+    "--planted",
+    "planted_paths",
+    multiple=True,
+    metavar="PATH",
+    help="With --quality: also a corpus of the text below PATH with planted word edits "
+    "(--sample, --copies, --max-edit).",
+)
 @features_option
 @json_option
 @click.pass_context
@@ -154,7 +172,11 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
       edits: precision and recall against exact Jaccard, bytes/row, load, query and pairs time.
     Scratch indexes are dropped afterwards. With --text, also measure fingerprinting MB/s on
     one core against the straightforward per-shingle method.
+    --quality PATH...: sketch quality on your folders, k = 0..6, against exact shingle Jaccard.
     """
+    if options["quality_paths"] or options["planted_paths"]:
+        show(_bench_quality(progress_say(as_json), **options), as_json)
+        return
     runs: dict[str, Callable[..., Result]] = {"simhash": _bench_index, "jaccard": _bench_modes}
     run = runs[mode]
     show(run(ctx, progress_say(as_json), **options), as_json)
@@ -230,6 +252,38 @@ def _bench_modes(
             jobs=os.cpu_count() or 1,
             progress=say,
         )
+
+
+def _bench_quality(
+    say: Callable[[str], None],
+    *,
+    quality_paths: tuple[str, ...],
+    planted_paths: tuple[str, ...],
+    features: str,
+    threshold: float,
+    sample: int,
+    copies: int,
+    max_edit: float,
+    **_: Any,
+) -> Result:
+    """simdb bench --quality: every fingerprint against exact Jaccard, corpus by corpus."""
+    from simdb.measure import evaluate, quality
+
+    parsed = Features.parse(features)
+    groups = [joined.split(os.pathsep) for joined in quality_paths]
+    readers.check_sources([*itertools.chain(*groups), *planted_paths])
+
+    def corpora() -> Iterator[tuple[str, Iterable[readers.Document]]]:
+        options = readers.Options(skip_errors=True, raw=parsed.binary)
+        for label, paths in zip(quality_paths, groups, strict=True):
+            say(f"measuring {label}")
+            yield label, (d for d in readers.read(paths, options) if isinstance(d, readers.Document))
+        for path in planted_paths:
+            say(f"measuring {path} with planted edits")
+            originals, planted = evaluate.planted_corpus(text_documents((path,)), sample, copies, max_edit, 1)
+            yield f"{path} + {len(planted)} edited copies", originals + planted
+
+    return quality.quality(corpora(), parsed, threshold)
 
 
 COMMANDS = [calibrate_, bench_]

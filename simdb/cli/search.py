@@ -10,6 +10,7 @@ from simdb.cli.common import (
     database,
     exactly_one,
     features_option,
+    fingerprint_spec_option,
     format_option,
     json_option,
     row_writer,
@@ -201,11 +202,18 @@ def dedup_(
     default=None,
     help=f"jaccard: signature length (use the index's own) [default: {DEFAULT_PERMUTATIONS}].",
 )
+@fingerprint_spec_option
 @features_option
 def fingerprint_(
-    text: str | None, file: str | None, mode: str, permutations: int | None, features: str
+    text: str | None,
+    file: str | None,
+    mode: str,
+    permutations: int | None,
+    fingerprint_spec: int | None,
+    features: str,
 ) -> None:
-    """Print the 64-bit SimHash (spec v1) of a text, or its MinHash signature (spec v1).
+    """Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1) of a text, or its MinHash
+    signature (spec v1).
 
     The signature is printed as a PostgreSQL array of signed bigints, ready for
     simdb.similar('NAME', '{...}') or an INSERT into a jaccard index.
@@ -214,7 +222,7 @@ def fingerprint_(
     parsed = Features.parse(features)
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
     source = file or "--text"
-    spec = spec_from_options(mode, {"permutations": permutations})
+    spec = spec_from_options(mode, {"permutations": permutations, "fingerprint_spec": fingerprint_spec})
     click.echo(spec.literal(sketch_of(lambda c: spec.sketch(c, parsed), content, source, parsed)))
 
 

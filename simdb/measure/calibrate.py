@@ -120,7 +120,7 @@ def similar_pairs(sets: list[frozenset[int]], lowest: float) -> dict[tuple[int, 
     return found
 
 
-def _close_pairs(values: npt.NDArray[np.uint64], k: int) -> dict[tuple[int, int], int]:
+def close_pairs(values: npt.NDArray[np.uint64], k: int) -> dict[tuple[int, int], int]:
     """Every pair within k bits, by brute force in blocks of rows (fine for a sample)."""
     found: dict[tuple[int, int], int] = {}
     for start in range(0, len(values), _ROWS_PER_STEP):
@@ -133,7 +133,7 @@ def _close_pairs(values: npt.NDArray[np.uint64], k: int) -> dict[tuple[int, int]
     return found
 
 
-def _lsh_pairs(signatures: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
+def lsh_pairs(signatures: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
     """The pairs a jaccard index with this threshold returns: a shared band key, estimate >= t."""
     banding = choose_banding(threshold, DEFAULT_PERMUTATIONS)
     buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
@@ -167,8 +167,8 @@ def calibrate(
         prints.append(simhash(hashes))
         signatures.append(signature(hashes, DEFAULT_PERMUTATIONS))
     similar = similar_pairs(sets, min(THRESHOLDS))
-    close = _close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
-    banded = {t: _lsh_pairs(signatures, t) for t in THRESHOLDS}
+    close = close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
+    banded = {t: lsh_pairs(signatures, t) for t in THRESHOLDS}
     for pair in itertools.chain(close, *banded.values()):  # Jaccard below the lowest threshold too
         similar.setdefault(pair, jaccard(sets[pair[0]], sets[pair[1]]))
     result = Calibration(

@@ -64,7 +64,7 @@ class Index(ABC):
 
     mode: ClassVar[str]
     bits: ClassVar[int] = BITS  # width of a fingerprint, or of each signature value
-    spec_version: ClassVar[int]  # of the fingerprint or signature spec
+    spec_versions: ClassVar[tuple[int, ...]]  # the fingerprint or signature specs this simdb computes
     sketch_column: ClassVar[str]  # the column holding each row's fingerprint or signature
     sketch_type: ClassVar[str]  # its PostgreSQL type (binary COPY, function arguments)
     score_column: ClassVar[str]  # what the near and pairs functions rank by
@@ -81,6 +81,11 @@ class Index(ABC):
 
     @property
     @abstractmethod
+    def spec_version(self) -> int:
+        """The version of the fingerprint or signature spec this index's sketches are made under."""
+
+    @property
+    @abstractmethod
     def summary(self) -> str:
         """The parameters of this mode in a few words."""
 
@@ -89,11 +94,18 @@ class Index(ABC):
         """The parameters of this mode, for JSON."""
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "mode": self.mode, **self.parameters(), "features": str(self.features)}
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            **self.parameters(),
+            "features": str(self.features),
+            "spec_version": self.spec_version,
+        }
 
     def lines(self) -> list[str]:
         return [
-            f"{self.mode} index {self.name}: {self.summary}, features {self.features}; "
+            f"{self.mode} index {self.name}: {self.summary}, features {self.features}, "
+            f"spec v{self.spec_version}; "
             f'SQL: {names.SCHEMA}."{self.name}"'
         ]
 
@@ -109,10 +121,11 @@ class Index(ABC):
     @classmethod
     def check_stored(cls, row: Mapping[str, Any]) -> None:
         """Refuse a catalog row made under a width or spec version this simdb does not make."""
-        if row["bits"] != cls.bits or row["spec_version"] != cls.spec_version:
+        if row["bits"] != cls.bits or row["spec_version"] not in cls.spec_versions:
+            known = "/".join(f"v{version}" for version in cls.spec_versions)
             raise IndexMismatch(
                 f"{cls.mode} index {row['name']!r} holds {row['bits']}-bit values of spec "
-                f"v{row['spec_version']}; this simdb makes {cls.bits}-bit values of spec v{cls.spec_version}",
+                f"v{row['spec_version']}; this simdb makes {cls.bits}-bit values of spec {known}",
                 MISMATCH_HINT,
             )
 

@@ -116,7 +116,7 @@ class JaccardIndex(Index):
     banding: Banding
 
     mode = "jaccard"
-    spec_version = MINHASH_SPEC_VERSION
+    spec_versions = (MINHASH_SPEC_VERSION,)
     sketch_column = "signature"
     sketch_type = "int8[]"
     score_column, score_type = "similarity", "double precision"
@@ -125,6 +125,10 @@ class JaccardIndex(Index):
     @property
     def spec(self) -> JaccardSpec:
         return JaccardSpec(self.threshold, self.permutations)
+
+    @property
+    def spec_version(self) -> int:
+        return MINHASH_SPEC_VERSION
 
     @property
     def summary(self) -> str:

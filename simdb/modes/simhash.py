@@ -27,7 +27,7 @@ from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes.base import MISMATCH_HINT, Index, Sketch, Spec
 from simdb.planner import WORKLOADS, plan_for
-from simdb.simhash import SPEC_VERSION, Features, fingerprint
+from simdb.simhash import SPEC_VERSION, SPEC_VERSIONS, Features, check_spec, fingerprint
 
 FINGERPRINT = sql.SQL("$1")
 MAX_DISTANCE = sql.SQL("$2")
@@ -37,11 +37,13 @@ PAIRS_MAX_DISTANCE = sql.SQL("$1")  # the only parameter of the pairs statement
 @dataclass(frozen=True)
 class SimhashSpec(Spec):
     """Exact search within `max_distance` bits; `blocks` overrides the planner, which plans for
-    the index's expected rows and its `workload` (online, batch or both)."""
+    the index's expected rows and its `workload` (online, batch or both). `fingerprint_spec`:
+    the SimHash spec version (v2 unless fingerprints must match ones made under v1)."""
 
     max_distance: int = DEFAULT_MAX_DISTANCE
     blocks: int | None = None
     workload: str = "both"
+    fingerprint_spec: int = SPEC_VERSION
 
     mode = "simhash"
 
@@ -53,10 +55,11 @@ class SimhashSpec(Spec):
         chosen = self.blocks
         if chosen is None:
             chosen = plan_for(expected_rows, self.max_distance, self.workload).blocks
-        return SimhashIndex(name, features, expected_rows, BlockPlan(self.max_distance, chosen))
+        plan = BlockPlan(self.max_distance, chosen)
+        return SimhashIndex(name, features, expected_rows, plan, check_spec(self.fingerprint_spec))
 
     def sketch(self, content: str | bytes, features: Features) -> int:
-        return fingerprint(content, features)
+        return fingerprint(content, features, self.fingerprint_spec)
 
     def literal(self, value: Sketch) -> str:
         return to_hex(int(value))
@@ -103,9 +106,10 @@ class SimhashIndex(Index):
     """64-bit SimHash fingerprints in permuted block columns; exact within max_distance bits."""
 
     plan: BlockPlan
+    fingerprint_spec: int = SPEC_VERSION
 
     mode = "simhash"
-    spec_version = SPEC_VERSION
+    spec_versions = SPEC_VERSIONS
     sketch_column = "fingerprint"
     sketch_type = "int8"
     score_column, score_type = "distance", "integer"
@@ -113,7 +117,11 @@ class SimhashIndex(Index):
 
     @property
     def spec(self) -> SimhashSpec:
-        return SimhashSpec(self.plan.max_distance, self.plan.blocks)
+        return SimhashSpec(self.plan.max_distance, self.plan.blocks, fingerprint_spec=self.fingerprint_spec)
+
+    @property
+    def spec_version(self) -> int:
+        return self.fingerprint_spec
 
     @property
     def summary(self) -> str:
@@ -147,7 +155,8 @@ class SimhashIndex(Index):
             raise IndexMismatch(
                 f"index {row['name']!r} has a table layout this simdb does not compute", MISMATCH_HINT
             )
-        return cls(row["name"], Features.parse(row["features"]), row["expected_rows"], plan)
+        features = Features.parse(row["features"])
+        return cls(row["name"], features, row["expected_rows"], plan, row["spec_version"])
 
     def register(self, conn: Connection) -> None:
         """The permuted tables in simdb._tables."""

@@ -1,0 +1,79 @@
+"""Fingerprint specs side by side: v1 indexes keep answering with v1, new indexes use v2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import Conn, simdb
+
+from simdb import index, ingest
+from simdb.bits import to_hex, to_unsigned
+from simdb.errors import IndexMismatch
+from simdb.modes import SimhashSpec
+from simdb.readers import Document
+from simdb.simhash import fingerprint
+
+# Repeated shingles, so the two specs give different fingerprints.
+TEXT = "to be or not to be " * 20 + " ".join(f"line{i} of the play" for i in range(60))
+COPY = TEXT.replace("line30 ", "verse30 ", 1)
+
+
+def stored(conn: Conn, name: str) -> dict[str, int]:
+    found = conn.execute(f"SELECT key, fingerprint FROM simdb.{name}").fetchall()
+    return {str(key): to_unsigned(int(str(value))) for key, value in found}
+
+
+def test_v1_and_v2_indexes_side_by_side(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    assert fingerprint(TEXT, spec=1) != fingerprint(TEXT, spec=2)
+    (tmp_path / "a.txt").write_text(TEXT)
+    (tmp_path / "b.txt").write_text(COPY)
+    assert simdb(capsys, "create", "old", "--fingerprint-spec", "1")[0] == 0
+    assert simdb(capsys, "create", "new")[0] == 0
+    for name in ("old", "new"):
+        assert simdb(capsys, "ingest", name, str(tmp_path))[0] == 0
+    keys = (str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
+    for name, spec in (("old", 1), ("new", 2)):
+        assert stored(conn, name) == {
+            keys[0]: fingerprint(TEXT, spec=spec),
+            keys[1]: fingerprint(COPY, spec=spec),
+        }
+
+    code, out, _ = simdb(capsys, "list", "--json")
+    assert code == 0
+    assert {entry["name"]: entry["spec_version"] for entry in json.loads(out)} == {"old": 1, "new": 2}
+    code, out, _ = simdb(capsys, "list")
+    assert [line.split()[4] for line in out.splitlines()[1:]] == ["v2", "v1"]
+
+    for name in ("old", "new"):  # a query is fingerprinted under the index's own spec
+        code, out, _ = simdb(capsys, "query", name, "--text", TEXT, "--json")
+        assert code == 0
+        nearest = json.loads(out)[0]
+        assert (nearest["key"], nearest["distance"]) == (keys[0], 0)
+
+    spec1 = simdb(capsys, "fingerprint", "--text", TEXT, "--fingerprint-spec", "1")
+    assert spec1 == (0, to_hex(fingerprint(TEXT, spec=1)) + "\n", "")
+    assert simdb(capsys, "fingerprint", "--text", TEXT) == (0, to_hex(fingerprint(TEXT, spec=2)) + "\n", "")
+
+
+def test_library_ingest_into_a_v1_index_uses_v1(conn: Conn) -> None:
+    made = index.create(conn, "old", SimhashSpec(fingerprint_spec=1))
+    assert made.spec_version == 1 and index.get(conn, "old").spec_version == 1
+    ingest.ingest(conn, index.get(conn, "old"), [Document("a", TEXT, 0)])
+    assert stored(conn, "old") == {"a": fingerprint(TEXT, spec=1)}
+
+
+def test_unknown_specs_are_refused(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
+    code, _, err = simdb(capsys, "create", "x", "--fingerprint-spec", "3")
+    assert (code, err) == (1, "simdb: error: unknown fingerprint spec 3 (use one of 1, 2)\n")
+    code, _, err = simdb(capsys, "create", "x", "--mode", "jaccard", "--fingerprint-spec", "1")
+    assert code == 2 and "--fingerprint-spec applies to --mode simhash only" in err
+    assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)
+
+    index.create(conn, "future")
+    conn.execute("UPDATE simdb._indexes SET spec_version = 3 WHERE name = 'future'")
+    with pytest.raises(IndexMismatch, match="spec v3; this simdb makes 64-bit values of spec v1/v2"):
+        index.get(conn, "future")

@@ -220,6 +220,78 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
     return report
 
 
+@dataclass
+class ReindexReport:
+    """What `simdb reindex` did: the rows moved from one spec version to another."""
+
+    name: str
+    from_version: int
+    to_version: int
+    rows: int
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    def lines(self) -> list[str]:
+        if self.from_version == self.to_version:
+            return [f"index {self.name} already uses spec v{self.to_version}; nothing to do"]
+        moved = f"{self.rows} rows moved from spec v{self.from_version} to v{self.to_version}"
+        return [f"reindexed {self.name}: {moved}"]
+
+
+def reindex(conn: Connection, name: str, progress: Callable[[int], object] | None = None) -> ReindexReport:
+    """Move attached index NAME to the newest spec of its mode, in place, batch by batch.
+
+    Each batch re-sketches rows from the source table's text and updates them in its own
+    transaction, so queries keep running (they see some rows moved and some not until the end);
+    the catalog switches to the new spec in the last transaction. An interrupted reindex leaves
+    the old spec recorded, and running it again completes the move.
+    """
+    made = indexes.get(conn, name)
+    target = made.upgraded()
+    if target is None:
+        return ReindexReport(name, made.spec_version, made.spec_version, 0)
+    try:
+        source = source_of(conn, name)
+    except InvalidParameter:
+        raise InvalidParameter(
+            f"index {name!r} was ingested from documents, whose text simdb does not keep, so it cannot "
+            f"move it from spec v{made.spec_version} to v{target.spec_version} by itself",
+            f"create a new index (`simdb create {name}_v{target.spec_version}`), ingest the same sources "
+            f"into it again, and drop the old one once it is full",
+        ) from None
+    key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
+    rows_to_move = sql.SQL(
+        "SELECT i.key, s.{text} FROM {index} AS i JOIN {source} AS s ON s.{key}::text = i.key"
+        " WHERE {where} AND s.{text} IS NOT NULL"
+    ).format(key=key, text=text, source=source.relation, index=made.table, where=source.where)
+    update = sql.SQL(
+        "UPDATE {index} AS i SET {sketch} = v.sketch, content_hash = decode(md5(v.body), 'hex')"
+        " FROM unnest(%s::text[], %s::{type}[], %s::text[]) AS v (key, sketch, body) WHERE i.key = v.key"
+    ).format(index=made.table, sketch=sql.Identifier(made.sketch_column), type=sql.SQL(made.sketch_type))
+    moved = 0
+    with conn.cursor(name=f"simdb_reindex_{name}", withhold=True) as cursor:
+        with conn.transaction():
+            cursor.execute(rows_to_move)
+        while rows := cursor.fetchmany(BATCH):
+            values = target.sketches([row_text for _, row_text in rows])
+            keys, sketches, bodies = [], [], []
+            for (row_key, row_text), value in zip(rows, values, strict=True):
+                if value is not None:  # a text without shingles has no row in the index
+                    keys.append(row_key)
+                    sketches.append(target.to_sql(value))
+                    bodies.append(row_text)
+            with conn.transaction():
+                conn.execute(update, (keys, sketches, bodies))
+            moved += len(keys)
+            if progress is not None:
+                progress(len(rows))
+    with conn.transaction():
+        catalog.set_spec_version(conn, name, target.spec_version)
+    ingest.vacuum(conn, made)
+    return ReindexReport(name, made.spec_version, target.spec_version, moved)
+
+
 def _has_column(conn: Connection, made: Index, column: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"

@@ -123,6 +123,11 @@ def source_row(conn: Connection, name: str) -> SourceRow | None:
     return None if row is None else SourceRow(*row)
 
 
+def set_spec_version(conn: Connection, name: str, version: int) -> None:
+    """Record that every row of index `name` now holds sketches of spec `version` (reindex)."""
+    conn.execute(sql.SQL("UPDATE {} SET spec_version = %s WHERE name = %s").format(INDEXES), (version, name))
+
+
 def mark_synced(conn: Connection, name: str) -> None:
     conn.execute(sql.SQL("UPDATE {} SET synced_at = now() WHERE index_name = %s").format(SOURCES), (name,))
 

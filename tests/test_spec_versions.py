@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import index, ingest
+from simdb import attach, index, ingest
 from simdb.bits import to_hex, to_unsigned
 from simdb.errors import IndexMismatch
 from simdb.modes import SimhashSpec
@@ -77,3 +78,55 @@ def test_unknown_specs_are_refused(capsys: pytest.CaptureFixture[str], conn: Con
     conn.execute("UPDATE simdb._indexes SET spec_version = 3 WHERE name = 'future'")
     with pytest.raises(IndexMismatch, match="spec v3; this simdb makes 64-bit values of spec v1/v2"):
         index.get(conn, "future")
+
+
+def test_reindex_moves_an_attached_index_while_queries_run(
+    capsys: pytest.CaptureFixture[str], conn: Conn, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn.execute("CREATE TABLE public.plays (id int PRIMARY KEY, body text, live boolean NOT NULL)")
+    texts = {i: TEXT.replace("line1 ", f"scene{i} ", 1) for i in range(23)}
+    texts[23] = "..."  # no shingles: no row in the index
+    for number, body in texts.items():
+        conn.execute("INSERT INTO public.plays VALUES (%s, %s, %s)", (number, body, number != 5))
+    code, _, _ = simdb(
+        capsys, "attach", "docs", "--table", "plays", "--key-column", "id", "--text-column", "body",
+        "--where", "live", "--fingerprint-spec", "1",
+    )  # fmt: skip
+    assert code == 0
+    live = {str(n): body for n, body in texts.items() if n not in (5, 23)}
+    assert stored(conn, "docs") == {key: fingerprint(body, spec=1) for key, body in live.items()}
+
+    answers: list[int] = []
+    monkeypatch.setattr(attach, "BATCH", 5)
+    with psycopg.connect(dsn, autocommit=True) as other:
+
+        def query_meanwhile(_: int) -> None:  # after each batch, from another session
+            found = other.execute("SELECT count(*) FROM simdb.near_key('docs', '0', 3)").fetchone()
+            answers.append(int(str(found[0])) if found else -1)
+
+        report = attach.reindex(conn, "docs", progress=query_meanwhile)
+    assert (report.from_version, report.to_version, report.rows) == (1, 2, 22)
+    assert len(answers) == 5 and all(count >= 1 for count in answers)
+    assert stored(conn, "docs") == {key: fingerprint(body, spec=2) for key, body in live.items()}
+    assert index.get(conn, "docs").spec_version == 2
+    assert simdb(capsys, "sync", "docs") == (
+        0,
+        "synced: 0 new, 0 updated, 0 removed, 1 without text skipped; unchanged rows were not read\n",
+        "",
+    )  # the content hashes still match the text
+    assert simdb(capsys, "reindex", "docs") == (0, "index docs already uses spec v2; nothing to do\n", "")
+
+
+def test_reindex_of_an_index_from_files_says_what_to_do(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    made = index.create(conn, "files", SimhashSpec(fingerprint_spec=1))
+    ingest.ingest(conn, made, [Document("a", TEXT, 0)])
+    code, _, err = simdb(capsys, "reindex", "files")
+    assert (code, err) == (
+        1,
+        "simdb: error: index 'files' was ingested from documents, whose text simdb does not keep, so it "
+        "cannot move it from spec v1 to v2 by itself (create a new index (`simdb create files_v2`), ingest "
+        "the same sources into it again, and drop the old one once it is full)\n",
+    )
+    assert stored(conn, "files") == {"a": fingerprint(TEXT, spec=1)}

@@ -170,6 +170,20 @@ def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: 
             show(attach.sync(conn, name), as_json)
 
 
+@click.command(name="reindex")
+@click.argument("name")
+@json_option
+@click.pass_context
+def reindex_(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Move attached index NAME to the newest fingerprint spec, in place, while queries run.
+
+    Rows are re-fingerprinted from the table's text batch by batch; the index switches to the
+    new spec when all are done. Indexes ingested from files must be ingested again instead.
+    """
+    with database(ctx) as conn:
+        show(attach.reindex(conn, name), as_json)
+
+
 @click.command(name="plan")
 @click.option("--rows", type=click.IntRange(1), default=DEFAULT_EXPECTED_ROWS, show_default=True)
 @click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
@@ -229,4 +243,4 @@ def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tu
     click.echo(f"granted index {name} to {', '.join(granted)}")
 
 
-COMMANDS = [init, create, attach_, sync_, plan_, list_, drop, grant_]
+COMMANDS = [init, create, attach_, sync_, reindex_, plan_, list_, drop, grant_]

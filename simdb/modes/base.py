@@ -129,6 +129,10 @@ class Index(ABC):
                 MISMATCH_HINT,
             )
 
+    def upgraded(self) -> Self | None:
+        """This index under the newest spec of its mode, or None if it has it already."""
+        return None
+
     # --- sketches ---------------------------------------------------------------------------
 
     def sketch(self, content: str | bytes) -> Sketch:

@@ -13,6 +13,7 @@ kept once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -122,6 +123,11 @@ class SimhashIndex(Index):
     @property
     def spec_version(self) -> int:
         return self.fingerprint_spec
+
+    def upgraded(self) -> Self | None:
+        if self.fingerprint_spec == SPEC_VERSION:
+            return None
+        return dataclasses.replace(self, fingerprint_spec=SPEC_VERSION)
 
     @property
     def summary(self) -> str:

@@ -19,11 +19,11 @@ _FETCH = 10_000
 
 @dataclass(frozen=True)
 class Pair:
-    """Two near-duplicate keys (key_a < key_b): their similarity, and distance on a simhash index."""
+    """Two near-duplicate keys (key_a < key_b): their distance (simhash) or similarity (jaccard)."""
 
     key_a: str
     key_b: str
-    similarity: float
+    similarity: float | None
     distance: int | None = None
 
 

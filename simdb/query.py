@@ -17,19 +17,17 @@ from simdb.modes import Index, Sketch
 
 @dataclass(frozen=True)
 class Match:
-    """One near-duplicate: its key, its similarity, and its Hamming distance on a simhash index.
-
-    similarity is 1 - d/64 (the share of fingerprint bits that agree) on a simhash index and the
-    estimated Jaccard (the share of equal signature positions) on a jaccard index.
+    """One near-duplicate: its key and its score, the Hamming distance on a simhash index or
+    the estimated Jaccard (the share of equal signature positions) on a jaccard index.
     """
 
     key: str
-    similarity: float
+    similarity: float | None
     distance: int | None = None
 
     def as_dict(self) -> dict[str, object]:
-        distance = {} if self.distance is None else {"distance": self.distance}
-        return {"key": self.key, **distance, "similarity": self.similarity}
+        scores = {"distance": self.distance, "similarity": self.similarity}
+        return {"key": self.key, **{name: value for name, value in scores.items() if value is not None}}
 
 
 @dataclass(frozen=True)
@@ -42,14 +40,18 @@ class Answer:
         return [match.as_dict() for match in self.matches]
 
     def lines(self) -> list[str]:
-        with_distance = any(match.distance is not None for match in self.matches)
-        header = f"{'distance':>8}  {'similarity':>10}  key" if with_distance else f"{'similarity':>10}  key"
+        header = "".join(
+            f"{name:>{width}}  "
+            for name, width in (("distance", 8), ("similarity", 10))
+            if any(getattr(match, name) is not None for match in self.matches)
+        )
         rows = [
             ("" if match.distance is None else f"{match.distance:>8}  ")
-            + f"{match.similarity:>10.3f}  {match.key}"
+            + ("" if match.similarity is None else f"{match.similarity:>10.3f}  ")
+            + match.key
             for match in self.matches
         ]
-        return [header, *rows]
+        return [header + "key", *rows]
 
 
 def check_size_ratio(ratio: float | None) -> None:

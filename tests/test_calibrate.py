@@ -7,6 +7,7 @@ import random
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support import simdb
 
@@ -50,6 +51,11 @@ def test_precision_and_recall_equal_brute_force() -> None:
     pairs = list(combinations(range(len(texts)), 2))
     jaccard = {p: len(sets[p[0]] & sets[p[1]]) / len(sets[p[0]] | sets[p[1]]) for p in pairs}
     distance = {p: hamming(prints[p[0]], prints[p[1]]) for p in pairs}
+    for d in range(MAX_K + 1):
+        at = [jaccard[p] for p in pairs if distance[p] == d]
+        expected = (pytest.approx(np.median(at)), pytest.approx(np.percentile(at, 10))) if at else None
+        assert result.meaning[d] == expected
+    assert any(found is not None for found in result.meaning)
     for t in THRESHOLDS:
         similar = [p for p in pairs if jaccard[p] >= t]
         assert result.similar[t] == len(similar)

@@ -68,11 +68,11 @@ def test_folder_ingest_and_query(
     keys = [match["key"] for match in result]
     assert code == 0 and keys[0] == str(corpus / "a.txt") and str(corpus / "sub" / "a_copy.txt") in keys
     assert str(corpus / "b.txt") not in keys
-    assert result[0] == {"key": str(corpus / "a.txt"), "distance": 0, "similarity": 1.0}
+    assert result[0] == {"key": str(corpus / "a.txt"), "distance": 0}
 
     code, out, _ = simdb(capsys, "query", "docs", "--key", str(corpus / "b.txt"), "-k", "0")
     assert code == 0
-    assert out.splitlines() == ["distance  similarity  key", f"       0       1.000  {corpus / 'b.txt'}"]
+    assert out.splitlines() == ["distance  key", f"       0  {corpus / 'b.txt'}"]
 
     value = fingerprint(BASE)
     code, out, _ = simdb(capsys, "query", "docs", "--fingerprint", to_hex(value), "--json")

@@ -52,7 +52,7 @@ def test_cli_runs_on_the_embedded_server_with_no_dsn(
     assert simdb(capsys, "create", "docs")[0] == 0
     assert simdb(capsys, "ingest", "docs", str(tmp_path))[1].startswith("ingested 1 documents: 1 new")
     code, out, _ = simdb(capsys, "query", "docs", "--text", "one two three four five six", "--json")
-    assert json.loads(out) == [{"key": str(tmp_path / "a.txt"), "distance": 0, "similarity": 1.0}]
+    assert json.loads(out) == [{"key": str(tmp_path / "a.txt"), "distance": 0}]
     status = json.loads(simdb(capsys, "db", "status", "--json")[1])
     assert status["running"] is True and status["version"] == "18" and status["home"] == str(home)
     url = simdb(capsys, "db", "url")[1].strip()

@@ -38,6 +38,8 @@ class Calibration:
     precision: dict[float, list[float]] = field(default_factory=dict)
     recall: dict[float, list[float]] = field(default_factory=dict)
     close: list[int] = field(default_factory=list)  # pairs with distance <= k
+    # what each distance means here: Jaccard (median, 10th percentile) of the pairs at exactly d
+    meaning: list[tuple[float, float] | None] = field(default_factory=list)
     jaccard_mode: dict[float, tuple[float, float]] = field(default_factory=dict)  # t: (precision, recall)
     threshold: float = 0.9  # the Jaccard that counts as a near-duplicate, for the recommendation
     wanted_recall: float = 0.9  # the recall the recommended k must reach
@@ -60,6 +62,10 @@ class Calibration:
             "precision": {str(t): v for t, v in self.precision.items()},
             "recall": {str(t): v for t, v in self.recall.items()},
             "recommended_k": self.recommend(),
+            "jaccard_at_distance": [
+                None if found is None else {"distance": d, "median": found[0], "p10": found[1]}
+                for d, found in enumerate(self.meaning)
+            ],
             "jaccard_mode": {
                 str(t): {"precision": p, "recall": r} for t, (p, r) in self.jaccard_mode.items()
             },
@@ -77,6 +83,14 @@ class Calibration:
                 for t in THRESHOLDS
             )
             lines.append(f"{distance:>2} {self.close[distance]:>8}  {cells}")
+        lines.append("what a distance means here: the Jaccard of the pairs at exactly d (median, 10th pct)")
+        lines.append(
+            "  "
+            + "  ".join(
+                f"d={d}: " + ("none" if found is None else f"{found[0]:.2f} {found[1]:.2f}")
+                for d, found in enumerate(self.meaning)
+            )
+        )
         lines.append(
             "jaccard mode (a jaccard index with --threshold t): "
             + "; ".join(
@@ -179,6 +193,8 @@ def calibrate(
         wanted_recall=wanted_recall,
     )
     for k in range(MAX_K + 1):
+        at = [similar[pair] for pair, distance in close.items() if distance == k]
+        result.meaning.append((float(np.median(at)), float(np.percentile(at, 10))) if at else None)
         within = [pair for pair, distance in close.items() if distance <= k]
         result.close.append(len(within))
         for t in THRESHOLDS:

@@ -180,8 +180,8 @@ class Index(ABC):
         """'within 3 bits' or 'at similarity >= 0.8', for messages."""
 
     @abstractmethod
-    def scored(self, score: float) -> tuple[float, int | None]:
-        """(similarity, distance or None) of a score from the near or pairs function."""
+    def scored(self, score: float) -> tuple[float | None, int | None]:
+        """(similarity or None, distance or None) of a score from the near or pairs function."""
 
     def refuse(self, what: str, instead: str) -> InvalidParameter:
         return InvalidParameter(f"{what} does not apply to {self.mode} index {self.name!r}", instead)

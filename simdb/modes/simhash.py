@@ -211,9 +211,11 @@ class SimhashIndex(Index):
     def describe_cutoff(self, cutoff: float) -> str:
         return f"within {cutoff} bits"
 
-    def scored(self, score: float) -> tuple[float, int]:
-        """similarity 1 - d/64: the share of fingerprint bits that agree."""
-        return 1 - score / BITS, int(score)
+    def scored(self, score: float) -> tuple[None, int]:
+        """The distance only: no similarity, because the share of agreeing bits (1 - d/64) reads
+        as "95% similar" for files that share far less; `simdb calibrate` says what a distance
+        means in Jaccard on the user's own documents."""
+        return None, int(score)
 
     @property
     def columns(self) -> list[str]:

@@ -9,7 +9,7 @@ n-gram strings, xxh3 of each, weight 1, the same fold), and a jaccard index at t
 The truth is every pair with exact Jaccard >= threshold of the shingle sets. For text it is
 exact (calibrate's prefix filtering). Byte n-gram sets are too large for that in Python, so for
 bytes features the candidates are the pairs sharing a MinHash band tuned to Jaccard 0.5 (a pair
-at 0.8 shares one with probability 1 - 1e-9), each verified exactly.
+at 0.8 shares one of the 32 bands of 4 rows with probability 1 - 5e-8), each verified exactly.
 """
 
 from __future__ import annotations

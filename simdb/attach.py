@@ -187,23 +187,7 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
         " WHERE {where} AND s.{key} IS NOT NULL"
         " AND (s.{text} IS NULL OR i.content_hash IS DISTINCT FROM decode(md5(s.{text}), 'hex'))"
     ).format(key=key, text=text, source=source.relation, index=made.table, where=source.where)
-    with conn.cursor(name=f"simdb_sync_{name}", withhold=True) as cursor:
-        with conn.transaction():
-            cursor.execute(changed)
-        while rows := cursor.fetchmany(BATCH):
-            batch: dict[str, Sketch] = {}
-            sizes, hashes = {}, {}
-            values = made.sketches([row_text or "" for _, row_text, _ in rows])
-            for (row_key, row_text, row_hash), value in zip(rows, values, strict=True):
-                if value is None:
-                    report.skipped["empty"] += 1
-                    continue
-                batch[row_key] = value
-                sizes[row_key] = len(row_text.encode("utf-8"))
-                hashes[row_key] = bytes(row_hash)
-            ingest.count_stored(report, len(batch), ingest.store(conn, made, batch, sizes, hashes))
-            if progress is not None:
-                progress(len(rows))
+    _store_rows(conn, made, changed, f"simdb_sync_{name}", report, progress)
     if has_source_key:
         _link_source_keys(conn, made, source)
     with conn.transaction():
@@ -262,34 +246,48 @@ def reindex(conn: Connection, name: str, progress: Callable[[int], object] | Non
         ) from None
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
     rows_to_move = sql.SQL(
-        "SELECT i.key, s.{text} FROM {index} AS i JOIN {source} AS s ON s.{key}::text = i.key"
+        "SELECT i.key, s.{text}, decode(md5(s.{text}), 'hex')"
+        " FROM {index} AS i JOIN {source} AS s ON s.{key}::text = i.key"
         " WHERE {where} AND s.{text} IS NOT NULL"
     ).format(key=key, text=text, source=source.relation, index=made.table, where=source.where)
-    update = sql.SQL(
-        "UPDATE {index} AS i SET {sketch} = v.sketch, content_hash = decode(md5(v.body), 'hex')"
-        " FROM unnest(%s::text[], %s::{type}[], %s::text[]) AS v (key, sketch, body) WHERE i.key = v.key"
-    ).format(index=made.table, sketch=sql.Identifier(made.sketch_column), type=sql.SQL(made.sketch_type))
-    moved = 0
-    with conn.cursor(name=f"simdb_reindex_{name}", withhold=True) as cursor:
-        with conn.transaction():
-            cursor.execute(rows_to_move)
-        while rows := cursor.fetchmany(BATCH):
-            values = target.sketches([row_text for _, row_text in rows])
-            keys, sketches, bodies = [], [], []
-            for (row_key, row_text), value in zip(rows, values, strict=True):
-                if value is not None:  # a text without shingles has no row in the index
-                    keys.append(row_key)
-                    sketches.append(target.to_sql(value))
-                    bodies.append(row_text)
-            with conn.transaction():
-                conn.execute(update, (keys, sketches, bodies))
-            moved += len(keys)
-            if progress is not None:
-                progress(len(rows))
+    report = ingest.Report()
+    _store_rows(conn, target, rows_to_move, f"simdb_reindex_{name}", report, progress)
     with conn.transaction():
         catalog.set_spec_version(conn, name, target.spec_version)
     ingest.vacuum(conn, made)
-    return ReindexReport(name, made.spec_version, target.spec_version, moved)
+    return ReindexReport(name, made.spec_version, target.spec_version, report.stored)
+
+
+def _store_rows(
+    conn: Connection,
+    made: Index,
+    statement: sql.Composed,
+    cursor_name: str,
+    report: ingest.Report,
+    progress: Callable[[int], object] | None,
+) -> None:
+    """Sketch and store the (key, text, md5 of text) rows `statement` selects, in batches.
+
+    The rows are selected in one snapshot (a WITH HOLD cursor) and each batch is stored in its
+    own transaction; rows without text or without shingles are counted as "empty".
+    """
+    with conn.cursor(name=cursor_name, withhold=True) as cursor:
+        with conn.transaction():
+            cursor.execute(statement)
+        while rows := cursor.fetchmany(BATCH):
+            batch: dict[str, Sketch] = {}
+            sizes, hashes = {}, {}
+            values = made.sketches([row_text or "" for _, row_text, _ in rows])
+            for (row_key, row_text, row_hash), value in zip(rows, values, strict=True):
+                if value is None:
+                    report.skipped["empty"] += 1
+                    continue
+                batch[row_key] = value
+                sizes[row_key] = len(row_text.encode("utf-8"))
+                hashes[row_key] = bytes(row_hash)
+            ingest.count_stored(report, len(batch), ingest.store(conn, made, batch, sizes, hashes))
+            if progress is not None:
+                progress(len(rows))
 
 
 def _has_column(conn: Connection, made: Index, column: str) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, estimate, signature
+from simdb.minhash import DEFAULT_PERMUTATIONS, Banding, UInt64Array, choose_banding, estimate, signature
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
 
@@ -147,14 +147,18 @@ def close_pairs(values: npt.NDArray[np.uint64], k: int) -> dict[tuple[int, int],
     return found
 
 
-def lsh_pairs(signatures: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
-    """The pairs a jaccard index with this threshold returns: a shared band key, estimate >= t."""
-    banding = choose_banding(threshold, DEFAULT_PERMUTATIONS)
+def band_candidates(signatures: list[UInt64Array], banding: Banding) -> set[tuple[int, int]]:
+    """Every pair of signatures (by position, a < b) that shares a band key."""
     buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
     for number, values in enumerate(signatures):
         for band, key in enumerate(banding.keys(values)):
             buckets[(band, key)].append(number)
-    candidates = {(a, b) for group in buckets.values() for a, b in itertools.combinations(group, 2)}
+    return {(a, b) for group in buckets.values() for a, b in itertools.combinations(group, 2)}
+
+
+def lsh_pairs(signatures: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
+    """The pairs a jaccard index with this threshold returns: a shared band key, estimate >= t."""
+    candidates = band_candidates(signatures, choose_banding(threshold, DEFAULT_PERMUTATIONS))
     return {pair for pair in candidates if estimate(signatures[pair[0]], signatures[pair[1]]) >= threshold}
 
 

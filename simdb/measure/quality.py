@@ -24,7 +24,7 @@ import numpy as np
 import xxhash
 
 from simdb.measure.bench import machine
-from simdb.measure.calibrate import close_pairs, lsh_pairs, similar_pairs
+from simdb.measure.calibrate import band_candidates, close_pairs, lsh_pairs, similar_pairs
 from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, signature
 from simdb.readers import Document
 from simdb.simhash import SPEC_VERSIONS, EmptyDocument, Features, feature_hashes, simhash
@@ -46,14 +46,14 @@ def plain_set_simhash(text: str, n: int = 3) -> int:
 
 @dataclass
 class MethodQuality:
-    """One method on one corpus: precision and recall at each k (or one pair for the jaccard mode)."""
+    """One fingerprint on one corpus: pairs, precision and recall within each k = 0..MAX_K."""
 
     method: str
     precision: list[float]
     recall: list[float]
     pairs: list[int]
-    unrelated_at_zero: int | None = None  # pairs at distance 0 with Jaccard < 0.5
-    largest_share: float | None = None  # share of the documents holding the commonest fingerprint
+    unrelated_at_zero: int  # pairs at distance 0 with Jaccard < 0.5
+    largest_share: float  # share of the documents holding the commonest fingerprint
 
 
 @dataclass
@@ -91,10 +91,7 @@ class Quality:
             )
             for m in corpus.methods:
                 cells = "".join(f"{p:>7.3f}/{r:.3f}" for p, r in zip(m.precision, m.recall, strict=True))
-                extra = ""
-                if m.unrelated_at_zero is not None and m.largest_share is not None:
-                    extra = f"  {m.unrelated_at_zero:>9}  {m.largest_share:>9.3f}"
-                lines.append(f"  {m.method:<24}{cells}{extra}")
+                lines.append(f"  {m.method:<24}{cells}  {m.unrelated_at_zero:>9}  {m.largest_share:>9.3f}")
             j = corpus.jaccard_mode
             lines.append(
                 f"  {'jaccard mode':<24}precision {j['precision']:.3f} recall {j['recall']:.3f} "
@@ -108,28 +105,24 @@ def _jaccard(a: UInt64Array, b: UInt64Array) -> float:
     return common / (len(a) + len(b) - common)
 
 
-def _banded_candidates(signatures: list[UInt64Array]) -> set[Pair]:
-    banding = choose_banding(CANDIDATE_THRESHOLD, DEFAULT_PERMUTATIONS)
-    buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for number, values in enumerate(signatures):
-        for band, key in enumerate(banding.keys(values)):
-            buckets[(band, key)].append(number)
-    return {pair for group in buckets.values() for pair in itertools.combinations(group, 2)}
+def _share(part: int, whole: int) -> float:
+    """part / whole, and 1.0 for nothing out of nothing (no pairs found: no false ones)."""
+    return part / whole if whole else 1.0
 
 
 def _score(
     method: str, found: dict[Pair, int], similar: Callable[..., bool], truth: set[Pair], prints: list[int]
 ) -> MethodQuality:
-    result = MethodQuality(method, [], [], [])
-    for k in range(MAX_K + 1):
-        within = [pair for pair, distance in found.items() if distance <= k]
-        hits = sum(map(similar, within))
-        result.pairs.append(len(within))
-        result.precision.append(hits / len(within) if within else 1.0)
-        result.recall.append(hits / len(truth) if truth else 1.0)
-    result.unrelated_at_zero = sum(not similar(p, 0.5) for p, d in found.items() if d == 0)
-    result.largest_share = Counter(prints).most_common(1)[0][1] / len(prints) if prints else 0.0
-    return result
+    within = [[pair for pair, distance in found.items() if distance <= k] for k in range(MAX_K + 1)]
+    hits = [sum(map(similar, pairs)) for pairs in within]
+    return MethodQuality(
+        method,
+        precision=[_share(h, len(pairs)) for h, pairs in zip(hits, within, strict=True)],
+        recall=[_share(h, len(truth)) for h in hits],
+        pairs=[len(pairs) for pairs in within],
+        unrelated_at_zero=sum(not similar(p, 0.5) for p, d in found.items() if d == 0),
+        largest_share=Counter(prints).most_common(1)[0][1] / len(prints) if prints else 0.0,
+    )
 
 
 def measure_corpus(
@@ -159,7 +152,7 @@ def measure_corpus(
         return known[pair] >= at_least
 
     if features.binary:
-        candidates: Iterable[Pair] = _banded_candidates(signatures)
+        candidates: Iterable[Pair] = band_candidates(signatures, choose_banding(CANDIDATE_THRESHOLD))
     else:
         candidates = similar_pairs([frozenset(s.tolist()) for s in sets], threshold)
     found = {method: close_pairs(np.array(v, dtype=np.uint64), MAX_K) for method, v in prints.items()}
@@ -171,8 +164,8 @@ def measure_corpus(
         corpus.methods.append(_score(method, found[method], similar, truth, values))
     hits = sum(map(similar, banded))
     corpus.jaccard_mode = {
-        "precision": hits / len(banded) if banded else 1.0,
-        "recall": hits / len(truth) if truth else 1.0,
+        "precision": _share(hits, len(banded)),
+        "recall": _share(hits, len(truth)),
         "pairs": len(banded),
     }
     return corpus

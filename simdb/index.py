@@ -98,30 +98,19 @@ def get_or_create(conn: Connection, name: str) -> Index:
 
 @dataclass(frozen=True)
 class Summary:
-    """One line of `simdb list`."""
+    """One line of `simdb list`: an index and its row count."""
 
-    name: str
-    mode: str
+    index: Index
     rows: int
-    features: str
-    spec_version: int
-    parameters: dict[str, object]
-    description: str
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "mode": self.mode,
-            "rows": self.rows,
-            "features": self.features,
-            "spec_version": self.spec_version,
-            **self.parameters,
-        }
+        return {**self.index.as_dict(), "rows": self.rows}
 
     def line(self) -> str:
+        made = self.index
         return (
-            f"{self.name:<20} {self.mode:<8} {self.rows:>10}  {self.features:<8} "
-            f"v{self.spec_version:<3}  {self.description}"
+            f"{made.name:<20} {made.mode:<8} {self.rows:>10}  {made.features!s:<8} "
+            f"v{made.spec_version:<3}  {made.summary}"
         )
 
 
@@ -145,8 +134,7 @@ def list_indexes(conn: Connection) -> list[Summary]:
         index = get(conn, name)
         count = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(index.table)).fetchone()
         rows = count[0] if count else 0
-        features, version = str(index.features), index.spec_version
-        result.append(Summary(name, index.mode, rows, features, version, index.parameters(), index.summary))
+        result.append(Summary(index, rows))
     return result
 
 

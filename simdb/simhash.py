@@ -1,9 +1,11 @@
-"""SimHash fingerprint specs: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 bits.
+"""SimHash fingerprint specs: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 or
+128 bits.
 
 Spec v1 weighs each shingle by its number of occurrences; spec v2 (the default for new indexes)
 counts each distinct shingle once, so the fingerprint tracks the overlap of shingle sets
 (Jaccard) and a few frequent shingles (markup, runs of zero bytes) cannot decide every bit.
-Steps 1-4 are the same in both.
+Steps 1-4 are the same in both. A 128-bit fingerprint keeps the 64-bit one as its low half and
+folds a second word per shingle, fmix64(hash XOR WIDE_KEY), into its high half.
 
 Pure code (numpy and xxhash only), so it is fast to test and easy to port; the README gives the
 spec step by step and tests pin it with known-answer vectors.
@@ -20,17 +22,19 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from simdb.bits import BITS
 from simdb.errors import InvalidParameter
 
 SPEC_VERSIONS = (1, 2)
 SPEC_VERSION = 2  # the newest, which new indexes use
+WIDTHS = (64, 128)  # fingerprint widths in bits; 64 is the default
+WORD = 64  # bits of one shingle hash
 
 TOKEN_PATTERN = re.compile(r"\w+")
 SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SHIFT_33 = np.uint64(33)
+WIDE_KEY = np.uint64(0x6A09E667F3BCC908)  # frac(sqrt(2)) * 2^64: the second word's hashes for 128 bits
 FEATURE_KINDS = ("word", "char", "bytes")
 BYTES_CHUNK = 1 << 22  # bytes features are counted in chunks of 4 MiB, so memory stays bounded
 MAX_SHINGLE = 32
@@ -164,33 +168,44 @@ def bit_counts(hashes: UInt64Array) -> npt.NDArray[np.int64]:
     return (histogram.reshape(8, 256) @ _BIT_TABLE).ravel()
 
 
+def wide_bit_counts(hashes: UInt64Array, bits: int) -> npt.NDArray[np.int64]:
+    """How many shingles have each of the `bits` bits set: word 0 is the shingle hash itself,
+    word 1 (for 128 bits) is fmix64(hash XOR WIDE_KEY)."""
+    counts = [bit_counts(hashes)]
+    if bits > WORD:
+        counts.append(bit_counts(fmix64(hashes ^ WIDE_KEY)))
+    return np.concatenate(counts)
+
+
 def fold(ones: npt.NDArray[np.int64], total: int) -> int:
     """Bit i is 1 exactly when more than half of the `total` occurrences have it set."""
-    bits = (2 * ones > total).astype(np.uint64)
-    return int((bits << np.arange(BITS, dtype=np.uint64)).sum(dtype=np.uint64))
+    value = 0
+    for bit in np.flatnonzero(2 * ones > total).tolist():
+        value |= 1 << bit
+    return value
 
 
-def _fold_occurrences(chunks: Iterable[UInt64Array]) -> int:
+def _fold_occurrences(chunks: Iterable[UInt64Array], bits: int) -> int:
     """Spec v1, step 5: bit i is 1 exactly when more shingle occurrences have it set than clear.
 
     Every occurrence adds +1 where its hash has a 1 and -1 where it has a 0, which is the
     same as weighting each distinct shingle by its number of occurrences.
     """
-    ones = np.zeros(BITS, dtype=np.int64)
+    ones = np.zeros(bits, dtype=np.int64)
     total = 0
     for hashes in chunks:
-        ones += bit_counts(hashes)
+        ones += wide_bit_counts(hashes, bits)
         total += len(hashes)
     return fold(ones, total)
 
 
-def _fold_distinct(chunks: Iterable[UInt64Array]) -> int:
+def _fold_distinct(chunks: Iterable[UInt64Array], bits: int) -> int:
     """Spec v2, step 5: bit i is 1 exactly when more distinct shingles have it set than clear."""
     distinct = np.unique(np.concatenate([np.unique(hashes) for hashes in chunks]))
-    return fold(bit_counts(distinct), len(distinct))
+    return fold(wide_bit_counts(distinct, bits), len(distinct))
 
 
-_FOLDS: dict[int, Callable[[Iterable[UInt64Array]], int]] = {1: _fold_occurrences, 2: _fold_distinct}
+_FOLDS: dict[int, Callable[[Iterable[UInt64Array], int], int]] = {1: _fold_occurrences, 2: _fold_distinct}
 
 
 def check_spec(spec: int) -> int:
@@ -202,9 +217,18 @@ def check_spec(spec: int) -> int:
     return spec
 
 
-def simhash(hashes: UInt64Array, spec: int = SPEC_VERSION) -> int:
-    """Step 5: the 64-bit fingerprint of a document's shingle hashes, under fingerprint spec `spec`."""
-    return _FOLDS[check_spec(spec)]([hashes])
+def check_bits(bits: int) -> int:
+    """`bits` if it is a fingerprint width simdb makes (64 or 128), else InvalidParameter."""
+    if bits not in WIDTHS:
+        raise InvalidParameter(
+            f"unknown fingerprint width {bits}", "use --bits 64 (the default) or --bits 128"
+        )
+    return bits
+
+
+def simhash(hashes: UInt64Array, spec: int = SPEC_VERSION, bits: int = 64) -> int:
+    """Step 5: the `bits`-bit fingerprint of a document's shingle hashes, under fingerprint spec `spec`."""
+    return _FOLDS[check_spec(spec)]([hashes], check_bits(bits))
 
 
 # xxh3_64 of each single byte value: the unit hashes of bytes features.
@@ -221,7 +245,7 @@ def _byte_shingle_chunks(data: bytes, n: int) -> Iterator[UInt64Array]:
         yield shingle_hashes(_BYTE_HASHES[chunk], size)
 
 
-def fingerprint_bytes(data: bytes, n: int = 4, spec: int = SPEC_VERSION) -> int:
+def fingerprint_bytes(data: bytes, n: int = 4, spec: int = SPEC_VERSION, bits: int = 64) -> int:
     """SimHash of raw content with bytes:N features (byte n-grams), for any file, text or not.
 
     Units are the bytes; unit hash = xxh3_64 of the single byte; shingles and the fold are as
@@ -230,7 +254,7 @@ def fingerprint_bytes(data: bytes, n: int = 4, spec: int = SPEC_VERSION) -> int:
     """
     if not data:
         raise EmptyDocument("the file is empty")
-    return _FOLDS[check_spec(spec)](_byte_shingle_chunks(data, n))
+    return _FOLDS[check_spec(spec)](_byte_shingle_chunks(data, n), check_bits(bits))
 
 
 def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) -> UInt64Array:
@@ -253,16 +277,18 @@ def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) 
     return shingle_hashes(units, features.n)
 
 
-def fingerprint(content: str | bytes, features: Features = DEFAULT_FEATURES, spec: int = SPEC_VERSION) -> int:
-    """The unsigned 64-bit SimHash of a document under fingerprint spec `spec` (v2 by default);
-    raises EmptyDocument if it has no shingles.
+def fingerprint(
+    content: str | bytes, features: Features = DEFAULT_FEATURES, spec: int = SPEC_VERSION, bits: int = 64
+) -> int:
+    """The unsigned `bits`-bit SimHash (64 or 128) of a document under fingerprint spec `spec` (v2
+    by default); raises EmptyDocument if it has no shingles.
 
     Text goes through the features; raw bytes (a file read for bytes:N) need bytes features,
     and bytes features take text as its UTF-8 bytes.
     """
     if features.binary:
         raw = content.encode("utf-8") if isinstance(content, str) else content
-        return fingerprint_bytes(raw, features.n, spec)
+        return fingerprint_bytes(raw, features.n, spec, bits)
     if isinstance(content, bytes):
         raise TypeError("text features need text, not bytes")
-    return simhash(feature_hashes(content, features), spec)
+    return simhash(feature_hashes(content, features), spec, bits)

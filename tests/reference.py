@@ -1,4 +1,5 @@
-"""A deliberately plain, loop-by-loop reading of the SimHash specs v1 and v2 in the README.
+"""A deliberately plain, loop-by-loop reading of the SimHash specs v1 and v2 (64 and 128 bits) in
+the README.
 
 Written from the spec text, without numpy, so the vectorised implementation is checked
 against the spec rather than against itself.
@@ -13,6 +14,7 @@ import xxhash
 
 M64 = 2**64 - 1
 K = 0x9E3779B97F4A7C15
+WIDE_KEY = 0x6A09E667F3BCC908
 
 
 def fmix64(h: int) -> int:
@@ -24,9 +26,10 @@ def fmix64(h: int) -> int:
     return h
 
 
-def _fold(hashes: list[int], n: int, spec: int) -> int:
+def _fold(hashes: list[int], n: int, spec: int, bits: int = 64) -> int:
     """Shingle windows of n unit hashes, then the bit counters, as the spec says: every
-    occurrence counts (v1), or every distinct shingle once (v2)."""
+    occurrence counts (v1), or every distinct shingle once (v2). For 128 bits, bit 64 + i counts
+    bit i of fmix64(shingle XOR WIDE_KEY)."""
     size = min(n, len(hashes))
     shingles = []
     for start in range(len(hashes) - size + 1):
@@ -36,27 +39,30 @@ def _fold(hashes: list[int], n: int, spec: int) -> int:
         shingles.append(fmix64(acc))
     if spec == 2:
         shingles = list(set(shingles))
-    counters = [0] * 64
+    counters = [0] * bits
     for shingle in shingles:
-        for bit in range(64):
-            counters[bit] += 1 if (shingle >> bit) & 1 else -1
-    return sum(1 << bit for bit in range(64) if counters[bit] > 0)
+        wide = shingle | fmix64(shingle ^ WIDE_KEY) << 64
+        for bit in range(bits):
+            counters[bit] += 1 if (wide >> bit) & 1 else -1
+    return sum(1 << bit for bit in range(bits) if counters[bit] > 0)
 
 
-def reference_fingerprint(text: str, kind: str = "word", n: int = 3, spec: int = 2) -> int | None:
+def reference_fingerprint(
+    text: str, kind: str = "word", n: int = 3, spec: int = 2, bits: int = 64
+) -> int | None:
     normal = unicodedata.normalize("NFKC", text).casefold()
     tokens = re.findall(r"\w+", normal)
     if not tokens:
         return None
     units = tokens if kind == "word" else list(" ".join(tokens))
-    return _fold([xxhash.xxh3_64_intdigest(unit.encode("utf-8")) for unit in units], n, spec)
+    return _fold([xxhash.xxh3_64_intdigest(unit.encode("utf-8")) for unit in units], n, spec, bits)
 
 
-def reference_bytes_fingerprint(data: bytes, n: int = 4, spec: int = 2) -> int | None:
+def reference_bytes_fingerprint(data: bytes, n: int = 4, spec: int = 2, bits: int = 64) -> int | None:
     """bytes:N features: units are the raw bytes, each hashed as a one-byte string."""
     if not data:
         return None
-    return _fold([xxhash.xxh3_64_intdigest(bytes([b])) for b in data], n, spec)
+    return _fold([xxhash.xxh3_64_intdigest(bytes([b])) for b in data], n, spec, bits)
 
 
 def reference_minhash(shingles: set[int], permutations: int) -> list[int]:

@@ -196,3 +196,55 @@ def test_bytes_features_of_text_are_the_utf8_bytes() -> None:
         simhash.feature_hashes("", features)
     with pytest.raises(TypeError):
         fingerprint(b"raw", Features("word", 3))
+
+
+# (content, features, spec, 128-bit fingerprint as 32 hex digits): pinned like the 64-bit vectors.
+KNOWN_ANSWERS_128 = [
+    ("The quick brown fox jumps over the lazy dog", "word:3", 2, "efceb58a6ba35f8aa70392059ddfcbce"),
+    ("to be or not to be, that is the question: to be or not to be", "word:2", 1, "51942af245b29a598dbc799c95cacf1e"),
+    ("to be or not to be, that is the question: to be or not to be", "word:2", 2, "7a9c2ade55b01e59edbc4991d1e3cf5f"),
+    ("Straße ﬁnal ÉCOLE café", "char:3", 2, "913ac1816d76e17fd86742a88dbdb2c2"),
+    (b"hello world", "bytes:4", 2, "302260401789f0c09018846c0a801590"),
+    (bytes(1000) + b"tail data here", "bytes:4", 1, "a488b612cf0c04fed4b0ce638339fd1d"),
+    (bytes(1000) + b"tail data here", "bytes:4", 2, "32e73c33f4aad1ee50befa2c36ec1953"),
+]
+
+
+@pytest.mark.parametrize(("content", "features", "spec", "expected"), KNOWN_ANSWERS_128)
+def test_128_bit_known_answers(content: str | bytes, features: str, spec: int, expected: str) -> None:
+    parsed = Features.parse(features)
+    value = fingerprint(content, parsed, spec, bits=128)
+    assert format(value, "032x") == expected
+    # The low half is the 64-bit fingerprint of the same spec: a 128-bit index extends a 64-bit one.
+    assert value & (2**64 - 1) == fingerprint(content, parsed, spec)
+    if isinstance(content, bytes):
+        assert reference_bytes_fingerprint(content, parsed.n, spec, bits=128) == int(expected, 16)
+    else:
+        assert reference_fingerprint(content, parsed.kind, parsed.n, spec, bits=128) == int(expected, 16)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("ab cd EF é ß 1 _ .\n日本"), max_size=120),
+    st.sampled_from(["word", "char"]),
+    st.integers(min_value=1, max_value=5),
+    st.sampled_from([1, 2]),
+)
+def test_128_bit_fingerprint_equals_the_plain_reference(text: str, kind: str, n: int, spec: int) -> None:
+    expected = reference_fingerprint(text, kind, n, spec, bits=128)
+    if expected is None:
+        with pytest.raises(EmptyDocument):
+            fingerprint(text, Features(kind, n), spec, bits=128)
+    else:
+        assert fingerprint(text, Features(kind, n), spec, bits=128) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.integers(min_value=1, max_value=6), st.sampled_from([1, 2]))
+def test_128_bit_bytes_fingerprint_equals_the_reference(data: bytes, n: int, spec: int) -> None:
+    assert fingerprint_bytes(data, n, spec, bits=128) == reference_bytes_fingerprint(data, n, spec, bits=128)
+
+
+def test_unknown_widths_are_refused() -> None:
+    with pytest.raises(InvalidParameter, match="unknown fingerprint width 96"):
+        fingerprint("some text here", bits=96)

@@ -24,14 +24,16 @@ def hamming(a: int, b: int) -> int:
     return ((a ^ b) & MASK64).bit_count()
 
 
-def to_hex(value: int) -> str:
-    """16 lower-case hex digits of the unsigned value."""
-    return format(to_unsigned(value), "016x")
+def to_hex(value: int, bits: int = BITS) -> str:
+    """16 (or bits / 4) lower-case hex digits of the unsigned value."""
+    return format(value & ((1 << bits) - 1), f"0{bits // 4}x")
 
 
-def parse_hex(text: str) -> int:
-    """Parse up to 16 hex digits (optional 0x) into an unsigned 64-bit value."""
+def parse_hex(text: str, bits: int = BITS) -> int:
+    """Parse up to 16 (or bits / 4) hex digits, optional 0x, into an unsigned value."""
     digits = text.strip().lower().removeprefix("0x")
-    if not 1 <= len(digits) <= 16 or any(c not in "0123456789abcdef" for c in digits):
-        raise InvalidParameter(f"bad fingerprint {text!r}", "give 1 to 16 hex digits, e.g. 3f2a9c0d11e4b7a8")
+    most = bits // 4
+    if not 1 <= len(digits) <= most or any(c not in "0123456789abcdef" for c in digits):
+        example = "3f2a9c0d11e4b7a8" * (most // 16)
+        raise InvalidParameter(f"bad fingerprint {text!r}", f"give 1 to {most} hex digits, e.g. {example}")
     return int(digits, 16)

@@ -1,9 +1,9 @@
 """Permuted block tables (Manku, Jain, Das Sarma 2007): pure planning and permutation code.
 
-Split the 64 bits into b blocks. Two fingerprints within Hamming distance k agree on at least
-b - k whole blocks, so for each of the C(b, k) choices of b - k blocks we keep a copy of the
-fingerprint with those blocks moved to the front; a query probes each copy for the entries that
-share its leading b - k blocks (a prefix range in a B-tree) and verifies the distance.
+Split the fingerprint's bits (64 or 128) into b blocks. Two fingerprints within Hamming distance
+k agree on at least b - k whole blocks, so for each of the C(b, k) choices of b - k blocks we keep
+a copy of the fingerprint with those blocks moved to the front; a query probes each copy for the
+entries that share its leading b - k blocks (a prefix range in a B-tree) and verifies the distance.
 """
 
 from __future__ import annotations
@@ -13,17 +13,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
 
-from simdb.bits import BITS
 from simdb.errors import InvalidParameter
 
 MAX_TABLES = 64
-MAX_DISTANCE = 8
+MAX_DISTANCES = {64: 8, 128: 16}  # the largest k served exactly, by fingerprint width
+MAX_DISTANCE = MAX_DISTANCES[64]
 DEFAULT_MAX_DISTANCE = 3
+KEY_BITS = 64  # a table's key (the leading bits of its permuted value) is one bigint
 
 
-def block_widths(blocks: int) -> tuple[int, ...]:
-    """Widths of the blocks, most significant first; the first 64 % b blocks get one extra bit."""
-    base, extra = divmod(BITS, blocks)
+def block_widths(blocks: int, bits: int = 64) -> tuple[int, ...]:
+    """Widths of the blocks, most significant first; the first bits % b blocks get one extra bit."""
+    base, extra = divmod(bits, blocks)
     return tuple(base + (1 if j < extra else 0) for j in range(blocks))
 
 
@@ -43,11 +44,22 @@ class Table:
     order: tuple[int, ...]
     moves: tuple[Move, ...]
     prefix_bits: int
+    bits: int = 64
 
     @property
     def shift(self) -> int:
         """value >> shift is the prefix: the leading `prefix_bits` bits."""
-        return BITS - self.prefix_bits
+        return self.bits - self.prefix_bits
+
+    @property
+    def key_shift(self) -> int:
+        """key >> key_shift is the prefix, cut to 64 bits (a superset of the candidates, so still
+        exact; past 64 bits a prefix is as selective as anything a table can hold)."""
+        return KEY_BITS - min(self.prefix_bits, KEY_BITS)
+
+    def key(self, value: int) -> int:
+        """The leading 64 bits of the permuted value: what a table stores and its B-tree orders."""
+        return self.permute(value) >> (self.bits - KEY_BITS)
 
     def permute(self, value: int) -> int:
         """The unsigned permuted value of an unsigned fingerprint."""
@@ -63,18 +75,19 @@ class Table:
 
 @dataclass(frozen=True)
 class BlockPlan:
-    """The C(b, k) permuted tables for 64-bit fingerprints, distance k and b blocks."""
+    """The C(b, k) permuted tables for `bits`-bit fingerprints, distance k and b blocks."""
 
     max_distance: int
     blocks: int
+    bits: int = 64
 
     def __post_init__(self) -> None:
         k, b = self.max_distance, self.blocks
-        check_distance(k)
-        if not k < b <= BITS:
+        check_distance(k, self.bits)
+        if not k < b <= self.bits:
             raise InvalidParameter(
                 f"{b} blocks cannot serve max distance {k}",
-                f"use more blocks than the distance, from {k + 1} to {BITS}",
+                f"use more blocks than the distance, from {k + 1} to {self.bits}",
             )
         tables = math.comb(b, k)
         if tables > MAX_TABLES:
@@ -85,23 +98,23 @@ class BlockPlan:
 
     @cached_property
     def widths(self) -> tuple[int, ...]:
-        return block_widths(self.blocks)
+        return block_widths(self.blocks, self.bits)
 
     @cached_property
     def tables(self) -> tuple[Table, ...]:
         """One table per choice of b - k leading blocks, in itertools.combinations order."""
         b, k = self.blocks, self.max_distance
         # Position of each block's lowest bit in the fingerprint (block 0 is most significant).
-        lows = [BITS - sum(self.widths[: j + 1]) for j in range(b)]
+        lows = [self.bits - sum(self.widths[: j + 1]) for j in range(b)]
         result = []
         for leading in combinations(range(b), b - k):
             order = leading + tuple(j for j in range(b) if j not in leading)
-            moves, top = [], BITS
+            moves, top = [], self.bits
             for j in order:
                 top -= self.widths[j]
                 moves.append(Move(source=lows[j], width=self.widths[j], target=top))
             prefix = sum(self.widths[j] for j in leading)
-            result.append(Table(order=order, moves=tuple(moves), prefix_bits=prefix))
+            result.append(Table(order=order, moves=tuple(moves), prefix_bits=prefix, bits=self.bits))
         return tuple(result)
 
     @property
@@ -114,13 +127,16 @@ class BlockPlan:
         return [table.permute(value) for table in self.tables]
 
 
-def check_distance(k: int) -> None:
-    """Exact search is offered for k = 0..8: past that, an exact plan needs more than 64 tables
-    or prefixes so short that every probe returns a large share of the rows."""
-    if not 0 <= k <= MAX_DISTANCE:
+def check_distance(k: int, bits: int = 64) -> None:
+    """Exact search is offered for k = 0..8 on 64 bits and 0..16 on 128: past that, an exact plan
+    needs more than 64 tables or prefixes so short that every probe returns a large share of the
+    rows (`simdb plan` shows what each k costs)."""
+    limit, widest = MAX_DISTANCES[bits], max(MAX_DISTANCES)
+    if not 0 <= k <= limit:
+        wider = f"; {widest}-bit fingerprints (--bits {widest}) serve up to {MAX_DISTANCES[widest]}"
         raise InvalidParameter(
-            f"max distance {k} is out of range",
-            f"exact search supports 0 to {MAX_DISTANCE} bits (beyond that the tables it needs "
+            f"max distance {k} is out of range for {bits}-bit fingerprints",
+            f"exact search supports 0 to {limit} bits (beyond that the tables it needs "
             "multiply past 64 or every probe reads a large share of the rows); "
-            "3 is usual for 64-bit SimHash",
+            f"3 is usual for 64-bit SimHash{wider if k <= MAX_DISTANCES[widest] else ''}",
         )

@@ -181,9 +181,9 @@ def store(
         conn.execute(
             sql.SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS {stage}"
-                " (key text, {sketch} {type}, size bigint, content_hash bytea, extension text)"
+                " (key text, {sketch}, size bigint, content_hash bytea, extension text)"
                 " ON COMMIT DELETE ROWS"
-            ).format(stage=stage, sketch=sketch, type=sql.SQL(index.sketch_type))
+            ).format(stage=stage, sketch=index.sketch_definition())
         )
         with conn.cursor().copy(
             sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, columns)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from simdb.blocks import MAX_TABLES, BlockPlan, check_distance
+from simdb.blocks import MAX_DISTANCES, MAX_TABLES, BlockPlan, check_distance
 from simdb.errors import InvalidParameter
 
 WORKLOADS = ("online", "batch", "both")
@@ -60,9 +60,11 @@ class Design:
 
 
 def price(plan: BlockPlan, rows: int, costs: Costs = DEFAULT_COSTS) -> Design:
-    """Expected work of a design: random candidates are N / 2^prefix per probe per table."""
-    per_query = sum(rows / 2.0**t.prefix_bits for t in plan.tables)
-    per_batch = sum(rows * (rows - 1) / 2.0 ** (t.prefix_bits + 1) for t in plan.tables)
+    """Expected work of a design: random candidates are N / 2^prefix per probe per table (the
+    prefix as stored: at most 64 bits). A wider fingerprint is stored in the heap and in every
+    table's B-tree, which verifies candidates from it."""
+    per_query = sum(rows / 2.0 ** min(t.prefix_bits, 64) for t in plan.tables)
+    per_batch = sum(rows * (rows - 1) / 2.0 ** (min(t.prefix_bits, 64) + 1) for t in plan.tables)
     tables = len(plan.tables)
     return Design(
         plan=plan,
@@ -72,20 +74,20 @@ def price(plan: BlockPlan, rows: int, costs: Costs = DEFAULT_COSTS) -> Design:
         load_s=costs.load_row_s * rows * tables,
         candidates_per_query=per_query,
         candidates_per_batch=per_batch,
-        bytes_per_row=costs.row_bytes + costs.table_bytes * tables,
+        bytes_per_row=costs.row_bytes + costs.table_bytes * tables + (plan.bits - 64) / 8 * (tables + 1),
     )
 
 
-def designs(rows: int, max_distance: int, costs: Costs = DEFAULT_COSTS) -> list[Design]:
+def designs(rows: int, max_distance: int, costs: Costs = DEFAULT_COSTS, bits: int = 64) -> list[Design]:
     """Every design with b > k blocks and at most MAX_TABLES tables."""
     if rows < 1:
         raise InvalidParameter(f"expected rows {rows} is not positive", "give a row count of 1 or more")
-    check_distance(max_distance)
+    check_distance(max_distance, bits)
     result = []
-    for blocks in range(max_distance + 1, 65):
+    for blocks in range(max_distance + 1, bits + 1):
         if math.comb(blocks, max_distance) > MAX_TABLES:
             break
-        result.append(price(BlockPlan(max_distance, blocks), rows, costs))
+        result.append(price(BlockPlan(max_distance, blocks, bits), rows, costs))
     return result
 
 
@@ -109,9 +111,9 @@ def choose(options: list[Design], workload: str = "both") -> Design:
     return min(options, key=score)
 
 
-def plan_for(rows: int, max_distance: int, workload: str = "both") -> BlockPlan:
+def plan_for(rows: int, max_distance: int, workload: str = "both", bits: int = 64) -> BlockPlan:
     """The block plan `simdb create` uses when --blocks is not given."""
-    return choose(designs(rows, max_distance), workload).plan
+    return choose(designs(rows, max_distance, bits=bits), workload).plan
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ class Comparison:
     workload: str
     options: list[Design]
     chosen: Design
+    bits: int = 64
 
     def as_dict(self) -> list[dict[str, object]]:
         return [
@@ -143,7 +146,8 @@ class Comparison:
 
     def lines(self) -> list[str]:
         lines = [
-            f"designs for {self.rows} rows, max distance {self.max_distance}, workload {self.workload}:",
+            f"designs for {self.rows} rows of {self.bits}-bit fingerprints, max distance "
+            f"{self.max_distance}, workload {self.workload}:",
             f"  {'blocks':>6} {'tables':>6} {'prefix':>7} {'cand/query':>11} {'cand pairs':>11} "
             f"{'bytes/row':>9} {'query ms':>9} {'pairs s':>9} {'load s':>8}",
         ]
@@ -159,10 +163,15 @@ class Comparison:
             f"* chosen: {self.chosen.plan.blocks} blocks ({self.chosen.tables} tables); costs measured on "
             "simdb's development machine, see simdb/planner.py"
         )
+        share = self.chosen.candidates_per_query / self.rows
+        lines.append(
+            f"exact up to k={MAX_DISTANCES[self.bits]} on {self.bits} bits; at k={self.max_distance} a query "
+            f"checks {share:.2%} of the rows ({'an indexed search' if share < 0.01 else 'close to a scan'})"
+        )
         return lines
 
 
-def compare(rows: int, max_distance: int, workload: str = "both") -> Comparison:
+def compare(rows: int, max_distance: int, workload: str = "both", bits: int = 64) -> Comparison:
     """Every design for `rows` and `max_distance`, with the one `simdb create` would pick."""
-    options = designs(rows, max_distance)
-    return Comparison(rows, max_distance, workload, options, choose(options, workload))
+    options = designs(rows, max_distance, bits=bits)
+    return Comparison(rows, max_distance, workload, options, choose(options, workload), bits)

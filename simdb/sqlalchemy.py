@@ -5,8 +5,10 @@ from simdb.sqlalchemy import Fingerprint, hamming, near, similar
 
 class Article(Base):
     fingerprint: Mapped[int] = mapped_column(Fingerprint)   # unsigned in Python, bigint in SQL
+    wide: Mapped[int] = mapped_column(Fingerprint128)        # 128 bits, bit(128) in SQL
 
 dups = near("articles_dups", fingerprint_of_doc, 3)                # a simhash index
+wide = near("articles_wide", wide_fingerprint, 10, bits=128)       # a 128-bit one
 select(Article.title, dups.c.distance).join(dups, cast(Article.id, Text) == dups.c.key)
 alike = similar("articles_alike", document_signature(text), 0.9)   # a jaccard index
 """
@@ -17,12 +19,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, ColumnElement, Dialect, Double, Integer, Text, column, func, literal
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, BIT
 from sqlalchemy.sql.expression import TableValuedAlias
 from sqlalchemy.types import TypeDecorator
 
 from simdb.bits import to_signed, to_unsigned
 from simdb.minhash import UInt64Array, from_stored, to_stored
+from simdb.modes.widths import BitString
 
 
 class Fingerprint(TypeDecorator[int]):
@@ -38,19 +41,36 @@ class Fingerprint(TypeDecorator[int]):
         return None if value is None else to_unsigned(value)
 
 
-def _fingerprint(value: Any) -> ColumnElement[int]:
-    """A Python int becomes a bound Fingerprint parameter; a column or expression stays as it is."""
-    return literal(value, Fingerprint()) if isinstance(value, int) else value
+class Fingerprint128(TypeDecorator[int]):
+    """An unsigned 128-bit fingerprint in Python, stored as PostgreSQL bit(128)."""
+
+    impl = BIT(128)
+    cache_ok = True
+
+    def process_bind_param(self, value: int | None, dialect: Dialect) -> BitString | None:
+        return None if value is None else BitString(value, 128)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> int | None:
+        return None if value is None else int(value, 2)
 
 
-def hamming(a: Any, b: Any) -> ColumnElement[int]:
+FINGERPRINT_TYPES: dict[int, type[TypeDecorator[int]]] = {64: Fingerprint, 128: Fingerprint128}
+
+
+def _fingerprint(value: Any, bits: int) -> ColumnElement[int]:
+    """A Python int becomes a bound parameter of the width's type; a column or expression stays."""
+    return literal(value, FINGERPRINT_TYPES[bits]()) if isinstance(value, int) else value
+
+
+def hamming(a: Any, b: Any, bits: int = 64) -> ColumnElement[int]:
     """simdb.hamming(a, b): the number of differing bits (columns, expressions or unsigned ints)."""
-    return func.simdb.hamming(_fingerprint(a), _fingerprint(b), type_=Integer)
+    return func.simdb.hamming(_fingerprint(a, bits), _fingerprint(b, bits), type_=Integer)
 
 
-def near(index: str, fingerprint: Any, max_distance: int | None = None) -> TableValuedAlias:
-    """simdb.near(index, fingerprint, k) as a table (key text, distance integer) to join with models."""
-    function = func.simdb.near(index, _fingerprint(fingerprint), max_distance)
+def near(index: str, fingerprint: Any, max_distance: int | None = None, bits: int = 64) -> TableValuedAlias:
+    """simdb.near(index, fingerprint, k) as a table (key text, distance integer) to join with models;
+    `bits=128` for an index of 128-bit fingerprints."""
+    function = func.simdb.near(index, _fingerprint(fingerprint, bits), max_distance)
     return function.table_valued(column("key", Text), column("distance", Integer)).alias("near")
 
 

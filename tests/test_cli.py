@@ -57,7 +57,9 @@ def test_folder_ingest_and_query(
     capsys: pytest.CaptureFixture[str], dsn: str, conn: Conn, corpus: Path
 ) -> None:
     code, out, _ = simdb(capsys, "create", "docs")
-    assert code == 0 and out.startswith("created simhash index docs: max distance 3, 5 blocks, 10 tables")
+    assert code == 0 and out.startswith(
+        "created simhash index docs: 64-bit fingerprints, max distance 3, 5 blocks, 10 tables"
+    )
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
     assert (code, out) == (0, "ingested 3 documents: 3 new, 0 updated, 0 unchanged; skipped 1 (1 empty)\n")
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
@@ -86,6 +88,7 @@ def test_folder_ingest_and_query(
             "rows": 3,
             "features": "word:3",
             "spec_version": 2,
+            "bits": 64,
             "max_distance": 3,
             "blocks": 5,
             "tables": 10,
@@ -110,9 +113,10 @@ def test_query_errors(capsys: pytest.CaptureFixture[str], dsn: str) -> None:
         "first with `simdb drop docs`)\n",
         ("create", "Bad Name"): "simdb: error: bad index name 'Bad Name' (use 1 to 40 characters: a "
         "lower-case letter, then letters, digits or single '_')\n",
-        ("create", "other", "-k", "12"): "simdb: error: max distance 12 is out of range (exact search "
-        "supports 0 to 8 bits (beyond that the tables it needs multiply past 64 or every probe reads a "
-        "large share of the rows); 3 is usual for 64-bit SimHash)\n",
+        ("create", "other", "-k", "12"): "simdb: error: max distance 12 is out of range for 64-bit "
+        "fingerprints (exact search supports 0 to 8 bits (beyond that the tables it needs multiply past 64 "
+        "or every probe reads a large share of the rows); 3 is usual for 64-bit SimHash; 128-bit "
+        "fingerprints (--bits 128) serve up to 16)\n",
         ("create", "other", "--features", "line:3"): "simdb: error: unknown feature kind 'line' "
         "(use 'word:N', 'char:N' or 'bytes:N', e.g. word:3)\n",
     }

@@ -29,7 +29,8 @@ class Oracle(ABC):
     """One mode's planted data, and the answers a brute-force pass over what was stored gives."""
 
     spec: ClassVar[Spec]
-    sql_near_key: ClassVar[str]  # the SQL face's near-a-stored-key function of this mode
+    sql_near: ClassVar[str]  # the SQL face's near-a-sketch function of this mode
+    sql_near_key: ClassVar[str]  # its near-a-stored-key function
     sql_pairs: ClassVar[str]  # and its all-pairs function
     cutoffs: ClassVar[tuple[Score | None, ...]]  # None: the index's own; then tighter ones
     too_far: ClassVar[Score]  # a cutoff the index cannot answer exactly
@@ -64,16 +65,25 @@ class Oracle(ABC):
         return {self.made.cutoff_column: cutoff}
 
 
-def _flip(rng: np.random.Generator, value: int, bits: int) -> int:
-    for bit in rng.choice(64, size=bits, replace=False):
+def _flip(rng: np.random.Generator, value: int, count: int, width: int) -> int:
+    for bit in rng.choice(width, size=count, replace=False):
         value ^= 1 << int(bit)
     return value
 
 
+def _words(values: list[int], width: int) -> np.ndarray:
+    """Unsigned fingerprints as rows of 64-bit words, for vectorised Hamming distances."""
+    return np.array(
+        [[(v >> (64 * j)) & (2**64 - 1) for j in range(width // 64)] for v in values], dtype=np.uint64
+    )
+
+
 class SimhashOracle(Oracle):
-    """3000 random fingerprints plus 60 groups of near-copies at distances 0..4, and exact duplicates."""
+    """3000 random 64-bit fingerprints plus 60 groups of near-copies at distances 0..k+1, and exact
+    duplicates."""
 
     spec = SimhashSpec(max_distance=3)
+    sql_near = "SELECT * FROM simdb.near('docs', %s, %s)"
     sql_near_key = "SELECT * FROM simdb.near_key('docs', %s, %s)"
     sql_pairs = "SELECT key_a, key_b, distance FROM simdb.pairs('docs', %s)"
     cutoffs = (None, 1, 0)
@@ -85,29 +95,28 @@ class SimhashOracle(Oracle):
 
     def rows(self, made: Index) -> dict[str, Sketch]:
         rng = np.random.default_rng(5)
-        rows: dict[str, Sketch] = {
-            f"r{i}": int(v) for i, v in enumerate(rng.integers(0, 2**64, size=3000, dtype=np.uint64))
-        }
+        width = made.bits
+        rows: dict[str, Sketch] = {f"r{i}": v for i, v in enumerate(made.random_sketches(rng, 3000))}
         for group in range(60):
-            base = int(rng.integers(0, 2**64, dtype=np.uint64))
+            base = int(made.random_sketches(rng, 1)[0])
             rows[f"g{group}_base"] = base
             rows[f"g{group}_same"] = base
-            for distance in range(5):
-                rows[f"g{group}_d{distance}"] = _flip(rng, base, distance)
+            for distance in range(int(self.too_far) + 1):
+                rows[f"g{group}_d{distance}"] = _flip(rng, base, distance, width)
         return rows
 
     def _distances(self, key: str) -> dict[str, int]:
         keys = list(self.stored)
-        values = np.array([self.stored[k] for k in keys], dtype=np.uint64)
-        found = np.bitwise_count(values ^ np.uint64(self.stored[key]))
+        values = _words([int(self.stored[k]) for k in keys], self.made.bits)
+        found = np.bitwise_count(values ^ _words([int(self.stored[key])], self.made.bits)).sum(axis=1)
         return {k: int(d) for k, d in zip(keys, found, strict=True)}
 
     def pairs(self, cutoff: Score) -> set[tuple[str, str, Score]]:
         keys = sorted(self.stored)
-        values = np.array([self.stored[key] for key in keys], dtype=np.uint64)
+        values = _words([int(self.stored[key]) for key in keys], self.made.bits)
         found: set[tuple[str, str, Score]] = set()
         for i, value in enumerate(values):
-            distances = np.bitwise_count(values[i + 1 :] ^ value)
+            distances = np.bitwise_count(values[i + 1 :] ^ value).sum(axis=1)
             for j in np.nonzero(distances <= cutoff)[0]:
                 found.add((keys[i], keys[i + 1 + int(j)], int(distances[j])))
         return found
@@ -119,11 +128,22 @@ class SimhashOracle(Oracle):
         )
 
 
+class Simhash128Oracle(SimhashOracle):
+    """The same plan on 128-bit fingerprints (bit(128) in SQL), at k = 6."""
+
+    spec = SimhashSpec(max_distance=6, bits=128)
+    cutoffs = (None, 3, 0)
+    too_far = 7
+    probes = ("g0_base", "g7_d6", "g31_d7", "r17")
+    described = "within 6 bits"
+
+
 class JaccardOracle(Oracle):
     """The MinHash signatures of jaccard_corpus(): a pair is near when it shares a band key and its
     estimated Jaccard reaches the cutoff."""
 
     spec = JaccardSpec(threshold=0.8)
+    sql_near = "SELECT * FROM simdb.similar('docs', %s, %s)"
     sql_near_key = "SELECT * FROM simdb.similar_key('docs', %s, %s)"
     sql_pairs = "SELECT * FROM simdb.similar_pairs('docs', %s)"
     cutoffs = (None, 0.9, 1.0)
@@ -166,7 +186,7 @@ class JaccardOracle(Oracle):
         )
 
 
-ORACLES = {"simhash": SimhashOracle, "jaccard": JaccardOracle}
+ORACLES = {"simhash": SimhashOracle, "simhash128": Simhash128Oracle, "jaccard": JaccardOracle}
 
 
 @pytest.fixture(params=list(ORACLES))
@@ -196,6 +216,8 @@ def test_near_equals_brute_force(conn: Conn, oracle: Oracle, step: int) -> None:
         assert [(m.key, getattr(m, made.score_column)) for m in found] == expected
         assert expected[0] == (probe, oracle.perfect)
         assert conn.execute(oracle.sql_near_key, (probe, cutoff)).fetchall() == expected
+        sketch = made.to_sql(oracle.stored[probe])
+        assert conn.execute(oracle.sql_near, (sketch, cutoff)).fetchall() == expected
 
 
 def _components(pairs: Iterable[tuple[str, str, Score]]) -> list[list[str]]:

@@ -201,8 +201,18 @@ def test_bytes_features_of_text_are_the_utf8_bytes() -> None:
 # (content, features, spec, 128-bit fingerprint as 32 hex digits): pinned like the 64-bit vectors.
 KNOWN_ANSWERS_128 = [
     ("The quick brown fox jumps over the lazy dog", "word:3", 2, "efceb58a6ba35f8aa70392059ddfcbce"),
-    ("to be or not to be, that is the question: to be or not to be", "word:2", 1, "51942af245b29a598dbc799c95cacf1e"),
-    ("to be or not to be, that is the question: to be or not to be", "word:2", 2, "7a9c2ade55b01e59edbc4991d1e3cf5f"),
+    (
+        "to be or not to be, that is the question: to be or not to be",
+        "word:2",
+        1,
+        "51942af245b29a598dbc799c95cacf1e",
+    ),
+    (
+        "to be or not to be, that is the question: to be or not to be",
+        "word:2",
+        2,
+        "7a9c2ade55b01e59edbc4991d1e3cf5f",
+    ),
     ("Straße ﬁnal ÉCOLE café", "char:3", 2, "913ac1816d76e17fd86742a88dbdb2c2"),
     (b"hello world", "bytes:4", 2, "302260401789f0c09018846c0a801590"),
     (bytes(1000) + b"tail data here", "bytes:4", 1, "a488b612cf0c04fed4b0ce638339fd1d"),

@@ -76,7 +76,7 @@ def test_unknown_specs_are_refused(capsys: pytest.CaptureFixture[str], conn: Con
 
     index.create(conn, "future")
     conn.execute("UPDATE simdb._indexes SET spec_version = 3 WHERE name = 'future'")
-    with pytest.raises(IndexMismatch, match="spec v3; this simdb makes 64-bit values of spec v1/v2"):
+    with pytest.raises(IndexMismatch, match="spec v3; this simdb makes 64/128-bit values of spec v1/v2"):
         index.get(conn, "future")
 
 

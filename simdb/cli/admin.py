@@ -11,6 +11,7 @@ import click
 from simdb import attach, index, modes, names, planner, schema
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
+    bits_option,
     database,
     features_option,
     fingerprint_spec_option,
@@ -80,6 +81,7 @@ def index_options(function: F) -> F:
                 help="simhash: number of blocks b (> k); overrides the planner.",
             ),
             fingerprint_spec_option,
+            bits_option,
             click.option(
                 "--threshold",
                 type=float,
@@ -188,10 +190,11 @@ def reindex_(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.option("--rows", type=click.IntRange(1), default=DEFAULT_EXPECTED_ROWS, show_default=True)
 @click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
 @_workload("both")
+@bits_option
 @json_option
-def plan_(rows: int, max_distance: int, workload: str, as_json: bool) -> None:
+def plan_(rows: int, max_distance: int, workload: str, bits: int | None, as_json: bool) -> None:
     """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick."""
-    show(planner.compare(rows, max_distance, workload), as_json)
+    show(planner.compare(rows, max_distance, workload, bits or 64), as_json)
 
 
 @click.command(name="list")

@@ -138,6 +138,15 @@ fingerprint_spec_option = click.option(
 )
 
 
+bits_option = click.option(
+    "--bits",
+    type=click.Choice(["64", "128"]),
+    default=None,
+    callback=lambda _ctx, _param, value: None if value is None else int(value),
+    help="simhash: fingerprint width [default: 64]; 128 tells looser similarity apart (k up to 16).",
+)
+
+
 def spec_from_options(mode: str, options: dict[str, Any]) -> modes.Spec:
     """The Spec of `mode` from the command's options; an option of another mode is a usage error."""
     for other, names in modes.foreign(mode, options).items():

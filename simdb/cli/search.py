@@ -6,6 +6,7 @@ import click
 
 from simdb import batch, connection, index, modes, query, readers
 from simdb.cli.common import (
+    bits_option,
     cutoff_options,
     database,
     exactly_one,
@@ -194,7 +195,8 @@ def dedup_(
     type=click.Choice(modes.MODES),
     default=modes.DEFAULT_MODE,
     show_default=True,
-    help="simhash: 16 hex digits; jaccard: the MinHash signature as a bigint[] literal for SQL.",
+    help="simhash: 16 hex digits (32 with --bits 128); jaccard: the MinHash signature as a bigint[] "
+    "literal for SQL.",
 )
 @click.option(
     "--permutations",
@@ -203,6 +205,7 @@ def dedup_(
     help=f"jaccard: signature length (use the index's own) [default: {DEFAULT_PERMUTATIONS}].",
 )
 @fingerprint_spec_option
+@bits_option
 @features_option
 def fingerprint_(
     text: str | None,
@@ -210,10 +213,11 @@ def fingerprint_(
     mode: str,
     permutations: int | None,
     fingerprint_spec: int | None,
+    bits: int | None,
     features: str,
 ) -> None:
-    """Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1) of a text, or its MinHash
-    signature (spec v1).
+    """Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 bits) of
+    a text, or its MinHash signature (spec v1).
 
     The signature is printed as a PostgreSQL array of signed bigints, ready for
     simdb.similar('NAME', '{...}') or an INSERT into a jaccard index.
@@ -222,7 +226,8 @@ def fingerprint_(
     parsed = Features.parse(features)
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
     source = file or "--text"
-    spec = spec_from_options(mode, {"permutations": permutations, "fingerprint_spec": fingerprint_spec})
+    given = {"permutations": permutations, "fingerprint_spec": fingerprint_spec, "bits": bits}
+    spec = spec_from_options(mode, given)
     click.echo(spec.literal(sketch_of(lambda c: spec.sketch(c, parsed), content, source, parsed)))
 
 

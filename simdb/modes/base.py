@@ -63,16 +63,25 @@ class Index(ABC):
     expected_rows: int
 
     mode: ClassVar[str]
-    bits: ClassVar[int] = BITS  # width of a fingerprint, or of each signature value
+    widths: ClassVar[tuple[int, ...]] = (BITS,)  # the widths of a fingerprint or signature value it makes
     spec_versions: ClassVar[tuple[int, ...]]  # the fingerprint or signature specs this simdb computes
     sketch_column: ClassVar[str]  # the column holding each row's fingerprint or signature
-    sketch_type: ClassVar[str]  # its PostgreSQL type (binary COPY, function arguments)
     score_column: ClassVar[str]  # what the near and pairs functions rank by
     score_type: ClassVar[str]
     cutoff_column: ClassVar[str]  # a search's bound, as functions and the clusters table name it
     cutoff_type: ClassVar[str]
 
     # --- parameters -------------------------------------------------------------------------
+
+    @property
+    def bits(self) -> int:
+        """The width of a fingerprint, or of each signature value."""
+        return BITS
+
+    @property
+    @abstractmethod
+    def sketch_type(self) -> str:
+        """The sketch's PostgreSQL type, as binary COPY and function arguments name it."""
 
     @property
     @abstractmethod
@@ -121,11 +130,12 @@ class Index(ABC):
     @classmethod
     def check_stored(cls, row: Mapping[str, Any]) -> None:
         """Refuse a catalog row made under a width or spec version this simdb does not make."""
-        if row["bits"] != cls.bits or row["spec_version"] not in cls.spec_versions:
+        if row["bits"] not in cls.widths or row["spec_version"] not in cls.spec_versions:
             known = "/".join(f"v{version}" for version in cls.spec_versions)
+            widths = "/".join(map(str, cls.widths))
             raise IndexMismatch(
                 f"{cls.mode} index {row['name']!r} holds {row['bits']}-bit values of spec "
-                f"v{row['spec_version']}; this simdb makes {cls.bits}-bit values of spec {known}",
+                f"v{row['spec_version']}; this simdb makes {widths}-bit values of spec {known}",
                 MISMATCH_HINT,
             )
 

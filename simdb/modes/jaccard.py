@@ -118,9 +118,12 @@ class JaccardIndex(Index):
     mode = "jaccard"
     spec_versions = (MINHASH_SPEC_VERSION,)
     sketch_column = "signature"
-    sketch_type = "int8[]"
     score_column, score_type = "similarity", "double precision"
     cutoff_column, cutoff_type = "min_similarity", "double precision"
+
+    @property
+    def sketch_type(self) -> str:
+        return "int8[]"
 
     @property
     def spec(self) -> JaccardSpec:

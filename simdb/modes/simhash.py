@@ -1,8 +1,9 @@
-"""The simhash mode: 64-bit SimHash fingerprints in permuted block columns, exact within k bits.
+"""The simhash mode: 64- or 128-bit SimHash fingerprints in permuted block columns, exact within
+k bits. What depends on the width (column type, keys, checks) is asked of modes/widths.py.
 
 near: each permuted column's prefix index is probed for the query's prefix, and candidates are
-verified with bit_count on the permuted value inside the index (Hamming distance does not change
-under a permutation), so rows that fail are never read. The permuted query values are bit
+verified with bit_count on a value the index carries (the permuted value, or the 128-bit
+fingerprint), so rows that fail are never read. The permuted query values are bit
 expressions of the fingerprint parameter, so the whole query is one statement with two
 parameters, planned once and cached by PostgreSQL.
 
@@ -22,13 +23,13 @@ import numpy as np
 from psycopg import sql
 
 from simdb import catalog, names
-from simdb.bits import BITS, parse_hex, to_hex, to_signed, to_unsigned
 from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan, Table
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes.base import MISMATCH_HINT, Index, Sketch, Spec
+from simdb.modes.widths import Width, width
 from simdb.planner import WORKLOADS, plan_for
-from simdb.simhash import SPEC_VERSION, SPEC_VERSIONS, Features, check_spec, fingerprint
+from simdb.simhash import SPEC_VERSION, SPEC_VERSIONS, WIDTHS, Features, check_bits, check_spec, fingerprint
 
 FINGERPRINT = sql.SQL("$1")
 MAX_DISTANCE = sql.SQL("$2")
@@ -39,12 +40,14 @@ PAIRS_MAX_DISTANCE = sql.SQL("$1")  # the only parameter of the pairs statement
 class SimhashSpec(Spec):
     """Exact search within `max_distance` bits; `blocks` overrides the planner, which plans for
     the index's expected rows and its `workload` (online, batch or both). `fingerprint_spec`:
-    the SimHash spec version (v2 unless fingerprints must match ones made under v1)."""
+    the SimHash spec version (v2 unless fingerprints must match ones made under v1); `bits`: the
+    fingerprint's width, 64 or 128."""
 
     max_distance: int = DEFAULT_MAX_DISTANCE
     blocks: int | None = None
     workload: str = "both"
     fingerprint_spec: int = SPEC_VERSION
+    bits: int = 64
 
     mode = "simhash"
 
@@ -53,72 +56,65 @@ class SimhashSpec(Spec):
             raise InvalidParameter(
                 f"unknown workload {self.workload!r}", f"use one of {', '.join(WORKLOADS)}"
             )
+        bits = check_bits(self.bits)
         chosen = self.blocks
         if chosen is None:
-            chosen = plan_for(expected_rows, self.max_distance, self.workload).blocks
-        plan = BlockPlan(self.max_distance, chosen)
+            chosen = plan_for(expected_rows, self.max_distance, self.workload, bits).blocks
+        plan = BlockPlan(self.max_distance, chosen, bits)
         return SimhashIndex(name, features, expected_rows, plan, check_spec(self.fingerprint_spec))
 
     def sketch(self, content: str | bytes, features: Features) -> int:
-        return fingerprint(content, features, self.fingerprint_spec)
+        return fingerprint(content, features, self.fingerprint_spec, self.bits)
 
     def literal(self, value: Sketch) -> str:
-        return to_hex(int(value))
+        return width(self.bits).to_hex(int(value))
 
 
 def table_column(number: int) -> str:
-    """The permuted block column of table `number`: p0, p1, ..."""
+    """The key column of permuted table `number`: p0, p1, ..."""
     return f"p{number}"
 
 
-def permuted(table: Table, fingerprint_value: sql.Composable) -> sql.Composable:
-    """SQL expression of the table's permuted value of a bigint fingerprint."""
-    parts = []
-    for move in table.moves:
-        if move.width >= BITS:
-            return fingerprint_value
-        parts.append(
-            sql.SQL("((({fp} >> {source}) & {mask}) << {target})").format(
-                fp=fingerprint_value,
-                source=sql.Literal(move.source),
-                mask=sql.Literal((1 << move.width) - 1),
-                target=sql.Literal(move.target),
-            )
-        )
-    return sql.SQL("({})").format(sql.SQL(" | ").join(parts))
-
-
-def prefix(table: Table, value: sql.Composable) -> sql.Composed:
-    """The table's prefix of a permuted value: value >> (64 - prefix bits).
+def prefix(table: Table, key: sql.Composable) -> sql.Composed:
+    """The table's prefix of a key: key >> (64 - prefix bits, or 0 past 64 bits).
 
     Each table's B-tree is on exactly this expression of its column, so a probe is an
     equality and the batch self-join is a merge join of the index with itself.
     """
-    return sql.SQL("{} >> {}").format(value, sql.Literal(table.shift))
-
-
-def within(a: sql.Composable, b: sql.Composable, k: sql.Composable) -> sql.Composed:
-    """bit_count(a XOR b) <= k: the Hamming check, on fingerprints or on permuted values alike."""
-    return sql.SQL("bit_count(({} # {})::bit(64)) <= {}").format(a, b, k)
+    return sql.SQL("{} >> {}").format(key, sql.Literal(table.key_shift))
 
 
 @dataclass(frozen=True)
 class SimhashIndex(Index):
-    """64-bit SimHash fingerprints in permuted block columns; exact within max_distance bits."""
+    """SimHash fingerprints in permuted block columns; exact within max_distance bits."""
 
     plan: BlockPlan
     fingerprint_spec: int = SPEC_VERSION
 
     mode = "simhash"
+    widths = WIDTHS
     spec_versions = SPEC_VERSIONS
     sketch_column = "fingerprint"
-    sketch_type = "int8"
     score_column, score_type = "distance", "integer"
     cutoff_column, cutoff_type = "max_distance", "integer"
 
     @property
+    def width(self) -> Width:
+        return width(self.plan.bits)
+
+    @property
+    def bits(self) -> int:
+        return self.plan.bits
+
+    @property
+    def sketch_type(self) -> str:
+        return self.width.sketch_type
+
+    @property
     def spec(self) -> SimhashSpec:
-        return SimhashSpec(self.plan.max_distance, self.plan.blocks, fingerprint_spec=self.fingerprint_spec)
+        return SimhashSpec(
+            self.plan.max_distance, self.plan.blocks, fingerprint_spec=self.fingerprint_spec, bits=self.bits
+        )
 
     @property
     def spec_version(self) -> int:
@@ -131,14 +127,15 @@ class SimhashIndex(Index):
 
     @property
     def summary(self) -> str:
-        prefixes = sorted({t.prefix_bits for t in self.plan.tables})
+        prefixes = "/".join(map(str, sorted({t.prefix_bits for t in self.plan.tables})))
         return (
-            f"max distance {self.plan.max_distance}, {self.plan.blocks} blocks, {len(self.plan.tables)} "
-            f"tables (prefix {'/'.join(map(str, prefixes))} bits)"
+            f"{self.bits}-bit fingerprints, max distance {self.plan.max_distance}, "
+            f"{self.plan.blocks} blocks, {len(self.plan.tables)} tables (prefix {prefixes} bits)"
         )
 
     def parameters(self) -> dict[str, object]:
         return {
+            "bits": self.bits,
             "max_distance": self.plan.max_distance,
             "blocks": self.plan.blocks,
             "tables": len(self.plan.tables),
@@ -156,7 +153,7 @@ class SimhashIndex(Index):
     @classmethod
     def from_catalog(cls, conn: Connection, row: Mapping[str, Any]) -> Self:
         cls.check_stored(row)
-        plan = BlockPlan(row["max_distance"], row["blocks"])
+        plan = BlockPlan(row["max_distance"], row["blocks"], row["bits"])
         if catalog.block_orders(conn, row["name"]) != plan.orders:
             raise IndexMismatch(
                 f"index {row['name']!r} has a table layout this simdb does not compute", MISMATCH_HINT
@@ -175,20 +172,20 @@ class SimhashIndex(Index):
             ],
         )
 
-    def to_sql(self, value: Sketch) -> int:
-        return to_signed(int(value))
+    def to_sql(self, value: Sketch) -> Any:
+        return self.width.to_sql(int(value))
 
     def from_sql(self, value: Any) -> int:
-        return to_unsigned(int(value))
+        return self.width.from_sql(value)
 
     def random_sketches(self, rng: np.random.Generator, count: int) -> list[Sketch]:
-        return [int(v) for v in rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()]
+        return list(self.width.random(rng, count))
 
     def parse_sketch(self, text: str) -> int:
-        return parse_hex(text)
+        return self.width.parse_hex(text)
 
     def describe_sketch(self, value: Sketch) -> str:
-        return f" of {to_hex(int(value))}"
+        return f" of {self.width.to_hex(int(value))}"
 
     def checked_distance(self, max_distance: int | None) -> int:
         """The distance to search: the index's k by default; above it exactness is lost, so refuse."""
@@ -219,33 +216,33 @@ class SimhashIndex(Index):
 
     @property
     def columns(self) -> list[str]:
-        """The permuted block columns, one per table: p0, p1, ..."""
+        """The permuted tables' key columns, one per table: p0, p1, ..."""
         return [table_column(number) for number in range(len(self.plan.tables))]
 
     def sketch_definition(self) -> sql.Composable:
-        return sql.SQL("fingerprint bigint NOT NULL")
+        return sql.SQL("fingerprint {} NOT NULL").format(sql.SQL(self.width.column_type))
 
     def derived_definitions(self) -> sql.Composable:
         stored = sql.Identifier(self.sketch_column)
         return sql.SQL(", ").join(
             sql.SQL("{} bigint GENERATED ALWAYS AS ({}) STORED").format(
-                sql.Identifier(column), permuted(table, stored)
+                sql.Identifier(column), self.width.key(table, stored)
             )
             for column, table in zip(self.columns, self.plan.tables, strict=True)
         )
 
     def btrees(self) -> list[sql.Composed]:
-        """B-tree on each permuted column's prefix, carrying the column and the row id.
+        """B-tree on each key column's prefix, carrying the value it verifies on and the row id.
 
-        INCLUDE (column, id): a probe verifies candidates with bit_count on the indexed permuted
-        value and returns the row id from the index itself (an index-only scan, no rows read).
+        INCLUDE (checked value, id): a probe verifies candidates with bit_count on a value in the
+        index and returns the row id from the index itself (an index-only scan, no rows read).
         """
         return [
-            sql.SQL("CREATE INDEX {name} ON {table} (({prefix})) INCLUDE ({column}, id)").format(
+            sql.SQL("CREATE INDEX {name} ON {table} (({prefix})) INCLUDE ({checked}, id)").format(
                 name=sql.Identifier(names.btree_name(self.name, column)),
                 table=self.table,
                 prefix=prefix(table, sql.Identifier(column)),
-                column=sql.Identifier(column),
+                checked=sql.Identifier(self.width.checked(column)),
             )
             for column, table in zip(self.columns, self.plan.tables, strict=True)
         ]
@@ -253,40 +250,53 @@ class SimhashIndex(Index):
     def near_statement(self) -> sql.Composed:
         """SELECT key, distance of the rows within $2 bits of fingerprint $1, nearest first."""
         probes = []
-        for column_name, table in zip(self.columns, self.plan.tables, strict=True):
-            column, value = sql.Identifier(column_name), permuted(table, FINGERPRINT)
+        t = sql.Identifier("t")
+        for column, table in zip(self.columns, self.plan.tables, strict=True):
+            checked = sql.SQL("{}.{}").format(t, sql.Identifier(self.width.checked(column)))
             probes.append(
-                sql.SQL("SELECT id FROM {table} WHERE {stored} = {wanted} AND {check}").format(
+                sql.SQL(
+                    "SELECT t.id FROM {table} AS t WHERE {key} = {query_key} AND {distance} <= {k}"
+                ).format(
                     table=self.table,
-                    stored=prefix(table, column),
-                    wanted=prefix(table, value),
-                    check=within(column, value, MAX_DISTANCE),
+                    key=prefix(table, sql.SQL("{}.{}").format(t, sql.Identifier(column))),
+                    query_key=prefix(table, self.width.key(table, FINGERPRINT)),
+                    distance=self.width.distance(checked, self.width.wanted(table, FINGERPRINT)),
+                    k=MAX_DISTANCE,
                 )
             )
         return sql.SQL(
-            "SELECT r.key, bit_count((r.fingerprint # {fp})::bit(64))::integer AS distance"
-            " FROM {table} AS r WHERE r.id IN ({probes}) ORDER BY 2, 1"
-        ).format(fp=FINGERPRINT, table=self.table, probes=sql.SQL(" UNION ALL ").join(probes))
+            "SELECT r.key, {distance} AS distance FROM {table} AS r WHERE r.id IN ({probes}) ORDER BY 2, 1"
+        ).format(
+            distance=self.width.distance(sql.SQL("r.fingerprint"), FINGERPRINT),
+            table=self.table,
+            probes=sql.SQL(" UNION ALL ").join(probes),
+        )
 
     def pairs_statement(self) -> sql.Composed:
         """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b)."""
         joins = []
-        for column_name, table in zip(self.columns, self.plan.tables, strict=True):
-            column = sql.Identifier(column_name)
-            left, right = (sql.SQL("{}.{}").format(sql.Identifier(side), column) for side in "xy")
+        for column, table in zip(self.columns, self.plan.tables, strict=True):
+            key, checked = sql.Identifier(column), sql.Identifier(self.width.checked(column))
+            x, y = sql.Identifier("x"), sql.Identifier("y")
             joins.append(
                 sql.SQL(
                     "SELECT x.id AS a, y.id AS b FROM {table} AS x JOIN {table} AS y"
-                    " ON {left_prefix} = {right_prefix} AND x.id < y.id WHERE {check}"
+                    " ON {left_prefix} = {right_prefix} AND x.id < y.id WHERE {distance} <= {k}"
                 ).format(
                     table=self.table,
-                    left_prefix=prefix(table, left),
-                    right_prefix=prefix(table, right),
-                    check=within(left, right, PAIRS_MAX_DISTANCE),
+                    left_prefix=prefix(table, sql.SQL("{}.{}").format(x, key)),
+                    right_prefix=prefix(table, sql.SQL("{}.{}").format(y, key)),
+                    distance=self.width.distance(
+                        sql.SQL("{}.{}").format(x, checked), sql.SQL("{}.{}").format(y, checked)
+                    ),
+                    k=PAIRS_MAX_DISTANCE,
                 )
             )
         return sql.SQL(
-            "SELECT least(a.key, b.key), greatest(a.key, b.key),"
-            " bit_count((a.fingerprint # b.fingerprint)::bit(64))::integer"
+            "SELECT least(a.key, b.key), greatest(a.key, b.key), {distance}"
             " FROM ({joins}) AS p JOIN {table} AS a ON a.id = p.a JOIN {table} AS b ON b.id = p.b"
-        ).format(joins=sql.SQL(" UNION ").join(joins), table=self.table)
+        ).format(
+            distance=self.width.distance(sql.SQL("a.fingerprint"), sql.SQL("b.fingerprint")),
+            joins=sql.SQL(" UNION ").join(joins),
+            table=self.table,
+        )

@@ -1,0 +1,45 @@
+"""128-bit fingerprints: the catalog allows bits = 128; bit overloads of simdb.near, hamming and
+to_hex; simdb.near_key for either width.
+
+Revision ID: 0004
+Revises: 0003
+"""
+
+from alembic import op
+
+from simdb import catalog, index
+from simdb.resources import function_sql, sql_text
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+# The functions this revision creates or replaces (sql/functions/NAME.vN.sql). The _bit files are
+# overloads for bit(128) fingerprints, beside the bigint functions of revision 0001.
+FUNCTIONS = (("hamming_bit", 1), ("to_hex_bit", 1), ("near_bit", 1), ("near_key", 2))
+
+
+def upgrade() -> None:
+    raw = op.get_bind().connection.driver_connection
+    raw.execute(sql_text("catalog/0004_fingerprint_widths.sql"))
+    for name, version in FUNCTIONS:
+        raw.execute(function_sql(name, version))
+
+
+def downgrade() -> None:
+    raw = op.get_bind().connection.driver_connection
+    for name in catalog.index_names(raw, bits=128):
+        index.drop_objects(raw, name)
+    raw.execute(
+        "DROP FUNCTION simdb.near(text, bit, integer);"
+        "DROP FUNCTION simdb.to_hex(bit);"
+        "DROP FUNCTION simdb.hamming(bit, bit);"
+        "ALTER TABLE simdb._indexes DROP CONSTRAINT _indexes_bits_check,"
+        " ADD CONSTRAINT _indexes_bits_check CHECK (bits = 64);"
+        "ALTER TABLE simdb._tables DROP CONSTRAINT _tables_prefix_bits_check,"
+        " ADD CONSTRAINT _tables_prefix_bits_check CHECK (prefix_bits BETWEEN 1 AND 64);"
+        "COMMENT ON COLUMN simdb._indexes.mode IS"
+        " 'simhash: Hamming distance on 64-bit fingerprints; jaccard: MinHash signatures with LSH bands';"
+    )
+    raw.execute(function_sql("near_key", 1))

@@ -163,10 +163,12 @@ class Comparison:
             f"* chosen: {self.chosen.plan.blocks} blocks ({self.chosen.tables} tables); costs measured on "
             "simdb's development machine, see simdb/planner.py"
         )
-        share = self.chosen.candidates_per_query / self.rows
+        candidates = self.chosen.candidates_per_query
+        share = candidates / self.rows
         lines.append(
             f"exact up to k={MAX_DISTANCES[self.bits]} on {self.bits} bits; at k={self.max_distance} a query "
-            f"checks {share:.2%} of the rows ({'an indexed search' if share < 0.01 else 'close to a scan'})"
+            f"checks about {candidates:.3g} random candidates ({share:.2g} of the rows: "
+            f"{'an indexed search' if share < 0.01 else 'close to a scan'})"
         )
         return lines
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from support import jaccard_corpus, simdb
 
-from simdb.bits import hamming
 from simdb.measure.quality import MAX_K, plain_set_simhash
 from simdb.simhash import feature_hashes, fingerprint, fingerprint_bytes
 
@@ -37,12 +36,15 @@ def test_quality_figures_equal_brute_force(capsys: pytest.CaptureFixture[str], t
         "simdb spec v1": [fingerprint(text, spec=1) for text in ordered],
         "simdb spec v2": [fingerprint(text, spec=2) for text in ordered],
         "plain set-weighted": [plain_set_simhash(text) for text in ordered],
+        "simdb spec v2, 128 bits": [fingerprint(text, spec=2, bits=128) for text in ordered],
+        "plain set-weighted, 128 bits": [plain_set_simhash(text, bits=128) for text in ordered],
     }
     assert [m["method"] for m in corpus["methods"]] == list(prints)
     for measured in corpus["methods"]:
         values = prints[measured["method"]]
-        for k in range(MAX_K + 1):
-            within = [(a, b) for a, b in pairs if hamming(values[a], values[b]) <= k]
+        assert len(measured["pairs"]) == MAX_K[measured["bits"]] + 1
+        for k in range(MAX_K[measured["bits"]] + 1):
+            within = [(a, b) for a, b in pairs if (values[a] ^ values[b]).bit_count() <= k]
             hits = len(truth.intersection(within))
             assert measured["pairs"][k] == len(within)
             assert measured["precision"][k] == pytest.approx(hits / len(within) if within else 1.0)

@@ -135,11 +135,13 @@ def similar_pairs(sets: list[frozenset[int]], lowest: float) -> dict[tuple[int, 
 
 
 def close_pairs(values: npt.NDArray[np.uint64], k: int) -> dict[tuple[int, int], int]:
-    """Every pair within k bits, by brute force in blocks of rows (fine for a sample)."""
+    """Every pair within k bits, by brute force in blocks of rows (fine for a sample). `values`
+    holds one 64-bit word per fingerprint, or a row of words each (128 bits: two)."""
+    words = values.reshape(len(values), -1)
     found: dict[tuple[int, int], int] = {}
-    for start in range(0, len(values), _ROWS_PER_STEP):
-        block = values[start : start + _ROWS_PER_STEP]
-        distances = np.bitwise_count(block[:, None] ^ values[None, :])
+    for start in range(0, len(words), _ROWS_PER_STEP):
+        block = words[start : start + _ROWS_PER_STEP]
+        distances = np.bitwise_count(block[:, None, :] ^ words[None, :, :]).sum(axis=2, dtype=np.int64)
         for row, column in zip(*np.nonzero(distances <= k), strict=True):
             a, b = start + int(row), int(column)
             if a < b:

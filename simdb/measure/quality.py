@@ -1,10 +1,11 @@
 """Sketch quality on the user's own folders: precision and recall of each fingerprint against the
 exact shingle Jaccard of every pair, with the simplest hand-written SimHash beside ours.
 
-Methods, per corpus: SimHash spec v1 and v2 (`distance <= k` for k = 0..MAX_K), a plain
-set-weighted SimHash written the textbook way (lower-case `\\w+` tokens, the set of word
-n-gram strings, xxh3 of each, weight 1, the same fold), and a jaccard index at the threshold
-(shared band key, estimate >= threshold, as the index works).
+Methods, per corpus: SimHash spec v1 and v2 at 64 bits (`distance <= k` for k = 0..6) and spec
+v2 at 128 bits (k = 0..16), a plain set-weighted SimHash written the textbook way (lower-case
+`\\w+` tokens, the set of word n-gram strings, xxh3 of each, weight 1, the same fold; xxh3_128
+for 128 bits), and a jaccard index at the threshold (shared band key, estimate >= threshold, as
+the index works).
 
 The truth is every pair with exact Jaccard >= threshold of the shingle sets. For text it is
 exact (calibrate's prefix filtering). Byte n-gram sets are too large for that in Python, so for
@@ -21,34 +22,58 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from simdb.measure.bench import machine
 from simdb.measure.calibrate import band_candidates, close_pairs, lsh_pairs, similar_pairs
 from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, signature
 from simdb.readers import Document
-from simdb.simhash import SPEC_VERSIONS, EmptyDocument, Features, feature_hashes, simhash
+from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
 
-MAX_K = 6
+MAX_K = {64: 6, 128: 16}  # the distances measured, by fingerprint width
 CANDIDATE_THRESHOLD = 0.5  # bytes features: band tuning of the candidate pairs
 
 Pair = tuple[int, int]
 
 
-def plain_set_simhash(text: str, n: int = 3) -> int:
-    """The hand-written baseline: the set of lower-case word n-grams, xxh3 each, weight 1, fold."""
+def plain_set_simhash(text: str, n: int = 3, bits: int = 64) -> int:
+    """The hand-written baseline: the set of lower-case word n-grams, xxh3 each (64 or 128 bits),
+    weight 1, fold."""
     words = re.findall(r"\w+", text.lower())
     grams = {" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
-    hashes = np.array([xxhash.xxh3_64_intdigest(g.encode("utf-8")) for g in grams], dtype=np.uint64)
-    ones = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little").sum(axis=0)
-    return int.from_bytes(np.packbits(2 * ones > len(hashes), bitorder="little").tobytes(), "little")
+    digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
+    raw = b"".join(digest(g.encode("utf-8")).to_bytes(bits // 8, "little") for g in grams)
+    ones = np.unpackbits(
+        np.frombuffer(raw, dtype=np.uint8).reshape(len(grams), -1), axis=1, bitorder="little"
+    )
+    return int.from_bytes(
+        np.packbits(2 * ones.sum(axis=0) > len(grams), bitorder="little").tobytes(), "little"
+    )
+
+
+# The fingerprints measured: (name, width, SimHash spec or None for the plain baseline).
+METHODS = (
+    ("simdb spec v1", 64, 1),
+    ("simdb spec v2", 64, 2),
+    ("plain set-weighted", 64, None),
+    ("simdb spec v2, 128 bits", 128, 2),
+    ("plain set-weighted, 128 bits", 128, None),
+)
+
+
+def _words(prints: list[int], bits: int) -> npt.NDArray[np.uint64]:
+    """Fingerprints as rows of 64-bit words (what close_pairs takes)."""
+    raw = b"".join(value.to_bytes(bits // 8, "little") for value in prints)
+    return np.frombuffer(raw, dtype=np.uint64).reshape(len(prints), bits // 64)
 
 
 @dataclass
 class MethodQuality:
-    """One fingerprint on one corpus: pairs, precision and recall within each k = 0..MAX_K."""
+    """One fingerprint on one corpus: pairs, precision and recall within each k = 0..MAX_K[bits]."""
 
     method: str
+    bits: int
     precision: list[float]
     recall: list[float]
     pairs: list[int]
@@ -84,14 +109,19 @@ class Quality:
                 f"{corpus.label}: {corpus.documents} documents, {corpus.similar_pairs} pairs at or above "
                 f"{self.threshold}"
             )
-            lines.append(
-                f"  {'method':<24}"
-                + "".join(f"{'k=' + str(k):>13}" for k in range(MAX_K + 1))
-                + "  d=0&J<0.5  top share"
-            )
-            for m in corpus.methods:
-                cells = "".join(f"{p:>7.3f}/{r:.3f}" for p, r in zip(m.precision, m.recall, strict=True))
-                lines.append(f"  {m.method:<24}{cells}  {m.unrelated_at_zero:>9}  {m.largest_share:>9.3f}")
+            for bits, most in MAX_K.items():
+                lines.append(
+                    f"  {'method':<30}{'d=0&J<0.5':>10}{'top share':>10}"
+                    + "".join(f"{'k=' + str(k):>13}" for k in range(most + 1))
+                )
+                for m in corpus.methods:
+                    if m.bits == bits:
+                        cells = "".join(
+                            f"{p:>7.3f}/{r:.3f}" for p, r in zip(m.precision, m.recall, strict=True)
+                        )
+                        lines.append(
+                            f"  {m.method:<30}{m.unrelated_at_zero:>10}{m.largest_share:>10.3f}{cells}"
+                        )
             j = corpus.jaccard_mode
             lines.append(
                 f"  {'jaccard mode':<24}precision {j['precision']:.3f} recall {j['recall']:.3f} "
@@ -111,12 +141,18 @@ def _share(part: int, whole: int) -> float:
 
 
 def _score(
-    method: str, found: dict[Pair, int], similar: Callable[..., bool], truth: set[Pair], prints: list[int]
+    method: str,
+    bits: int,
+    found: dict[Pair, int],
+    similar: Callable[..., bool],
+    truth: set[Pair],
+    prints: list[int],
 ) -> MethodQuality:
-    within = [[pair for pair, distance in found.items() if distance <= k] for k in range(MAX_K + 1)]
+    within = [[pair for pair, distance in found.items() if distance <= k] for k in range(MAX_K[bits] + 1)]
     hits = [sum(map(similar, pairs)) for pairs in within]
     return MethodQuality(
         method,
+        bits,
         precision=[_share(h, len(pairs)) for h, pairs in zip(hits, within, strict=True)],
         recall=[_share(h, len(truth)) for h in hits],
         pairs=[len(pairs) for pairs in within],
@@ -139,10 +175,11 @@ def measure_corpus(
             continue
         distinct = np.unique(hashes)
         sets.append(distinct)
-        for version in SPEC_VERSIONS:
-            prints[f"simdb spec v{version}"].append(simhash(hashes, version))
-        if features.kind == "word":
-            prints["plain set-weighted"].append(plain_set_simhash(document.text, features.n))
+        for method, bits, spec in METHODS:
+            if spec is not None:
+                prints[method].append(simhash(hashes, spec, bits))
+            elif features.kind == "word":  # the textbook baseline is of word n-grams
+                prints[method].append(plain_set_simhash(document.text, features.n, bits))
         signatures.append(signature(distinct, DEFAULT_PERMUTATIONS))
     known: dict[Pair, float] = {}
 
@@ -155,13 +192,17 @@ def measure_corpus(
         candidates: Iterable[Pair] = band_candidates(signatures, choose_banding(CANDIDATE_THRESHOLD))
     else:
         candidates = similar_pairs([frozenset(s.tolist()) for s in sets], threshold)
-    found = {method: close_pairs(np.array(v, dtype=np.uint64), MAX_K) for method, v in prints.items()}
+    widths = {method: bits for method, bits, _ in METHODS}
+    found = {
+        method: close_pairs(_words(values, widths[method]), MAX_K[widths[method]])
+        for method, values in prints.items()
+    }
     banded = lsh_pairs(signatures, threshold)
     # Pairs any method found count too, so the truth misses nothing a method could be credited with.
     truth = {pair for pair in itertools.chain(candidates, banded, *found.values()) if similar(pair)}
     corpus = CorpusQuality(label, len(sets), len(truth))
     for method, values in prints.items():
-        corpus.methods.append(_score(method, found[method], similar, truth, values))
+        corpus.methods.append(_score(method, widths[method], found[method], similar, truth, values))
     hits = sum(map(similar, banded))
     corpus.jaccard_mode = {
         "precision": _share(hits, len(banded)),

@@ -9,6 +9,12 @@ b bands of r rows; band j's key is the XOR of its r values, value i rotated left
 bits. Shifts and XOR are all it takes, so PostgreSQL computes the same keys from a stored
 signature (generated columns), and an equal band always gives an equal key. Two documents
 whose Jaccard is s share at least one band with probability 1 - (1 - s^r)^b.
+
+Signature spec v2 (the default for new indexes) appends a check that only verification reads:
+one-permutation MinHash over CHECK_BINS bins with optimal densification (Shrivastava 2017), one
+bit per bin (b-bit minwise hashing, Li and König 2010), packed into CHECK_WORDS 64-bit words.
+Two checks agree on a bin's bit with probability J + (1 - J) / 2, so 1 - (differing bits) / 2048
+estimates J with a standard error of 0.009 at J = 0.8, where 128 signature positions give 0.035.
 """
 
 from __future__ import annotations
@@ -24,7 +30,16 @@ import xxhash
 from simdb.errors import InvalidParameter
 from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, feature_hashes, fmix64
 
-MINHASH_SPEC_VERSION = 1
+SIGNATURE_SPECS = (1, 2)
+MINHASH_SPEC_VERSION = 2  # the newest signature spec, which new indexes use
+CHECK_BINS = 4096
+CHECK_WORDS = CHECK_BINS // 64
+EXTRA_WORDS = {1: 0, 2: CHECK_WORDS}  # 64-bit words a sketch holds after its signature, by spec
+_CHECK_SEED = np.uint64(0x243F6A8885A308D3)  # the check's permutation: fmix64(x XOR seed)
+_PROBE_SEED = np.uint64(0x13198A2E03707344)  # densification: where an empty bin looks
+_BIT_SEED = np.uint64(0xA4093822299F31D0)  # the bit kept of a bin's minimum
+_BIN_SHIFT = np.uint64(64 - 12)  # the top 12 bits of a hash pick one of the 4096 bins
+_PROBES_PER_STEP = 64
 DEFAULT_PERMUTATIONS = 128
 DEFAULT_THRESHOLD = 0.8
 # LSH libraries weigh both errors alike (0.5), which gives 9 bands of 13 rows at 0.8 and 128
@@ -87,6 +102,74 @@ def document_signature(
 ) -> UInt64Array:
     """The MinHash signature of a document's shingles; raises EmptyDocument if it has none."""
     return signature(feature_hashes(content, features), permutations)
+
+
+def check_words(shingles: UInt64Array) -> UInt64Array:
+    """Signature spec v2's check of a set of shingle hashes: CHECK_BINS one-bit minima, packed.
+
+    1. Each distinct shingle x is mapped to g = fmix64(x XOR _CHECK_SEED); its bin is the top
+       12 bits of g, and a bin's value is the least g in it.
+    2. An empty bin i takes the value of the first non-empty bin among j_t = top 12 bits of
+       fmix64((i << 32 | t) XOR _PROBE_SEED) for t = 0, 1, 2, ... (optimal densification: two
+       sets agree on any bin with probability equal to their Jaccard similarity).
+    3. Bit i of the check is the lowest bit of fmix64(value of bin i XOR _BIT_SEED); bit i is
+       bit i % 64 of word i // 64.
+    """
+    if len(shingles) == 0:
+        raise EmptyDocument("the document has no shingles")
+    mixed = np.sort(fmix64(np.unique(shingles) ^ _CHECK_SEED))
+    filled, first = np.unique((mixed >> _BIN_SHIFT).astype(np.int64), return_index=True)
+    values = np.zeros(CHECK_BINS, dtype=np.uint64)
+    values[filled] = mixed[first]
+    full = np.zeros(CHECK_BINS, dtype=bool)
+    full[filled] = True
+    pending = np.flatnonzero(~full).astype(np.uint64)
+    attempt = 0
+    while len(pending):
+        tries = np.arange(attempt, attempt + _PROBES_PER_STEP, dtype=np.uint64)
+        probes = (
+            fmix64(((pending[:, None] << np.uint64(32)) | tries[None, :]) ^ _PROBE_SEED) >> _BIN_SHIFT
+        ).astype(np.int64)
+        hit = full[probes]
+        found = hit.any(axis=1)
+        chosen = probes[found, hit[found].argmax(axis=1)]
+        values[pending[found].astype(np.int64)] = values[chosen]
+        pending = pending[~found]
+        attempt += _PROBES_PER_STEP
+    bits = (fmix64(values ^ _BIT_SEED) & np.uint64(1)).astype(np.uint8)
+    return np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
+
+
+def check_similarity(a: UInt64Array, b: UInt64Array) -> float:
+    """The Jaccard similarity two checks estimate: 1 - differing bits / (CHECK_BINS / 2), at least 0."""
+    differing = int(np.bitwise_count(a ^ b).sum())
+    return max(0.0, 1.0 - differing / (CHECK_BINS // 2))
+
+
+def sketch(
+    shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS, spec: int = MINHASH_SPEC_VERSION
+) -> UInt64Array:
+    """A set's sketch under signature spec `spec`: its signature (v1), then its check (v2)."""
+    values = signature(shingles, permutations)
+    if check_signature_spec(spec) == 1:
+        return values
+    return np.concatenate([values, check_words(shingles)])
+
+
+def similarity(a: UInt64Array, b: UInt64Array, permutations: int, spec: int = MINHASH_SPEC_VERSION) -> float:
+    """The Jaccard similarity two sketches estimate: equal signature positions (v1), the check (v2)."""
+    if check_signature_spec(spec) == 1:
+        return estimate(a, b)
+    return check_similarity(a[permutations:], b[permutations:])
+
+
+def check_signature_spec(spec: int) -> int:
+    """`spec` if this simdb makes signatures of that spec version, else InvalidParameter."""
+    if spec not in SIGNATURE_SPECS:
+        raise InvalidParameter(
+            f"unknown signature spec {spec}", f"use one of {', '.join(map(str, SIGNATURE_SPECS))}"
+        )
+    return spec
 
 
 def estimate(a: UInt64Array, b: UInt64Array) -> float:

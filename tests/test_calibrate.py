@@ -13,7 +13,7 @@ from support import simdb
 
 from simdb.bits import hamming
 from simdb.measure.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs
-from simdb.minhash import choose_banding, document_signature, estimate
+from simdb.minhash import choose_banding, similarity, sketch
 from simdb.readers import Document
 from simdb.simhash import Features, feature_hashes, simhash
 
@@ -47,7 +47,7 @@ def test_precision_and_recall_equal_brute_force() -> None:
     result = calibrate((Document(str(i), t, 0) for i, t in enumerate(texts)), Features(), sample=1000)
     sets = [frozenset(feature_hashes(t).tolist()) for t in texts]
     prints = [simhash(feature_hashes(t)) for t in texts]
-    signatures = [document_signature(t) for t in texts]
+    signatures = [sketch(feature_hashes(t)) for t in texts]  # signature spec v2, as new indexes
     pairs = list(combinations(range(len(texts)), 2))
     jaccard = {p: len(sets[p[0]] & sets[p[1]]) / len(sets[p[0]] | sets[p[1]]) for p in pairs}
     distance = {p: hamming(prints[p[0]], prints[p[1]]) for p in pairs}
@@ -70,7 +70,7 @@ def test_precision_and_recall_equal_brute_force() -> None:
         banded = [
             p
             for p in pairs
-            if set(keys[p[0]]) & set(keys[p[1]]) and estimate(signatures[p[0]], signatures[p[1]]) >= t
+            if set(keys[p[0]]) & set(keys[p[1]]) and similarity(signatures[p[0]], signatures[p[1]], 128) >= t
         ]
         hits = sum(jaccard[p] >= t for p in banded)
         assert result.jaccard_mode[t] == pytest.approx(

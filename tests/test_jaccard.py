@@ -74,7 +74,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     assert (code, out) == (
         0,
         "created jaccard index docs: threshold 0.75, 128 permutations, 16 bands of 8 rows, features word:3, "
-        "spec v1; "
+        "spec v2; "
         'SQL: simdb."docs"\n',
     )
     assert simdb(capsys, "ingest", "docs", str(tmp_path))[0] == 0
@@ -109,7 +109,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "mode": "jaccard",
             "rows": 5,
             "features": "word:3",
-            "spec_version": 1,
+            "spec_version": 2,
             "threshold": 0.75,
             "permutations": 128,
             "bands": 16,
@@ -212,15 +212,15 @@ def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
         and result.copies == 60
         and result.similar_pairs == exact > 5
     )
-    jaccard, simhash = result.modes
-    assert (jaccard.mode, simhash.mode) == ("jaccard", "simhash")
+    jaccard, jaccard_v1, simhash = result.modes
+    assert (jaccard.mode, jaccard_v1.mode, simhash.mode) == ("jaccard v2", "jaccard v1", "simhash v2")
     for mode in result.modes:
         assert mode.precision == mode.true_pairs / mode.pairs and mode.recall == mode.true_pairs / exact
     assert jaccard.recall > simhash.recall  # edits up to 10% are beyond 3 bits of SimHash, not of MinHash
     assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)  # scratch indexes dropped
 
 
-def test_bench_jaccard_mode_prints_both_modes(
+def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path
 ) -> None:
     for key, text in list(jaccard_corpus().items())[:60]:
@@ -229,7 +229,7 @@ def test_bench_jaccard_mode_prints_both_modes(
     code, out, _ = simdb(capsys, *args, "--padding-rows", "100", "--json")
     figures = json.loads(out)
     assert code == 0 and figures["documents"] == 70 and figures["padding_rows"] == 100
-    assert [m["mode"] for m in figures["modes"]] == ["jaccard", "simhash"]
+    assert [m["mode"] for m in figures["modes"]] == ["jaccard v2", "jaccard v1", "simhash v2"]
     assert all(
         m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 < m["server_p50_ms"] for m in figures["modes"]
     )

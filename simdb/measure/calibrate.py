@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from simdb.minhash import DEFAULT_PERMUTATIONS, Banding, UInt64Array, choose_banding, estimate, signature
+from simdb.minhash import DEFAULT_PERMUTATIONS, Banding, UInt64Array, choose_banding, similarity, sketch
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
 
@@ -158,10 +158,15 @@ def band_candidates(signatures: list[UInt64Array], banding: Banding) -> set[tupl
     return {(a, b) for group in buckets.values() for a, b in itertools.combinations(group, 2)}
 
 
-def lsh_pairs(signatures: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
-    """The pairs a jaccard index with this threshold returns: a shared band key, estimate >= t."""
-    candidates = band_candidates(signatures, choose_banding(threshold, DEFAULT_PERMUTATIONS))
-    return {pair for pair in candidates if estimate(signatures[pair[0]], signatures[pair[1]]) >= threshold}
+def lsh_pairs(sketches: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
+    """The pairs a new jaccard index with this threshold returns (sketches of the newest signature
+    spec, DEFAULT_PERMUTATIONS): a shared band key, and an estimate >= t."""
+    candidates = band_candidates(sketches, choose_banding(threshold, DEFAULT_PERMUTATIONS))
+    return {
+        (a, b)
+        for a, b in candidates
+        if similarity(sketches[a], sketches[b], DEFAULT_PERMUTATIONS) >= threshold
+    }
 
 
 def calibrate(
@@ -185,7 +190,7 @@ def calibrate(
             continue
         sets.append(frozenset(hashes.tolist()))
         prints.append(simhash(hashes))
-        signatures.append(signature(hashes, DEFAULT_PERMUTATIONS))
+        signatures.append(sketch(hashes, DEFAULT_PERMUTATIONS))
     similar = similar_pairs(sets, min(THRESHOLDS))
     close = close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
     banded = {t: lsh_pairs(signatures, t) for t in THRESHOLDS}

@@ -167,7 +167,13 @@ def evaluate(
     )
     picked = np.random.default_rng(seed).choice(len(corpus), size=evaluation.queries, replace=False)
     probes = [corpus[int(i)].key for i in picked]
-    specs: list[Spec] = [JaccardSpec(threshold, permutations), SimhashSpec(max_distance)]
+    # The jaccard mode as it is (signature spec v2, verified by its check), as it was (v1, by the
+    # signature), and simhash, on the same corpus in the same run.
+    specs: list[Spec] = [
+        JaccardSpec(threshold, permutations),
+        JaccardSpec(threshold, permutations, signature_spec=1),
+        SimhashSpec(max_distance),
+    ]
     for spec in specs:
         name = f"evaluate_{spec.mode}_{os.getpid()}"
         made = index.create(conn, name, spec, expected_rows=len(corpus) + padding_rows)
@@ -196,7 +202,7 @@ def evaluate(
             hits = len(found & truth)
             evaluation.modes.append(
                 ModeFigures(
-                    mode=made.mode,
+                    mode=f"{made.mode} v{made.spec_version}",
                     parameters=made.summary,
                     pairs=len(found),
                     true_pairs=hits,
@@ -225,12 +231,12 @@ def format_evaluation(result: Evaluation) -> list[str]:
         f"{result.max_edit:.0%} of their words edited); {result.similar_pairs} pairs with exact word-3 "
         f"Jaccard >= {result.threshold}"
         + (f"; plus {result.padding_rows} random rows in each index" if result.padding_rows else ""),
-        f"{'mode':<8} {'precision':>9} {'recall':>6} {'pairs':>7} {'bytes/row':>9} {'load s':>7} "
+        f"{'mode':<11} {'precision':>9} {'recall':>6} {'pairs':>7} {'bytes/row':>9} {'load s':>7} "
         f"{'query p50':>9} {'p99 ms':>7} {'server':>7} {'pairs s':>7}  parameters",
     ]
     for m in result.modes:
         lines.append(
-            f"{m.mode:<8} {m.precision:>9.3f} {m.recall:>6.3f} {m.pairs:>7} {m.bytes_per_row:>9.0f} "
+            f"{m.mode:<11} {m.precision:>9.3f} {m.recall:>6.3f} {m.pairs:>7} {m.bytes_per_row:>9.0f} "
             f"{m.load_seconds:>7.1f} {m.query_p50_ms:>9.3f} {m.query_p99_ms:>7.3f} {m.server_p50_ms:>7.3f} "
             f"{m.pairs_seconds:>7.2f}"
             f"  {m.parameters}"

@@ -27,7 +27,7 @@ import xxhash
 
 from simdb.measure.bench import machine
 from simdb.measure.calibrate import band_candidates, close_pairs, lsh_pairs, similar_pairs
-from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, signature
+from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, sketch
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
 
@@ -180,7 +180,7 @@ def measure_corpus(
                 prints[method].append(simhash(hashes, spec, bits))
             elif features.kind == "word":  # the textbook baseline is of word n-grams
                 prints[method].append(plain_set_simhash(document.text, features.n, bits))
-        signatures.append(signature(distinct, DEFAULT_PERMUTATIONS))
+        signatures.append(sketch(distinct, DEFAULT_PERMUTATIONS))
     known: dict[Pair, float] = {}
 
     def similar(pair: Pair, at_least: float = threshold) -> bool:

@@ -39,7 +39,7 @@ _CHECK_SEED = np.uint64(0x243F6A8885A308D3)  # the check's permutation: fmix64(x
 _PROBE_SEED = np.uint64(0x13198A2E03707344)  # densification: where an empty bin looks
 _BIT_SEED = np.uint64(0xA4093822299F31D0)  # the bit kept of a bin's minimum
 _BIN_SHIFT = np.uint64(64 - 12)  # the top 12 bits of a hash pick one of the 4096 bins
-_PROBES_PER_STEP = 64
+_PROBES_PER_STEP = 32
 DEFAULT_PERMUTATIONS = 128
 DEFAULT_THRESHOLD = 0.8
 # LSH libraries weigh both errors alike (0.5), which gives 9 bands of 13 rows at 0.8 and 128
@@ -123,21 +123,28 @@ def check_words(shingles: UInt64Array) -> UInt64Array:
     values[filled] = mixed[first]
     full = np.zeros(CHECK_BINS, dtype=bool)
     full[filled] = True
-    pending = np.flatnonzero(~full).astype(np.uint64)
+    pending = np.flatnonzero(~full)
     attempt = 0
     while len(pending):
-        tries = np.arange(attempt, attempt + _PROBES_PER_STEP, dtype=np.uint64)
-        probes = (
-            fmix64(((pending[:, None] << np.uint64(32)) | tries[None, :]) ^ _PROBE_SEED) >> _BIN_SHIFT
-        ).astype(np.int64)
+        probes = _probes(attempt)[pending]
         hit = full[probes]
         found = hit.any(axis=1)
-        chosen = probes[found, hit[found].argmax(axis=1)]
-        values[pending[found].astype(np.int64)] = values[chosen]
+        values[pending[found]] = values[probes[found, hit[found].argmax(axis=1)]]
         pending = pending[~found]
         attempt += _PROBES_PER_STEP
     bits = (fmix64(values ^ _BIT_SEED) & np.uint64(1)).astype(np.uint8)
     return np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
+
+
+@functools.cache
+def _probes(first: int) -> npt.NDArray[np.int64]:
+    """The bins empty bin i probes at attempts first .. first + _PROBES_PER_STEP - 1, for every i
+    (one table per step, computed once: most documents need only the first)."""
+    bins = np.arange(CHECK_BINS, dtype=np.uint64)[:, None] << np.uint64(32)
+    tries = np.arange(first, first + _PROBES_PER_STEP, dtype=np.uint64)[None, :]
+    table = (fmix64((bins | tries) ^ _PROBE_SEED) >> _BIN_SHIFT).astype(np.int64)
+    table.flags.writeable = False
+    return table
 
 
 def check_similarity(a: UInt64Array, b: UInt64Array) -> float:

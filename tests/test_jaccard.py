@@ -265,3 +265,21 @@ def test_similar_plan_probes_every_band_index_only(
     )
     assert plan.count("Index Only Scan using docs_b") == made.banding.bands == 14
     assert plan.count("Heap Fetches: 0") == 14  # (a table this small may be joined by a scan)
+
+
+def test_signature_spec_1_indexes_are_still_made_and_read(
+    capsys: pytest.CaptureFixture[str], dsn: str
+) -> None:
+    code, out, _ = simdb(capsys, "create", "old", "--mode", "jaccard", "--signature-spec", "1")
+    assert code == 0 and "spec v1" in out
+    code, printed, _ = simdb(
+        capsys, "fingerprint", "--mode", "jaccard", "--signature-spec", "1", "--text", "a b c d"
+    )
+    assert code == 0 and printed.count(",") == 127  # the signature alone
+    code, printed, _ = simdb(capsys, "fingerprint", "--mode", "jaccard", "--text", "a b c d")
+    assert code == 0 and printed.count(",") == 127 + 64  # then the check's 64 words
+    assert simdb(capsys, "ingest", "old", "-", stdin=b'{"key": "k", "text": "some words of text"}\n')[0] == 0
+    code, out, _ = simdb(capsys, "query", "old", "--text", "some words of text", "--json")
+    assert code == 0 and json.loads(out) == [{"key": "k", "similarity": 1.0}]
+    code, _, err = simdb(capsys, "create", "bad", "--mode", "jaccard", "--signature-spec", "3")
+    assert code == 1 and "unknown signature spec 3" in err

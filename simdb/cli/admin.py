@@ -17,6 +17,7 @@ from simdb.cli.common import (
     fingerprint_spec_option,
     json_option,
     show,
+    signature_spec_option,
     spec_from_options,
 )
 from simdb.errors import InvalidParameter
@@ -82,6 +83,7 @@ def index_options(function: F) -> F:
             ),
             fingerprint_spec_option,
             bits_option,
+            signature_spec_option,
             click.option(
                 "--threshold",
                 type=float,

@@ -15,6 +15,7 @@ import click
 
 from simdb import connection, modes, readers, schema
 from simdb.errors import InputError
+from simdb.minhash import MINHASH_SPEC_VERSION
 from simdb.simhash import SPEC_VERSION, EmptyDocument, Features
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -137,6 +138,14 @@ fingerprint_spec_option = click.option(
     "1 only to match fingerprints made under spec v1.",
 )
 
+
+signature_spec_option = click.option(
+    "--signature-spec",
+    type=int,
+    default=None,
+    help=f"jaccard: signature spec version, 1 or 2 [default: {MINHASH_SPEC_VERSION}]; 2 verifies "
+    "candidates with a 4096-bit check (512 more bytes a row), 1 with the signature alone.",
+)
 
 bits_option = click.option(
     "--bits",

@@ -16,6 +16,7 @@ from simdb.cli.common import (
     json_option,
     row_writer,
     show,
+    signature_spec_option,
     sketch_of,
     spec_from_options,
 )
@@ -206,6 +207,7 @@ def dedup_(
 )
 @fingerprint_spec_option
 @bits_option
+@signature_spec_option
 @features_option
 def fingerprint_(
     text: str | None,
@@ -214,10 +216,11 @@ def fingerprint_(
     permutations: int | None,
     fingerprint_spec: int | None,
     bits: int | None,
+    signature_spec: int | None,
     features: str,
 ) -> None:
     """Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 bits) of
-    a text, or its MinHash signature (spec v1).
+    a text, or its MinHash signature (spec v2: the signature, then its 64-word check).
 
     The signature is printed as a PostgreSQL array of signed bigints, ready for
     simdb.similar('NAME', '{...}') or an INSERT into a jaccard index.
@@ -226,7 +229,12 @@ def fingerprint_(
     parsed = Features.parse(features)
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
     source = file or "--text"
-    given = {"permutations": permutations, "fingerprint_spec": fingerprint_spec, "bits": bits}
+    given = {
+        "permutations": permutations,
+        "fingerprint_spec": fingerprint_spec,
+        "bits": bits,
+        "signature_spec": signature_spec,
+    }
     spec = spec_from_options(mode, given)
     click.echo(spec.literal(sketch_of(lambda c: spec.sketch(c, parsed), content, source, parsed)))
 

@@ -40,6 +40,7 @@ _PROBE_SEED = np.uint64(0x13198A2E03707344)  # densification: where an empty bin
 _BIT_SEED = np.uint64(0xA4093822299F31D0)  # the bit kept of a bin's minimum
 _BIN_SHIFT = np.uint64(64 - 12)  # the top 12 bits of a hash pick one of the 4096 bins
 _PROBES_PER_STEP = 32
+_MAX_PROBES = 256  # then a tiny set's empty bin takes the next filled one
 DEFAULT_PERMUTATIONS = 128
 DEFAULT_THRESHOLD = 0.8
 # LSH libraries weigh both errors alike (0.5), which gives 9 bands of 13 rows at 0.8 and 128
@@ -110,8 +111,10 @@ def check_words(shingles: UInt64Array) -> UInt64Array:
     1. Each distinct shingle x is mapped to g = fmix64(x XOR _CHECK_SEED); its bin is the top
        12 bits of g, and a bin's value is the least g in it.
     2. An empty bin i takes the value of the first non-empty bin among j_t = top 12 bits of
-       fmix64((i << 32 | t) XOR _PROBE_SEED) for t = 0, 1, 2, ... (optimal densification: two
-       sets agree on any bin with probability equal to their Jaccard similarity).
+       fmix64((i << 32 | t) XOR _PROBE_SEED) for t = 0 .. 255 (optimal densification: two sets
+       agree on any bin with probability equal to their Jaccard similarity), or, if none of
+       those is filled (sets of a few dozen shingles), of the next non-empty bin after i,
+       counting on from the last bin to bin 0.
     3. Bit i of the check is the lowest bit of fmix64(value of bin i XOR _BIT_SEED); bit i is
        bit i % 64 of word i // 64.
     """
@@ -124,14 +127,14 @@ def check_words(shingles: UInt64Array) -> UInt64Array:
     full = np.zeros(CHECK_BINS, dtype=bool)
     full[filled] = True
     pending = np.flatnonzero(~full)
-    attempt = 0
-    while len(pending):
+    for attempt in range(0, _MAX_PROBES, _PROBES_PER_STEP):
         probes = _probes(attempt)[pending]
         hit = full[probes]
         found = hit.any(axis=1)
         values[pending[found]] = values[probes[found, hit[found].argmax(axis=1)]]
         pending = pending[~found]
-        attempt += _PROBES_PER_STEP
+    # Tiny sets: what is still empty takes the next non-empty bin after it, circularly.
+    values[pending] = values[filled[np.searchsorted(filled, pending) % len(filled)]]
     bits = (fmix64(values ^ _BIT_SEED) & np.uint64(1)).astype(np.uint8)
     return np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
 

@@ -84,8 +84,8 @@ def reference_band_keys(signature: list[int], bands: int, rows: int) -> list[int
 
 
 def reference_check(shingles: set[int]) -> list[int]:
-    """Signature spec v2's check, loop by loop: 4096 one-permutation bins, optimal densification,
-    one bit per bin, packed little-endian into 64 words."""
+    """Signature spec v2's check, loop by loop: 4096 one-permutation bins, optimal densification
+    (256 probes, then the next filled bin), one bit per bin, packed little-endian into 64 words."""
     check_seed, probe_seed, bit_seed = 0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0
     least: dict[int, int] = {}
     for x in shingles:
@@ -95,9 +95,13 @@ def reference_check(shingles: set[int]) -> list[int]:
     words = [0] * 64
     for i in range(4096):
         value, attempt = least.get(i), 0
-        while value is None:
+        while value is None and attempt < 256:
             value = least.get(fmix64(((i << 32) | attempt) ^ probe_seed) >> 52)
             attempt += 1
+        following = i
+        while value is None:  # still empty: the next filled bin after i, circularly
+            following = (following + 1) % 4096
+            value = least.get(following)
         if fmix64(value ^ bit_seed) & 1:
             words[i // 64] |= 1 << (i % 64)
     return words

@@ -125,9 +125,9 @@ def test_sql_estimate_equals_python(conn: psycopg.Connection[tuple[object, ...]]
 KNOWN_CHECKS = [
     (
         "The quick brown fox jumps over the lazy dog",
-        "1340809608332c41",
-        "44c9838460082d40",
-        "579ae2738e90cea8",
+        "0340008400030001",
+        "00c0020000000800",
+        "a925ac2d30e490c1",
     ),
     (" ".join(f"w{i}" for i in range(2000)), "7ff8708b7e5b9bf6", "4eab942d422399eb", "3d24bc6a07711a6f"),
 ]

@@ -99,10 +99,14 @@ def signature(shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS) -
 
 
 def document_signature(
-    content: str | bytes, features: Features = DEFAULT_FEATURES, permutations: int = DEFAULT_PERMUTATIONS
+    content: str | bytes,
+    features: Features = DEFAULT_FEATURES,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    spec: int = MINHASH_SPEC_VERSION,
 ) -> UInt64Array:
-    """The MinHash signature of a document's shingles; raises EmptyDocument if it has none."""
-    return signature(feature_hashes(content, features), permutations)
+    """A document's sketch as a jaccard index of signature spec `spec` stores it (v2: the
+    signature, then the check); raises EmptyDocument if it has no shingles."""
+    return sketch(feature_hashes(content, features), permutations, spec)
 
 
 def check_words(shingles: UInt64Array) -> UInt64Array:

@@ -73,7 +73,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     code, out, _ = simdb(capsys, "create", "docs", "--mode", "jaccard", "--threshold", "0.75")
     assert (code, out) == (
         0,
-        "created jaccard index docs: threshold 0.75, 128 permutations, 16 bands of 8 rows, features word:3, "
+        "created jaccard index docs: threshold 0.75, 128 permutations, 18 bands of 7 rows, features word:3, "
         "spec v2; "
         'SQL: simdb."docs"\n',
     )
@@ -112,8 +112,8 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "spec_version": 2,
             "threshold": 0.75,
             "permutations": 128,
-            "bands": 16,
-            "band_rows": 8,
+            "bands": 18,
+            "band_rows": 7,
         }
     ]
 
@@ -263,8 +263,8 @@ def test_similar_plan_probes_every_band_index_only(
             "SELECT simdb.explain_similar('docs', %s)", (made.to_sql(signatures["d9"]),)
         )
     )
-    assert plan.count("Index Only Scan using docs_b") == made.banding.bands == 14
-    assert plan.count("Heap Fetches: 0") == 14  # (a table this small may be joined by a scan)
+    assert plan.count("Index Only Scan using docs_b") == made.banding.bands == 16
+    assert plan.count("Heap Fetches: 0") == 16  # (a table this small may be joined by a scan)
 
 
 def test_signature_spec_1_indexes_are_still_made_and_read(

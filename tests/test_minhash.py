@@ -89,11 +89,11 @@ def test_near_copies_share_a_band() -> None:
 
 def test_banding_minimises_the_weighted_error() -> None:
     chosen = choose_banding(0.8, 128)
-    assert chosen == Banding(14, 9)  # pinned: 14 bands of 9 rows for 0.8 and 128 permutations
+    assert chosen == Banding(16, 8)  # pinned: 16 bands of 8 rows for 0.8 and 128 permutations
     assert choose_banding(0.8, 128, false_positive_weight=0.5) == Banding(9, 13)  # the LSH libraries' choice
     assert chosen.bands * chosen.rows <= 128
     assert (
-        chosen.probability(0.95) > 0.99 and chosen.probability(0.8) > 0.85 and chosen.probability(0.5) < 0.03
+        chosen.probability(0.95) > 0.99 and chosen.probability(0.8) > 0.94 and chosen.probability(0.5) < 0.07
     )
     assert choose_banding(0.5, 128).rows < chosen.rows  # lower thresholds need shorter bands
 

@@ -9,10 +9,10 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import attach, index, ingest
+from simdb import attach, index, ingest, query
 from simdb.bits import to_hex, to_unsigned
 from simdb.errors import IndexMismatch
-from simdb.modes import SimhashSpec
+from simdb.modes import JaccardSpec, SimhashSpec
 from simdb.readers import Document
 from simdb.simhash import fingerprint
 
@@ -130,3 +130,16 @@ def test_reindex_of_an_index_from_files_says_what_to_do(
         "the same sources into it again, and drop the old one once it is full)\n",
     )
     assert stored(conn, "files") == {"a": fingerprint(TEXT, spec=1)}
+
+
+def test_reindex_of_a_signature_v1_jaccard_index_says_what_to_do(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    made = index.create(conn, "pages", JaccardSpec(signature_spec=1))
+    ingest.ingest(conn, made, [Document("a", TEXT, 0)])
+    code, _, err = simdb(capsys, "reindex", "pages")
+    assert code == 1 and err.startswith(
+        "simdb: error: jaccard index 'pages' keeps signature spec v1: v2 stores longer sketches and "
+        "cannot replace them in place (attach or ingest the same sources into a new index"
+    )
+    assert [m.key for m in query.near(conn, index.get(conn, "pages"), made.sketch(TEXT))] == ["a"]

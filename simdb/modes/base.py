@@ -140,7 +140,8 @@ class Index(ABC):
             )
 
     def upgraded(self) -> Self | None:
-        """This index under the newest spec of its mode, or None if it has it already."""
+        """This index under the newest spec of its mode, or None if it has it already; an
+        InvalidParameter if the mode cannot move it in place."""
         return None
 
     # --- sketches ---------------------------------------------------------------------------

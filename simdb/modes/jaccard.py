@@ -163,6 +163,19 @@ class JaccardIndex(Index):
     def spec_version(self) -> int:
         return self.signature_spec
 
+    def upgraded(self) -> Self | None:
+        """Signature spec v2 stores longer sketches and verifies them with other SQL, so a v1
+        index is not moved in place: a new index is made beside it."""
+        if self.signature_spec == MINHASH_SPEC_VERSION:
+            return None
+        newest = MINHASH_SPEC_VERSION
+        raise InvalidParameter(
+            f"jaccard index {self.name!r} keeps signature spec v{self.signature_spec}: v{newest} stores "
+            "longer sketches and cannot replace them in place",
+            f"attach or ingest the same sources into a new index (it gets v{newest}), "
+            f"then drop {self.name!r}",
+        )
+
     @property
     def sketch_length(self) -> int:
         """Values of a stored sketch: the signature, then the check's words (spec v2)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -277,6 +278,12 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
     figures = report
     assert (figures["rows"], figures["queries"], figures["brute_force_queries"]) == (3000, 30, 10)
     assert figures["recall"] == figures["brute_force_recall"] == figures["pairs_recall"] == 1.0
+    # the hand-written block table answers the same queries exactly, in the same run
+    assert figures["hand_recall"] == 1.0 and figures["rounds"] == 3
+    assert (
+        figures["vs_hand_written"]["bytes_per_row"]
+        == figures["bytes_per_row"] / figures["hand_bytes_per_row"]
+    )
     if figures["hnsw"] is not None:  # the embedded PostgreSQL ships pgvector
         assert 0.0 <= figures["hnsw"]["recall"] <= 1.0 and figures["hnsw"]["build_s"] > 0
     assert report["fingerprint"]["files"] == 1
@@ -288,10 +295,15 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
         "bytes_per_row",
         "pairs_seconds",
         "index_build_s",
+        "hand_p50_ms",
+        "hand_bytes_per_row",
+        "hand_load_s",
+        "roundtrip_p50_ms",
     ):
         assert figures[name] > 0
-    # the scratch index is gone
+    # the scratch index and the hand-written table are gone
     assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)
+    assert conn.execute("SELECT to_regclass(%s)", (f"simdb_bench_hand_{os.getpid()}",)).fetchone() == (None,)
 
 
 def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:

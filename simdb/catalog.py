@@ -55,6 +55,16 @@ def index_names(conn: Connection, mode: str | None = None, bits: int | None = No
     return [str(name) for (name,) in rows]
 
 
+def simhash_limits(conn: Connection) -> list[tuple[str, int, int]]:
+    """(name, bits, max distance) of every simhash index, sorted by name: what simdb.near dispatches."""
+    rows = conn.execute(
+        sql.SQL("SELECT name, bits, max_distance FROM {} WHERE mode = 'simhash' ORDER BY name").format(
+            INDEXES
+        )
+    )
+    return [(str(name), int(bits), int(k)) for name, bits, k in rows]
+
+
 def remove_index(conn: Connection, name: str) -> None:
     """Delete an index's rows from the catalog (its _tables and _sources rows cascade)."""
     conn.execute(sql.SQL("DELETE FROM {} WHERE name = %s").format(INDEXES), (name,))

@@ -12,7 +12,7 @@ from typing import TypeVar
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, names
+from simdb import catalog, dispatch, names
 from simdb.connection import Connection
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
 from simdb.modes import Index, SimhashSpec, Spec, index_class
@@ -58,6 +58,7 @@ def save(conn: Connection, made: AnyIndex) -> AnyIndex:
             catalog.add_index(conn, values)
             made.register(conn)
             made.create_objects(conn, str(values["near_sql"]))
+            dispatch.regenerate(conn)
             comment = f"simdb {made.mode} index {name}: {made.summary}, {made.features}"
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(made.table, sql.Literal(comment)))
     except psycopg.errors.UniqueViolation as error:
@@ -145,6 +146,7 @@ def drop(conn: Connection, name: str) -> None:
     made = get(conn, name)
     with conn.transaction():
         drop_objects(conn, name)
+        dispatch.regenerate(conn)
         stage = names.stage_table(made.mode, name)
         conn.execute(sql.SQL("DROP TABLE IF EXISTS pg_temp.{}").format(stage))
 

@@ -16,7 +16,7 @@ from simdb.connection import Connection
 from simdb.names import VERSION_TABLE, in_schema, qualified
 from simdb.resources import resource_dir
 
-HEAD = "0004"  # tests check that this is the head of migrations/versions
+HEAD = "0005"  # tests check that this is the head of migrations/versions
 
 
 def alembic_config() -> Config:

@@ -1,0 +1,58 @@
+"""simdb.near as generated code: one static branch per simhash index, made again whenever an
+index is created or dropped.
+
+The hand-written simdb.near (now simdb._near_dynamic) looks the index up in the catalog and runs
+its statement through a dynamic EXECUTE, which PostgreSQL parses and plans on every call. A
+static call of simdb."NAME__near" in a PL/pgSQL branch is planned once per session. Anything a
+branch does not serve (an unknown index, a jaccard one, a distance out of range, a fingerprint
+of the other width) goes to simdb._near_dynamic, which raises the usual errors.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from simdb import catalog, names
+from simdb.connection import Connection
+
+LOCK = "simdb.near dispatcher"  # concurrent creates and drops regenerate it one after the other
+FALLBACK = names.in_schema("_near_dynamic")
+# The fingerprint argument's type, and what a fingerprint must satisfy to take a branch, by width.
+ARGUMENTS = {64: ("bigint", sql.SQL("true")), 128: ("bit", sql.SQL("length(fingerprint) = 128"))}
+
+
+def regenerate(conn: Connection) -> None:
+    """simdb.near(text, bigint, integer) and simdb.near(text, bit, integer) for the indexes in the
+    catalog now (inside the caller's transaction)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (LOCK,))
+    limits = catalog.simhash_limits(conn)
+    for bits, (argument, fits) in ARGUMENTS.items():
+        branches = [
+            sql.SQL(
+                "WHEN {name} THEN"
+                " IF {fits} AND (max_distance IS NULL OR max_distance BETWEEN 0 AND {k}) THEN"
+                " RETURN QUERY SELECT * FROM {near}(fingerprint, coalesce(max_distance, {k})); RETURN;"
+                " END IF;"
+            ).format(name=sql.Literal(name), fits=fits, k=sql.Literal(k), near=names.near_function(name))
+            for name, width, k in limits
+            if width == bits
+        ]
+        choose = (
+            sql.SQL("CASE index_name {} ELSE NULL; END CASE;").format(sql.SQL(" ").join(branches))
+            if branches
+            else sql.SQL("")
+        )
+        body = sql.SQL(
+            "BEGIN {choose} RETURN QUERY SELECT * FROM {fallback}(index_name, fingerprint, max_distance); END"
+        ).format(choose=choose, fallback=FALLBACK)
+        conn.execute(
+            sql.SQL(
+                "CREATE OR REPLACE FUNCTION {near}(index_name text, fingerprint {argument},"
+                " max_distance integer DEFAULT NULL) RETURNS TABLE (key text, distance integer)"
+                " LANGUAGE plpgsql STABLE AS {body}"
+            ).format(
+                near=names.in_schema("near"),
+                argument=sql.SQL(argument),
+                body=sql.Literal(body.as_string(conn)),
+            )
+        )

@@ -30,10 +30,15 @@ def to_hex(value: int, bits: int = BITS) -> str:
 
 
 def parse_hex(text: str, bits: int = BITS) -> int:
-    """Parse up to 16 (or bits / 4) hex digits, optional 0x, into an unsigned value."""
+    """Parse up to 16 hex digits (optional 0x) into an unsigned value; for wider fingerprints, more
+    than 16 and up to bits / 4, so that a 64-bit fingerprint is not taken for a wider one."""
     digits = text.strip().lower().removeprefix("0x")
     most = bits // 4
-    if not 1 <= len(digits) <= most or any(c not in "0123456789abcdef" for c in digits):
+    least = 1 if bits == BITS else 17
+    if not least <= len(digits) <= most or any(c not in "0123456789abcdef" for c in digits):
         example = "3f2a9c0d11e4b7a8" * (most // 16)
-        raise InvalidParameter(f"bad fingerprint {text!r}", f"give 1 to {most} hex digits, e.g. {example}")
+        width = "" if bits == BITS else f"{bits}-bit "
+        raise InvalidParameter(
+            f"bad {width}fingerprint {text!r}", f"give {least} to {most} hex digits, e.g. {example}"
+        )
     return int(digits, 16)

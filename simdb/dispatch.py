@@ -17,8 +17,12 @@ from simdb.connection import Connection
 
 LOCK = "simdb.near dispatcher"  # concurrent creates and drops regenerate it one after the other
 FALLBACK = names.in_schema("_near_dynamic")
-# The fingerprint argument's type, and what a fingerprint must satisfy to take a branch, by width.
-ARGUMENTS = {64: ("bigint", sql.SQL("true")), 128: ("bit", sql.SQL("length(fingerprint) = 128"))}
+# By width: the fingerprint argument's type, what a fingerprint must satisfy to take a branch, and
+# the type's name in messages.
+ARGUMENTS = {
+    64: ("bigint", sql.SQL("true"), "bigint"),
+    128: ("bit", sql.SQL("length(fingerprint) = 128"), "bit(128)"),
+}
 
 
 def regenerate(conn: Connection) -> None:
@@ -26,7 +30,7 @@ def regenerate(conn: Connection) -> None:
     catalog now (inside the caller's transaction)."""
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (LOCK,))
     limits = catalog.simhash_limits(conn)
-    for bits, (argument, fits) in ARGUMENTS.items():
+    for bits, (argument, fits, _) in ARGUMENTS.items():
         branches = [
             sql.SQL(
                 "WHEN {name} THEN"
@@ -34,8 +38,18 @@ def regenerate(conn: Connection) -> None:
                 " RETURN QUERY SELECT * FROM {near}(fingerprint, coalesce(max_distance, {k})); RETURN;"
                 " END IF;"
             ).format(name=sql.Literal(name), fits=fits, k=sql.Literal(k), near=names.near_function(name))
-            for name, width, k in limits
             if width == bits
+            else sql.SQL(
+                "WHEN {name} THEN RAISE EXCEPTION 'simdb: index % takes % fingerprints; this one is %',"
+                " {quoted}, {wanted}, {given} USING ERRCODE = 'invalid_parameter_value',"
+                " HINT = 'a 64-bit index takes a bigint (simdb.from_hex), a 128-bit one a bit(128)';"
+            ).format(
+                name=sql.Literal(name),
+                quoted=sql.Literal(f"'{name}'"),
+                wanted=sql.Literal(ARGUMENTS[width][2]),
+                given=sql.Literal(ARGUMENTS[bits][2]),
+            )
+            for name, width, k in limits
         ]
         choose = (
             sql.SQL("CASE index_name {} ELSE NULL; END CASE;").format(sql.SQL(" ").join(branches))

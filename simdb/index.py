@@ -140,15 +140,11 @@ def list_indexes(conn: Connection) -> list[Summary]:
 
 
 def drop(conn: Connection, name: str) -> None:
-    """Remove an index: its table, functions, clusters and catalog rows, in one transaction, and
-    this session's staging table for it (an index made again under the name may store other
-    sketches)."""
-    made = get(conn, name)
+    """Remove an index: its table, functions, clusters and catalog rows, in one transaction."""
+    get(conn, name)
     with conn.transaction():
         drop_objects(conn, name)
         dispatch.regenerate(conn)
-        stage = names.stage_table(made.mode, name)
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS pg_temp.{}").format(stage))
 
 
 def drop_objects(conn: Connection, name: str) -> None:

@@ -172,7 +172,7 @@ def store(
     sizes, hashes, extensions = sizes or {}, hashes or {}, extensions or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     values = [index.to_sql(batch[key]) for key in keys]
-    stage = names.stage_table(index.mode, index.name)
+    stage = names.stage_table(index.mode, index.sketch_size, index.name)
     sketch = sql.Identifier(index.sketch_column)
     columns = sql.SQL(", ").join(
         [sql.Identifier("key"), sketch, *map(sql.Identifier, ("size", "content_hash", "extension"))]

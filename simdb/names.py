@@ -74,9 +74,11 @@ def btree_name(index: str, column: str) -> str:
     return f"{index}_{column}"
 
 
-def stage_table(mode: str, index: str) -> sql.Identifier:
-    """The session's temporary staging table for writes to an index (COPY, then upsert)."""
-    return sql.Identifier(f"_simdb_stage_{mode}_{index}")
+def stage_table(mode: str, size: int, index: str) -> sql.Identifier:
+    """The session's temporary staging table for writes to an index (COPY, then upsert), named by
+    the shape of its sketches too (mode and bits or values), so that an index dropped and made
+    again with other sketches, by any session, never meets a stale one."""
+    return sql.Identifier(f"_simdb_{mode}{size}_{index}")
 
 
 def owned_objects(index: str) -> list[sql.Composed]:

@@ -130,6 +130,7 @@ class Comparison:
     def as_dict(self) -> list[dict[str, object]]:
         return [
             {
+                "bits": d.plan.bits,
                 "blocks": d.plan.blocks,
                 "tables": d.tables,
                 "prefix_bits": list(d.prefix_bits),

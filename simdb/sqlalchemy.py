@@ -63,8 +63,12 @@ def _fingerprint(value: Any, bits: int) -> ColumnElement[int]:
 
 
 def hamming(a: Any, b: Any, bits: int = 64) -> ColumnElement[int]:
-    """simdb.hamming(a, b): the number of differing bits (columns, expressions or unsigned ints)."""
-    return func.simdb.hamming(_fingerprint(a, bits), _fingerprint(b, bits), type_=Integer)
+    """The number of differing bits (columns, expressions or unsigned ints): simdb.hamming(a, b),
+    or bit_count(a # b) for bit(128) fingerprints."""
+    left, right = _fingerprint(a, bits), _fingerprint(b, bits)
+    if bits == 64:
+        return func.simdb.hamming(left, right, type_=Integer)
+    return func.bit_count(left.op("#")(right), type_=Integer)
 
 
 def near(index: str, fingerprint: Any, max_distance: int | None = None, bits: int = 64) -> TableValuedAlias:

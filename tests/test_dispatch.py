@@ -54,7 +54,7 @@ def test_what_no_branch_serves_gets_the_usual_errors(conn: Conn) -> None:
         _near(conn, "near", "pages", narrow[0], None)
     with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'nothing'"):
         _near(conn, "near", "nothing", narrow[0], None)
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="holds 64-bit fingerprints"):
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="'narrow' takes bigint fingerprints"):
         _near(conn, "near", "narrow", BitString(1, 128), None)
 
 

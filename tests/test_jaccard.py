@@ -15,7 +15,7 @@ from support import Conn, jaccard_corpus, simdb
 
 from simdb import attach, index, ingest, query, readers, schema
 from simdb.measure import evaluate
-from simdb.minhash import estimate
+from simdb.minhash import estimate, to_stored
 from simdb.modes import JaccardIndex, JaccardSpec
 from simdb.simhash import feature_hashes
 from simdb.sqlalchemy import similar, similar_key
@@ -283,3 +283,18 @@ def test_signature_spec_1_indexes_are_still_made_and_read(
     assert code == 0 and json.loads(out) == [{"key": "k", "similarity": 1.0}]
     code, _, err = simdb(capsys, "create", "bad", "--mode", "jaccard", "--signature-spec", "3")
     assert code == 1 and "unknown signature spec 3" in err
+
+
+def test_a_signature_of_the_wrong_length_is_refused_not_answered_empty(conn: Conn) -> None:
+    made = index.create(conn, "pages", JaccardSpec())
+    text = jaccard_corpus()["d0"]
+    ingest.store(conn, made, {"d0": made.sketch(text)})
+    v1 = JaccardSpec(signature_spec=1).sketch(text, made.features)  # the signature alone
+    with pytest.raises(
+        psycopg.errors.InvalidParameterValue,
+        match=r"takes signatures of 192 values \(spec v2\); this one is 128 values",
+    ):
+        conn.execute("SELECT * FROM simdb.similar('pages', %s)", (to_stored(v1),))
+    assert conn.execute(
+        "SELECT key FROM simdb.similar('pages', %s)", (made.to_sql(made.sketch(text)),)
+    ).fetchall() == [("d0",)]

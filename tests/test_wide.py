@@ -49,12 +49,20 @@ def test_cli_creates_ingests_and_queries_a_128_bit_index(
         (a, b, distance)
     ]
     assert conn.execute(
-        "SELECT simdb.to_hex(fingerprint), simdb.hamming(fingerprint, %s) FROM simdb.docs WHERE key = %s",
+        "SELECT bit_count(fingerprint # %s) FROM simdb.docs WHERE key = %s",
         (index.get(conn, "docs").to_sql(value), b),
-    ).fetchone() == (f"{fingerprint(TEXT.replace('line7 ', 'LINE SEVEN '), bits=128):032x}", distance)
+    ).fetchone() == (distance,)
+    # untyped: a quoted literal, or a parameter a driver sends without a type
+    untyped = conn.execute(f"SELECT key, distance FROM simdb.near('docs', 'X{value:032x}')").fetchall()
+    assert untyped == in_sql
+    conn.execute("PREPARE untyped AS SELECT key, distance FROM simdb.near($1, $2, $3)")
+    assert conn.execute(f"EXECUTE untyped('docs', 'X{value:032x}', 10)").fetchall() == in_sql
 
     code, _, err = simdb(capsys, "query", "docs", "--fingerprint", "1" * 33)
-    assert code == 1 and "give 1 to 32 hex digits" in err
+    assert code == 1 and "give 17 to 32 hex digits" in err
+    # 16 digits are a 64-bit fingerprint, not a 128-bit one with leading zeros
+    code, _, err = simdb(capsys, "query", "docs", "--fingerprint", printed.strip()[16:])
+    assert code == 1 and "bad 128-bit fingerprint" in err
     code, _, err = simdb(capsys, "create", "other", "--bits", "96")
     assert code == 2 and "'96' is not one of '64', '128'" in err
 
@@ -74,12 +82,23 @@ def test_plain_sql_inserts_get_the_keys_simdb_computes(conn: Conn) -> None:
 def test_a_fingerprint_of_the_wrong_width_is_refused_in_sql(conn: Conn) -> None:
     index.create(conn, "narrow", SimhashSpec())
     index.create(conn, "wide", SimhashSpec(bits=128))
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="holds 64-bit fingerprints"):
+    refused = psycopg.errors.InvalidParameterValue
+    with pytest.raises(refused, match=r"'narrow' takes bigint fingerprints; this one is bit.128."):
         conn.execute("SELECT * FROM simdb.near('narrow', X'00ff'::bit(128))")
-    with pytest.raises(
-        psycopg.errors.InvalidParameterValue, match="holds 128-bit fingerprints; this one has 64"
-    ):
+    with pytest.raises(refused, match=r"'wide' takes bit.128. fingerprints; this one is bit.64."):
         conn.execute("SELECT * FROM simdb.near('wide', X'00ff00ff00ff00ff')")
+    with pytest.raises(refused, match=r"'wide' takes bit.128. fingerprints; this one is bigint"):
+        conn.execute("SELECT * FROM simdb.near('wide', 5::bigint)")
+    with pytest.raises(refused, match=r"'wide' takes bit.128.; this one is bit.64."):
+        conn.execute("SELECT * FROM simdb.wide__near(X'00ff00ff00ff00ff', 3)")
+    # the untyped forms of 64-bit calls resolve as they did before the bit(128) overload
+    assert conn.execute("SELECT * FROM simdb.near('narrow', '-6412120891624272946')").fetchall() == []
+    assert conn.execute("SELECT simdb.hamming('1', '2'), simdb.to_hex('255')").fetchone() == (
+        2,
+        "00000000000000ff",
+    )
+    conn.execute("PREPARE untyped_narrow AS SELECT * FROM simdb.near($1, $2, $3)")
+    assert conn.execute("EXECUTE untyped_narrow('narrow', '5', 3)").fetchall() == []
     with pytest.raises(InvalidParameter, match="max distance 17 is out of range for 128-bit"):
         BlockPlan(17, 18, 128)
 

@@ -1,5 +1,6 @@
-"""128-bit fingerprints: the catalog allows bits = 128; bit overloads of simdb.near, hamming and
-to_hex; simdb.near_key for either width.
+"""128-bit fingerprints: the catalog allows bits = 128; simdb.near for bit(128) fingerprints and
+for untyped ones (so that the two typed forms are never ambiguous); simdb.near_key for either
+width.
 
 Revision ID: 0004
 Revises: 0003
@@ -15,9 +16,9 @@ down_revision = "0003"
 branch_labels = None
 depends_on = None
 
-# The functions this revision creates or replaces (sql/functions/NAME.vN.sql). The _bit files are
-# overloads for bit(128) fingerprints, beside the bigint functions of revision 0001.
-FUNCTIONS = (("hamming_bit", 1), ("to_hex_bit", 1), ("near_bit", 1), ("near_key", 2))
+# The functions this revision creates or replaces (sql/functions/NAME.vN.sql): near_bit and
+# near_text are overloads of simdb.near beside revision 0001's bigint one.
+FUNCTIONS = (("near_bit", 1), ("near_text", 1), ("near_key", 2))
 
 
 def upgrade() -> None:
@@ -32,9 +33,8 @@ def downgrade() -> None:
     for name in catalog.index_names(raw, bits=128):
         index.drop_objects(raw, name)
     raw.execute(
+        "DROP FUNCTION simdb.near(text, text, integer);"
         "DROP FUNCTION simdb.near(text, bit, integer);"
-        "DROP FUNCTION simdb.to_hex(bit);"
-        "DROP FUNCTION simdb.hamming(bit, bit);"
         "ALTER TABLE simdb._indexes DROP CONSTRAINT _indexes_bits_check,"
         " ADD CONSTRAINT _indexes_bits_check CHECK (bits = 64);"
         "ALTER TABLE simdb._tables DROP CONSTRAINT _tables_prefix_bits_check,"

@@ -56,16 +56,17 @@ def index_options(function: F) -> F:
                 type=click.Choice(modes.MODES),
                 default=modes.DEFAULT_MODE,
                 show_default=True,
-                help="simhash: Hamming distance on 64-bit fingerprints, exact within k bits (close copies); "
-                "jaccard: MinHash LSH, pairs at or above a Jaccard threshold (looser similarity).",
+                help="simhash: Hamming distance on 64- or 128-bit fingerprints, exact within k bits "
+                "(close copies); jaccard: MinHash LSH, pairs at or above a Jaccard threshold (looser "
+                "similarity).",
             ),
             click.option(
                 "--max-distance",
                 "-k",
                 type=int,
                 default=None,
-                help=f"simhash: largest Hamming distance the index answers exactly (0-8) "
-                f"[default: {DEFAULT_MAX_DISTANCE}].",
+                help=f"simhash: largest Hamming distance the index answers exactly (0-8; 0-16 with "
+                f"--bits 128) [default: {DEFAULT_MAX_DISTANCE}].",
             ),
             click.option(
                 "--expected-rows",

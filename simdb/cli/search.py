@@ -54,7 +54,10 @@ def _query_document(
 @click.option("--text", help="Query with this text.")
 @click.option("--file", type=str, help="Query with this file's text.")
 @click.option(
-    "--fingerprint", "hex_value", metavar="HEX", help="Query with a fingerprint (16 hex digits; simhash)."
+    "--fingerprint",
+    "hex_value",
+    metavar="HEX",
+    help="Query with a fingerprint (simhash: 16 hex digits, 32 for a 128-bit index).",
 )
 @click.option("--key", help="Query with the fingerprint or signature stored under this key.")
 @cutoff_options

@@ -50,11 +50,12 @@ class HandTable:
 
 
 def blocks_of(value: int, widths: Sequence[int]) -> list[int]:
-    """The blocks of an unsigned fingerprint, most significant first."""
+    """The blocks of an unsigned fingerprint, most significant first, as their columns store them
+    (a whole 64-bit block, at k = 0, as a signed bigint)."""
     result, low = [], 64
     for width in widths:
         low -= width
-        result.append((value >> low) & ((1 << width) - 1))
+        result.append(to_signed((value >> low) & ((1 << width) - 1)))
     return result
 
 

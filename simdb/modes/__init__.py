@@ -1,6 +1,6 @@
 """The modes of index, by name: each is one module with its Spec (parameters), Index and SQL.
 
-simhash  exact Hamming search on 64-bit SimHash fingerprints (permuted block columns)
+simhash  exact Hamming search on 64- or 128-bit SimHash fingerprints (permuted block columns)
 jaccard  MinHash signatures with LSH band keys, at or above a Jaccard threshold
 """
 

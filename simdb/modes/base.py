@@ -26,6 +26,7 @@ Sketch = int | UInt64Array  # an unsigned SimHash fingerprint, or a MinHash sign
 SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
 
 MISMATCH_HINT = "use the simdb version that built it, or create a new index and re-ingest"
+MISMATCH_SKETCH_HINT = "simdb fingerprint with the index's options, or index.sketch(text) in Python"
 
 # Each self-join of a pairs statement is a merge join of an index with itself, already in order
 # (and split across parallel workers where the server allows them); left to itself the planner
@@ -77,6 +78,11 @@ class Index(ABC):
     def bits(self) -> int:
         """The width of a fingerprint, or of each signature value."""
         return BITS
+
+    @property
+    @abstractmethod
+    def sketch_size(self) -> int:
+        """Bits of a fingerprint or values of a signature: with the mode, the shape of a sketch."""
 
     @property
     @abstractmethod
@@ -269,6 +275,7 @@ class Index(ABC):
                 f"key text, {score} {self.score_type}",
                 NEAR_SETTINGS,
                 near_sql,
+                self.sketch_guard().as_string(conn),
             )
         )
         conn.execute(
@@ -283,9 +290,10 @@ class Index(ABC):
 
     @staticmethod
     def _function(
-        name: sql.Identifier, arguments: str, returns: str, settings: str, body: str
+        name: sql.Identifier, arguments: str, returns: str, settings: str, body: str, guard: str = ""
     ) -> sql.Composed:
-        """CREATE FUNCTION name(arguments) RETURNS TABLE (returns) running the statement `body`.
+        """CREATE FUNCTION name(arguments) RETURNS TABLE (returns) running the statement `body`,
+        after the PL/pgSQL statements `guard`.
 
         `arguments`, `returns` and `settings` are simdb's own fixed SQL text, never user input.
         """
@@ -297,5 +305,24 @@ class Index(ABC):
             arguments=sql.SQL(arguments),
             returns=sql.SQL(returns),
             settings=sql.SQL(settings),
-            body=sql.Literal(f"BEGIN RETURN QUERY {body}; END"),
+            body=sql.Literal(f"BEGIN {guard} RETURN QUERY {body}; END"),
+        )
+
+    def sketch_guard(self) -> sql.Composable:
+        """PL/pgSQL that refuses a query sketch of the wrong shape before the near statement runs
+        (which would otherwise find nothing, or fail obscurely); none by default."""
+        return sql.SQL("")
+
+    def _refusal(self, condition: sql.Composable, given: sql.Composable, wanted: str) -> sql.Composed:
+        """IF condition THEN RAISE 'simdb: index NAME takes <wanted>; this one is <given>' END IF;
+        (for sketch_guard)."""
+        return sql.SQL(
+            "IF {condition} THEN RAISE EXCEPTION 'simdb: index % takes %; this one is %', {name}, {wanted},"
+            " {given} USING ERRCODE = 'invalid_parameter_value', HINT = {hint}; END IF;"
+        ).format(
+            condition=condition,
+            name=sql.Literal(f"'{self.name}'"),
+            wanted=sql.Literal(wanted),
+            given=given,
+            hint=sql.Literal(f"compute it with the index's own settings: {MISMATCH_SKETCH_HINT}"),
         )

@@ -163,6 +163,16 @@ class JaccardIndex(Index):
     def spec_version(self) -> int:
         return self.signature_spec
 
+    def sketch_guard(self) -> sql.Composable:
+        """A signature of another length (say v1's 128 values on a v2 index) is refused, not
+        compared position by position into an empty answer."""
+        size = sql.SQL("cardinality({})").format(sql.Identifier(self.sketch_column))
+        return self._refusal(
+            sql.SQL("{} IS DISTINCT FROM {}").format(size, sql.Literal(self.sketch_size)),
+            sql.SQL("{} || ' values'").format(size),
+            f"signatures of {self.sketch_size} values (spec v{self.signature_spec})",
+        )
+
     def upgraded(self) -> Self | None:
         """Signature spec v2 stores longer sketches and verifies them with other SQL, so a v1
         index is not moved in place: a new index is made beside it."""
@@ -177,7 +187,7 @@ class JaccardIndex(Index):
         )
 
     @property
-    def sketch_length(self) -> int:
+    def sketch_size(self) -> int:
         """Values of a stored sketch: the signature, then the check's words (spec v2)."""
         return self.permutations + EXTRA_WORDS[self.signature_spec]
 
@@ -220,10 +230,10 @@ class JaccardIndex(Index):
 
     def to_sql(self, value: Sketch) -> list[int]:
         values = np.asarray(value, dtype=np.uint64)
-        if values.shape != (self.sketch_length,):
+        if values.shape != (self.sketch_size,):
             raise InvalidParameter(
                 f"a signature of {values.size} values for index {self.name!r}, whose signatures "
-                f"(spec v{self.signature_spec}, {self.permutations} permutations) have {self.sketch_length}",
+                f"(spec v{self.signature_spec}, {self.permutations} permutations) have {self.sketch_size}",
                 "compute signatures with the index's own settings",
             )
         # Int8: psycopg then sends bigint[] (a plain list of large ints goes as numeric[], which
@@ -234,7 +244,7 @@ class JaccardIndex(Index):
         return from_stored(value)
 
     def random_sketches(self, rng: np.random.Generator, count: int) -> list[Sketch]:
-        return list(rng.integers(0, 2**64, size=(count, self.sketch_length), dtype=np.uint64))
+        return list(rng.integers(0, 2**64, size=(count, self.sketch_size), dtype=np.uint64))
 
     def checked_similarity(self, min_similarity: float | None) -> float:
         """The similarity to search for: the index's threshold by default, up to 1."""
@@ -266,12 +276,12 @@ class JaccardIndex(Index):
         return [band_column(number) for number in range(self.banding.bands)]
 
     def sketch_definition(self) -> sql.Composable:
-        """The sketch, checked to be a plain 1-based array of `sketch_length` non-NULL values."""
+        """The sketch, checked to be a plain 1-based array of `sketch_size` non-NULL values."""
         column = sql.Identifier(self.sketch_column)
         return sql.SQL(
             "{c} bigint[] NOT NULL CHECK (array_ndims({c}) = 1 AND array_lower({c}, 1) = 1"
             " AND cardinality({c}) = {n} AND array_position({c}, NULL) IS NULL)"
-        ).format(c=column, n=sql.Literal(self.sketch_length))
+        ).format(c=column, n=sql.Literal(self.sketch_size))
 
     def derived_definitions(self) -> sql.Composable:
         stored = sql.Identifier(self.sketch_column)

@@ -8,8 +8,8 @@ expressions of the fingerprint parameter, so the whole query is one statement wi
 parameters, planned once and cached by PostgreSQL.
 
 pairs (Manku et al.'s batch mode): each permuted column is joined with itself on its prefix,
-pairs are verified with bit_count on the permuted values, and pairs found by several tables are
-kept once.
+pairs are verified with bit_count on the values the B-trees carry (as for near), and pairs found
+by several tables are kept once.
 """
 
 from __future__ import annotations
@@ -105,6 +105,21 @@ class SimhashIndex(Index):
     @property
     def bits(self) -> int:
         return self.plan.bits
+
+    @property
+    def sketch_size(self) -> int:
+        return self.bits
+
+    def sketch_guard(self) -> sql.Composable:
+        """A bit string of another length is refused (only bit(128) fingerprints can be wrong)."""
+        length = self.width.length(sql.Identifier(self.sketch_column))
+        if length is None:
+            return sql.SQL("")
+        return self._refusal(
+            sql.SQL("{} <> {}").format(length, sql.Literal(self.bits)),
+            sql.SQL("'bit(' || {} || ')'").format(length),
+            self.width.column_type,
+        )
 
     @property
     def sketch_type(self) -> str:
@@ -238,11 +253,15 @@ class SimhashIndex(Index):
         index and returns the row id from the index itself (an index-only scan, no rows read).
         """
         return [
-            sql.SQL("CREATE INDEX {name} ON {table} (({prefix})) INCLUDE ({checked}, id)").format(
+            sql.SQL("CREATE INDEX {name} ON {table} (({prefix})) INCLUDE ({carried}, id)").format(
                 name=sql.Identifier(names.btree_name(self.name, column)),
                 table=self.table,
                 prefix=prefix(table, sql.Identifier(column)),
-                checked=sql.Identifier(self.width.checked(column)),
+                # An index-only scan needs every column the query names: the key column (its
+                # prefix expression alone does not count) and the one verified on.
+                carried=sql.SQL(", ").join(
+                    map(sql.Identifier, dict.fromkeys([column, self.width.checked(column)]))
+                ),
             )
             for column, table in zip(self.columns, self.plan.tables, strict=True)
         ]

@@ -115,6 +115,10 @@ class Width(ABC):
     def distance(self, a: sql.Composable, b: sql.Composable) -> sql.Composed:
         """The Hamming distance of two values of this width, as an SQL integer."""
 
+    def length(self, fingerprint: sql.Composable) -> sql.Composable | None:
+        """SQL of a given fingerprint's length, where its type lets it differ from `bits`."""
+        return None
+
 
 class Width64(Width):
     """A bigint holding the unsigned value's bits; the permuted table stores the whole permuted value."""
@@ -177,6 +181,9 @@ class Width128(Width):
 
     def distance(self, a: sql.Composable, b: sql.Composable) -> sql.Composed:
         return sql.SQL("bit_count({} # {})::integer").format(a, b)
+
+    def length(self, fingerprint: sql.Composable) -> sql.Composable:
+        return sql.SQL("length({})").format(fingerprint)
 
 
 WIDTHS: dict[int, Width] = {width.bits: width for width in (Width64(), Width128())}

@@ -9,8 +9,8 @@ DECLARE
     width integer := (SELECT i.bits FROM simdb._indexes AS i WHERE i.name = index_name);
 BEGIN
     IF length(fingerprint) <> width OR width = 64 THEN
-        RAISE EXCEPTION 'simdb: index % holds %-bit fingerprints; this one has % bits',
-                quote_literal(index_name), width, length(fingerprint)
+        RAISE EXCEPTION 'simdb: index % takes % fingerprints; this one is bit(%)', quote_literal(index_name),
+                CASE width WHEN 64 THEN 'bigint' ELSE 'bit(' || width || ')' END, length(fingerprint)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'a 64-bit index takes a bigint (simdb.from_hex), a 128-bit one a bit(128)';
     END IF;

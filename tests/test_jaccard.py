@@ -212,8 +212,15 @@ def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
         and result.copies == 60
         and result.similar_pairs == exact > 5
     )
-    jaccard, jaccard_v1, simhash = result.modes
-    assert (jaccard.mode, jaccard_v1.mode, simhash.mode) == ("jaccard v2", "jaccard v1", "simhash v2")
+    jaccard, jaccard_v1, simhash, hand = result.modes
+    assert (jaccard.mode, jaccard_v1.mode, simhash.mode, hand.mode) == (
+        "jaccard v2",
+        "jaccard v1",
+        "simhash v2",
+        "hand-written",
+    )
+    # the hand-written band table verifies like signature spec v1 with the same bands: same pairs
+    assert (hand.pairs, hand.true_pairs) == (jaccard_v1.pairs, jaccard_v1.true_pairs)
     for mode in result.modes:
         assert mode.precision == mode.true_pairs / mode.pairs and mode.recall == mode.true_pairs / exact
     assert jaccard.recall > simhash.recall  # edits up to 10% are beyond 3 bits of SimHash, not of MinHash
@@ -229,7 +236,7 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     code, out, _ = simdb(capsys, *args, "--padding-rows", "100", "--json")
     figures = json.loads(out)
     assert code == 0 and figures["documents"] == 70 and figures["padding_rows"] == 100
-    assert [m["mode"] for m in figures["modes"]] == ["jaccard v2", "jaccard v1", "simhash v2"]
+    assert [m["mode"] for m in figures["modes"]] == ["jaccard v2", "jaccard v1", "simhash v2", "hand-written"]
     assert all(
         m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 < m["server_p50_ms"] for m in figures["modes"]
     )

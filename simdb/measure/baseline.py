@@ -1,8 +1,10 @@
-"""The hand-written block table that `simdb bench` measures simdb's index against, in the same run.
+"""The hand-written tables that `simdb bench` measures simdb's indexes against, in the same run.
 
-What a competent engineer writes without simdb: `id int, fp bigint` and the k + 1 blocks of the
-fingerprint as plain columns (two fingerprints within k bits agree on at least one of k + 1
-blocks), a B-tree per block column, and one query: any block equal, then bit_count on XOR.
+What a competent engineer writes without simdb. For SimHash: `id int, fp bigint` and the k + 1
+blocks of the fingerprint as plain columns (two fingerprints within k bits agree on at least one
+of k + 1 blocks), a B-tree per block column, and one query: any block equal, then bit_count on
+XOR. For MinHash LSH: `id int, signature bigint[]` and the band keys as plain columns, a B-tree
+each, and one query: any band key equal, then the share of equal signature positions.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from psycopg import sql
+from psycopg.types.numeric import Int8
 
 from simdb.bits import to_signed
 from simdb.blocks import block_widths
 from simdb.connection import Connection
+from simdb.minhash import Banding, UInt64Array, to_stored
 
 
 @dataclass(frozen=True)
@@ -83,5 +87,76 @@ def hand_table(conn: Connection, fingerprints: Sequence[int], max_distance: int)
             sql.SQL("SELECT pg_total_relation_size({}::regclass)").format(sql.Literal(table.as_string(conn)))
         ).fetchone()
         yield HandTable(table, max_distance, loaded, (size[0] if size else 0) / max(1, len(fingerprints)))
+    finally:
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+
+
+@dataclass(frozen=True)
+class HandBands:
+    """A loaded hand-written MinHash LSH table: `id int, signature bigint[]` and one plain column
+    per band key with a B-tree each; candidates verified by counting equal signature positions."""
+
+    table: sql.Identifier
+    bands: int
+    permutations: int
+    load_seconds: float  # COPY and the B-tree builds
+    bytes_per_row: float
+
+    def _estimate(self, a: sql.Composable, b: sql.Composable) -> sql.Composed:
+        return sql.SQL("(SELECT count(*) FROM unnest({}, {}) AS t(x, y) WHERE x = y)::float8 / {}").format(
+            a, b, sql.Literal(self.permutations)
+        )
+
+    def query(self) -> sql.Composed:
+        """SELECT id of the rows sharing a band key with the signature and estimated >= %s.
+
+        Parameters: the band keys, the signature, the threshold."""
+        keys = sql.SQL(" OR ").join(
+            sql.SQL("{} = %s").format(sql.Identifier(f"b{j}")) for j in range(self.bands)
+        )
+        return sql.SQL("SELECT id FROM {} WHERE ({}) AND {} >= %s").format(
+            self.table, keys, self._estimate(sql.SQL("signature"), sql.SQL("%s::int8[]"))
+        )
+
+    def pairs(self) -> sql.Composed:
+        """SELECT a, b (ids, a < b) of every pair sharing a band and estimated >= %s."""
+        joins = sql.SQL(" UNION ").join(
+            sql.SQL(
+                "SELECT x.id AS a, y.id AS b FROM {t} AS x JOIN {t} AS y ON x.{c} = y.{c} AND x.id < y.id"
+            ).format(t=self.table, c=sql.Identifier(f"b{j}"))
+            for j in range(self.bands)
+        )
+        return sql.SQL(
+            "SELECT p.a, p.b FROM ({}) AS p JOIN {t} AS x ON x.id = p.a JOIN {t} AS y ON y.id = p.b"
+            " WHERE {} >= %s"
+        ).format(joins, self._estimate(sql.SQL("x.signature"), sql.SQL("y.signature")), t=self.table)
+
+
+@contextmanager
+def hand_bands(conn: Connection, signatures: Sequence[UInt64Array], banding: Banding) -> Iterator[HandBands]:
+    """Load the signatures (row i has id i) into a scratch hand-written band table; drop it afterwards."""
+    table = sql.Identifier(f"simdb_bench_bands_{os.getpid()}")
+    columns = sql.SQL(", ").join(
+        sql.SQL("{} int8").format(sql.Identifier(f"b{j}")) for j in range(banding.bands)
+    )
+    conn.execute(sql.SQL("CREATE TABLE {} (id int4, signature int8[], {})").format(table, columns))
+    try:
+        began = time.perf_counter()
+        with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table)) as copy:
+            copy.set_types(["int4", "int8[]", *["int8"] * banding.bands])
+            for number, values in enumerate(signatures):
+                keys = [to_signed(key) for key in banding.keys(values)]
+                copy.write_row((number, [Int8(v) for v in to_stored(values)], *keys))
+        for j in range(banding.bands):
+            conn.execute(sql.SQL("CREATE INDEX ON {} ({})").format(table, sql.Identifier(f"b{j}")))
+        loaded = time.perf_counter() - began
+        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
+        size = conn.execute(
+            sql.SQL("SELECT pg_total_relation_size({}::regclass)").format(sql.Literal(table.as_string(conn)))
+        ).fetchone()
+        permutations = len(signatures[0]) if signatures else 0
+        yield HandBands(
+            table, banding.bands, permutations, loaded, (size[0] if size else 0) / max(1, len(signatures))
+        )
     finally:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))

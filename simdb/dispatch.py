@@ -14,15 +14,11 @@ from psycopg import sql
 
 from simdb import catalog, names
 from simdb.connection import Connection
+from simdb.modes.widths import WIDTHS
 
 LOCK = "simdb.near dispatcher"  # concurrent creates and drops regenerate it one after the other
 FALLBACK = names.in_schema("_near_dynamic")
-# By width: the fingerprint argument's type, what a fingerprint must satisfy to take a branch, and
-# the type's name in messages.
-ARGUMENTS = {
-    64: ("bigint", sql.SQL("true"), "bigint"),
-    128: ("bit", sql.SQL("length(fingerprint) = 128"), "bit(128)"),
-}
+FINGERPRINT = sql.Identifier("fingerprint")
 
 
 def regenerate(conn: Connection) -> None:
@@ -30,7 +26,9 @@ def regenerate(conn: Connection) -> None:
     catalog now (inside the caller's transaction)."""
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (LOCK,))
     limits = catalog.simhash_limits(conn)
-    for bits, (argument, fits, _) in ARGUMENTS.items():
+    for bits, own in WIDTHS.items():
+        length = own.length(FINGERPRINT)  # a branch takes fingerprints of the right length only
+        fits = sql.SQL("true") if length is None else sql.SQL("{} = {}").format(length, sql.Literal(bits))
         branches = [
             sql.SQL(
                 "WHEN {name} THEN"
@@ -46,8 +44,8 @@ def regenerate(conn: Connection) -> None:
             ).format(
                 name=sql.Literal(name),
                 quoted=sql.Literal(f"'{name}'"),
-                wanted=sql.Literal(ARGUMENTS[width][2]),
-                given=sql.Literal(ARGUMENTS[bits][2]),
+                wanted=sql.Literal(WIDTHS[width].column_type),
+                given=sql.Literal(own.column_type),
             )
             for name, width, k in limits
         ]
@@ -66,7 +64,7 @@ def regenerate(conn: Connection) -> None:
                 " LANGUAGE plpgsql STABLE AS {body}"
             ).format(
                 near=names.in_schema("near"),
-                argument=sql.SQL(argument),
+                argument=sql.SQL(own.sketch_type),
                 body=sql.Literal(body.as_string(conn)),
             )
         )

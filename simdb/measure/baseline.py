@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -63,30 +63,44 @@ def blocks_of(value: int, widths: Sequence[int]) -> list[int]:
     return result
 
 
+def _load(
+    conn: Connection,
+    table: sql.Identifier,
+    columns: list[tuple[str, str]],
+    rows: Iterable[tuple[object, ...]],
+) -> tuple[float, float]:
+    """CREATE TABLE table (columns), COPY the rows, a B-tree on each column after the first two,
+    VACUUM (ANALYZE); the seconds of COPY and B-tree builds, and the bytes of it all per row."""
+    definitions = sql.SQL(", ").join(
+        sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t in columns
+    )
+    conn.execute(sql.SQL("CREATE TABLE {} ({})").format(table, definitions))
+    began, count = time.perf_counter(), 0
+    with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table)) as copy:
+        copy.set_types([kind for _, kind in columns])
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    for name, _ in columns[2:]:
+        conn.execute(sql.SQL("CREATE INDEX ON {} ({})").format(table, sql.Identifier(name)))
+    loaded = time.perf_counter() - began
+    conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
+    size = conn.execute(
+        sql.SQL("SELECT pg_total_relation_size({}::regclass)").format(sql.Literal(table.as_string(conn)))
+    ).fetchone()
+    return loaded, (size[0] if size else 0) / max(1, count)
+
+
 @contextmanager
 def hand_table(conn: Connection, fingerprints: Sequence[int], max_distance: int) -> Iterator[HandTable]:
     """Load the fingerprints (row i has id i) into a scratch hand-written table; drop it afterwards."""
     table = sql.Identifier(f"simdb_bench_hand_{os.getpid()}")
     widths = block_widths(max_distance + 1)
-    types = ["int4" if width <= 31 else "int8" for width in widths]
-    columns = sql.SQL(", ").join(
-        sql.SQL("{} {}").format(sql.Identifier(f"c{j}"), sql.SQL(kind)) for j, kind in enumerate(types)
-    )
-    conn.execute(sql.SQL("CREATE TABLE {} (id int4, fp int8, {})").format(table, columns))
+    blocks = [(f"c{j}", "int4" if width <= 31 else "int8") for j, width in enumerate(widths)]
+    rows = ((n, to_signed(v), *blocks_of(v, widths)) for n, v in enumerate(fingerprints))
     try:
-        began = time.perf_counter()
-        with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table)) as copy:
-            copy.set_types(["int4", "int8", *types])
-            for number, value in enumerate(fingerprints):
-                copy.write_row((number, to_signed(value), *blocks_of(value, widths)))
-        for j in range(len(widths)):
-            conn.execute(sql.SQL("CREATE INDEX ON {} ({})").format(table, sql.Identifier(f"c{j}")))
-        loaded = time.perf_counter() - began
-        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
-        size = conn.execute(
-            sql.SQL("SELECT pg_total_relation_size({}::regclass)").format(sql.Literal(table.as_string(conn)))
-        ).fetchone()
-        yield HandTable(table, max_distance, loaded, (size[0] if size else 0) / max(1, len(fingerprints)))
+        loaded, size = _load(conn, table, [("id", "int4"), ("fp", "int8"), *blocks], rows)
+        yield HandTable(table, max_distance, loaded, size)
     finally:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
 
@@ -136,27 +150,14 @@ class HandBands:
 def hand_bands(conn: Connection, signatures: Sequence[UInt64Array], banding: Banding) -> Iterator[HandBands]:
     """Load the signatures (row i has id i) into a scratch hand-written band table; drop it afterwards."""
     table = sql.Identifier(f"simdb_bench_bands_{os.getpid()}")
-    columns = sql.SQL(", ").join(
-        sql.SQL("{} int8").format(sql.Identifier(f"b{j}")) for j in range(banding.bands)
+    bands = [(f"b{j}", "int8") for j in range(banding.bands)]
+    rows = (
+        (n, [Int8(v) for v in to_stored(values)], *[to_signed(key) for key in banding.keys(values)])
+        for n, values in enumerate(signatures)
     )
-    conn.execute(sql.SQL("CREATE TABLE {} (id int4, signature int8[], {})").format(table, columns))
     try:
-        began = time.perf_counter()
-        with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table)) as copy:
-            copy.set_types(["int4", "int8[]", *["int8"] * banding.bands])
-            for number, values in enumerate(signatures):
-                keys = [to_signed(key) for key in banding.keys(values)]
-                copy.write_row((number, [Int8(v) for v in to_stored(values)], *keys))
-        for j in range(banding.bands):
-            conn.execute(sql.SQL("CREATE INDEX ON {} ({})").format(table, sql.Identifier(f"b{j}")))
-        loaded = time.perf_counter() - began
-        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
-        size = conn.execute(
-            sql.SQL("SELECT pg_total_relation_size({}::regclass)").format(sql.Literal(table.as_string(conn)))
-        ).fetchone()
+        loaded, size = _load(conn, table, [("id", "int4"), ("signature", "int8[]"), *bands], rows)
         permutations = len(signatures[0]) if signatures else 0
-        yield HandBands(
-            table, banding.bands, permutations, loaded, (size[0] if size else 0) / max(1, len(signatures))
-        )
+        yield HandBands(table, banding.bands, permutations, loaded, size)
     finally:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))

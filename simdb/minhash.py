@@ -1,4 +1,4 @@
-"""MinHash spec v1 and LSH banding for the Jaccard mode (pure code: numpy and xxhash).
+"""MinHash signature specs v1 and v2 and LSH banding for the Jaccard mode (pure code: numpy and xxhash).
 
 A document's feature set is the set of its distinct shingle hashes (the same shingles as
 SimHash, steps 1-4 of its spec). Permutation i maps a shingle hash x to fmix64(x XOR seed_i) with

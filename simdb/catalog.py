@@ -40,18 +40,14 @@ def index_row(conn: Connection, name: str) -> dict[str, Any] | None:
         return cursor.execute(sql.SQL("SELECT * FROM {} WHERE name = %s").format(INDEXES), (name,)).fetchone()
 
 
-def index_names(conn: Connection, mode: str | None = None, bits: int | None = None) -> list[str]:
-    """The names of all indexes (of one mode, or of one width, if given), sorted."""
-    if mode is not None:
+def index_names(conn: Connection, mode: str | None = None) -> list[str]:
+    """The names of all indexes (of one mode, if given), sorted."""
+    if mode is None:  # (also before revision 0003, which added the mode column)
+        rows = conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(INDEXES))
+    else:
         rows = conn.execute(
             sql.SQL("SELECT name FROM {} WHERE mode = %s ORDER BY name").format(INDEXES), (mode,)
         )
-    elif bits is not None:
-        rows = conn.execute(
-            sql.SQL("SELECT name FROM {} WHERE bits = %s ORDER BY name").format(INDEXES), (bits,)
-        )
-    else:  # (also before revision 0003, which added the mode column)
-        rows = conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(INDEXES))
     return [str(name) for (name,) in rows]
 
 

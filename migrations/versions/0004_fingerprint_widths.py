@@ -30,8 +30,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     raw = op.get_bind().connection.driver_connection
-    for name in catalog.index_names(raw, bits=128):
-        index.drop_objects(raw, name)
+    for name, bits, _ in catalog.simhash_limits(raw):
+        if bits == 128:
+            index.drop_objects(raw, name)
     raw.execute(
         "DROP FUNCTION simdb.near(text, text, integer);"
         "DROP FUNCTION simdb.near(text, bit, integer);"

@@ -172,7 +172,8 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
       edits: precision and recall against exact Jaccard, bytes/row, load, query and pairs time.
     Scratch indexes are dropped afterwards. With --text, also measure fingerprinting MB/s on
     one core against the straightforward per-shingle method.
-    --quality PATH...: sketch quality on your folders, k = 0..6, against exact shingle Jaccard.
+    --quality PATH...: sketch quality on your folders (k = 0..6 at 64 bits, 0..16 at 128) against
+    exact shingle Jaccard.
     """
     if options["quality_paths"] or options["planted_paths"]:
         show(_bench_quality(progress_say(as_json), **options), as_json)

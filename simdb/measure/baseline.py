@@ -16,12 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from psycopg import sql
-from psycopg.types.numeric import Int8
 
 from simdb.bits import to_signed
 from simdb.blocks import block_widths
 from simdb.connection import Connection
-from simdb.minhash import Banding, UInt64Array, to_stored
+from simdb.minhash import Banding, UInt64Array
+from simdb.modes.jaccard import bigint_array
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def hand_bands(conn: Connection, signatures: Sequence[UInt64Array], banding: Ban
     table = sql.Identifier(f"simdb_bench_bands_{os.getpid()}")
     bands = [(f"b{j}", "int8") for j in range(banding.bands)]
     rows = (
-        (n, [Int8(v) for v in to_stored(values)], *[to_signed(key) for key in banding.keys(values)])
+        (n, bigint_array(values), *[to_signed(key) for key in banding.keys(values)])
         for n, values in enumerate(signatures)
     )
     try:

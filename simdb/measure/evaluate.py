@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from psycopg import sql
-from psycopg.types.numeric import Int8
 
 from simdb import batch, index, ingest, names, query
 from simdb.bits import to_signed
@@ -28,8 +27,9 @@ from simdb.connection import Connection
 from simdb.measure.baseline import hand_bands
 from simdb.measure.bench import machine, percentile, server_side_ms, timed
 from simdb.measure.calibrate import similar_pairs
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, choose_banding, signature, to_stored
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, choose_banding, signature
 from simdb.modes import Index, JaccardSpec, SimhashSpec, Sketch, Spec
+from simdb.modes.jaccard import bigint_array
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes
 
@@ -254,7 +254,7 @@ def _hand_written(
         arguments = [
             (
                 *[to_signed(k) for k in banding.keys(signatures[numbers[key]])],
-                _stored(signatures[numbers[key]]),
+                bigint_array(signatures[numbers[key]]),
                 threshold,
             )
             for key in probes
@@ -291,11 +291,6 @@ def _hand_written(
             pairs_seconds=pairs_seconds,
             padding_pairs=len(every) - len(found),
         )
-
-
-def _stored(values: np.ndarray) -> list[Int8]:
-    """A signature as a bigint[] parameter."""
-    return [Int8(v) for v in to_stored(values)]
 
 
 def format_evaluation(result: Evaluation) -> list[str]:

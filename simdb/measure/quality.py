@@ -29,7 +29,7 @@ from simdb.measure.bench import machine
 from simdb.measure.calibrate import band_candidates, close_pairs, lsh_pairs, similar_pairs
 from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, sketch
 from simdb.readers import Document
-from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
+from simdb.simhash import EmptyDocument, Features, feature_hashes, fold, simhash
 
 MAX_K = {64: 6, 128: 16}  # the distances measured, by fingerprint width
 CANDIDATE_THRESHOLD = 0.5  # bytes features: band tuning of the candidate pairs
@@ -44,12 +44,8 @@ def plain_set_simhash(text: str, n: int = 3, bits: int = 64) -> int:
     grams = {" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
     digest = xxhash.xxh3_64_intdigest if bits == 64 else xxhash.xxh3_128_intdigest
     raw = b"".join(digest(g.encode("utf-8")).to_bytes(bits // 8, "little") for g in grams)
-    ones = np.unpackbits(
-        np.frombuffer(raw, dtype=np.uint8).reshape(len(grams), -1), axis=1, bitorder="little"
-    )
-    return int.from_bytes(
-        np.packbits(2 * ones.sum(axis=0) > len(grams), bitorder="little").tobytes(), "little"
-    )
+    table = np.frombuffer(raw, dtype=np.uint8).reshape(len(grams), -1)
+    return fold(np.unpackbits(table, axis=1, bitorder="little").sum(axis=0), len(grams))
 
 
 # The fingerprints measured: (name, width, SimHash spec or None for the plain baseline).

@@ -29,7 +29,7 @@ from alembic.config import Config
 from psycopg import sql
 from sqlalchemy.engine import Connection as SAConnection
 
-from simdb import attach, index, names, schema
+from simdb import attach, index, layout, names, schema
 from simdb.connection import Connection
 
 
@@ -70,6 +70,7 @@ def ensure_schema() -> None:
     """Create or migrate simdb's schema (catalog and SQL functions) to the version this simdb needs."""
     if schema.current_revision(_driver()) != schema.HEAD:
         _run_simdb_migrations(lambda config: command.upgrade(config, "head"))
+        layout.finish_all(_driver())  # in the user's transaction (simdb.layout says why it waits)
 
 
 def drop_schema() -> None:

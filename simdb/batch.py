@@ -195,15 +195,15 @@ def dedup(
 ) -> Iterator[Decision]:
     """One representative per cluster by the rule `keep`; every other member is to be dropped.
 
-    first/last: earliest/latest added (then lowest/highest id); shortest/longest: fewest/most
+    first/last: earliest/latest added (then first/last key); shortest/longest: fewest/most
     bytes (rows without a size come last), then key.
     """
     if keep not in KEEP_RULES:
         raise InvalidParameter(f"unknown keep rule {keep!r}", f"use one of {', '.join(KEEP_RULES)}")
     found = clusters(conn, index, max_distance, min_similarity=min_similarity)
     order = {
-        "first": sql.SQL("r.added_at, r.id"),
-        "last": sql.SQL("r.added_at DESC, r.id DESC"),
+        "first": sql.SQL("r.added_at, r.key"),
+        "last": sql.SQL("r.added_at DESC, r.key DESC"),
         "shortest": sql.SQL("r.size NULLS LAST, r.key"),
         "longest": sql.SQL("r.size DESC NULLS LAST, r.key"),
     }[keep]

@@ -72,6 +72,11 @@ def near_sql(conn: Connection, name: str) -> str:
     return str(row[0]) if row else ""
 
 
+def set_near_sql(conn: Connection, name: str, statement: str) -> None:
+    """Record the statement behind simdb."NAME__near" after it changed (a layout migration)."""
+    conn.execute(sql.SQL("UPDATE {} SET near_sql = %s WHERE name = %s").format(INDEXES), (statement, name))
+
+
 @dataclass(frozen=True)
 class PermutedTable:
     """One permuted table of a simhash index, as _tables records it."""

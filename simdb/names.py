@@ -74,6 +74,11 @@ def btree_name(index: str, column: str) -> str:
     return f"{index}_{column}"
 
 
+def primary_key_name(index: str) -> str:
+    """The index table's primary key constraint (on key): NAME__pkey."""
+    return f"{index}__pkey"
+
+
 def stage_table(mode: str, size: int, index: str) -> sql.Identifier:
     """The session's temporary staging table for writes to an index (COPY, then upsert), named by
     the shape of its sketches too (mode and bits or values), so that an index dropped and made

@@ -12,11 +12,12 @@ from psycopg import sql
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from simdb import layout
 from simdb.connection import Connection
 from simdb.names import VERSION_TABLE, in_schema, qualified
 from simdb.resources import resource_dir
 
-HEAD = "0005"  # tests check that this is the head of migrations/versions
+HEAD = "0006"  # tests check that this is the head of migrations/versions
 
 
 def alembic_config() -> Config:
@@ -50,19 +51,26 @@ def ensure_schema(conn: Connection) -> bool:
 
 
 def upgrade(dsn: str, revision: str = "head", *, password: str | None = None) -> None:
-    """Run simdb's migrations up to `revision` in one transaction, on a connection of our own."""
+    """Run simdb's migrations up to `revision` in one transaction, on a connection of our own;
+    then finish moving indexes to layout v2, one transaction each (see simdb.layout)."""
     _run(dsn, password, lambda config: command.upgrade(config, revision))
+    with _connect(dsn, password) as conn:
+        conn.autocommit = True
+        layout.finish_all(conn)
 
 
 def downgrade(dsn: str, revision: str = "base", *, password: str | None = None) -> None:
     _run(dsn, password, lambda config: command.downgrade(config, revision))
 
 
-def _run(dsn: str, password: str | None, action: Callable[[Config], None]) -> None:
-    def connect() -> Connection:
-        return psycopg.connect(dsn, password=password) if password else psycopg.connect(dsn)
+def _connect(dsn: str, password: str | None) -> Connection:
+    return psycopg.connect(dsn, password=password) if password else psycopg.connect(dsn)
 
-    engine = create_engine("postgresql+psycopg://", creator=connect, poolclass=NullPool)
+
+def _run(dsn: str, password: str | None, action: Callable[[Config], None]) -> None:
+    engine = create_engine(
+        "postgresql+psycopg://", creator=lambda: _connect(dsn, password), poolclass=NullPool
+    )
     config = alembic_config()
     try:
         with engine.begin() as connection:

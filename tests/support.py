@@ -11,8 +11,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from simdb import cli
+from simdb.modes import Index
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -62,3 +64,20 @@ def jaccard_corpus() -> dict[str, str]:
     for number in range(200):
         texts[f"u{number}"] = " ".join(rng.choice(WORDS) for _ in range(300))
     return texts
+
+
+def btree_values(conn: Conn, made: Index) -> dict[str, list[int]]:
+    """What each of an index's B-trees holds for each row, by key: its expression, as the server
+    stored it (its first key column), evaluated on the row; in the order of made.columns."""
+    expressions = []
+    for column in made.columns:
+        row = conn.execute(
+            "SELECT pg_get_indexdef(%s::regclass, 1, true)",
+            (f'simdb."{made.name}_{column}"',),
+        ).fetchone()
+        assert row is not None and row[0], column
+        expressions.append(sql.SQL(row[0]))
+    rows = conn.execute(
+        sql.SQL("SELECT key, {} FROM {}").format(sql.SQL(", ").join(expressions), made.table)
+    ).fetchall()
+    return {key: list(values) for key, *values in rows}

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
-from support import Conn, jaccard_corpus, simdb
+from support import Conn, btree_values, jaccard_corpus, simdb
 
 from simdb import attach, index, ingest, query, readers, schema
 from simdb.measure import evaluate
@@ -35,12 +35,12 @@ def test_sql_band_keys_and_estimates_equal_python(
     conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
-    columns = ", ".join(made.columns)
+    band_keys = btree_values(conn, made)
     for key, signature_values in list(signatures.items())[:50]:
-        row = conn.execute(f"SELECT signature, {columns} FROM simdb.docs WHERE key = %s", (key,)).fetchone()
+        row = conn.execute("SELECT signature FROM simdb.docs WHERE key = %s", (key,)).fetchone()
         assert row is not None
         assert np.array_equal(made.from_sql(row[0]), signature_values)
-        assert [int(v) & (2**64 - 1) for v in row[1:]] == made.banding.keys(signature_values)
+        assert [int(v) & (2**64 - 1) for v in band_keys[key]] == made.banding.keys(signature_values)
     a, b = signatures["d3"], signatures["d3_e06"]
     in_sql = conn.execute(
         "SELECT simdb.jaccard_estimate(%s, %s)", (made.to_sql(a), made.to_sql(b))
@@ -260,7 +260,7 @@ def test_sqlalchemy_similar_equals_the_library(
     assert [tuple(row) for row in by_key] == [item for item in expected if item[1] >= 0.9]
 
 
-def test_similar_plan_probes_every_band_index_only(
+def test_similar_plan_probes_every_band_once(
     conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
@@ -270,8 +270,8 @@ def test_similar_plan_probes_every_band_index_only(
             "SELECT simdb.explain_similar('docs', %s)", (made.to_sql(signatures["d9"]),)
         )
     )
-    assert plan.count("Index Only Scan using docs_b") == made.banding.bands == 16
-    assert plan.count("Heap Fetches: 0") == 16  # (a table this small may be joined by a scan)
+    assert plan.count("Bitmap Index Scan on docs_b") == made.banding.bands == 16, plan
+    assert "BitmapOr" in plan and "Seq Scan" not in plan, plan
 
 
 def test_signature_spec_1_indexes_are_still_made_and_read(

@@ -1,15 +1,16 @@
 """The simhash mode: 64- or 128-bit SimHash fingerprints in permuted block columns, exact within
-k bits. What depends on the width (column type, keys, checks) is asked of modes/widths.py.
+k bits. What depends on the width (column type, prefixes, checks) is asked of modes/widths.py.
 
-near: each permuted column's prefix index is probed for the query's prefix, and candidates are
-verified with bit_count on a value the index carries (the permuted value, or the 128-bit
-fingerprint), so rows that fail are never read. The permuted query values are bit
-expressions of the fingerprint parameter, so the whole query is one statement with two
-parameters, planned once and cached by PostgreSQL.
+A row is its key (the primary key) and its fingerprint; each permuted table is a B-tree on an
+expression of the fingerprint, the table's prefix (layout v2: nothing permuted is stored).
 
-pairs (Manku et al.'s batch mode): each permuted column is joined with itself on its prefix,
-pairs are verified with bit_count on the values the B-trees carry (as for near), and pairs found
-by several tables are kept once.
+near: every table's prefix of the row equal to the query's, which PostgreSQL answers with one
+bitmap scan per B-tree, OR-ed; candidates are verified with bit_count on the row. The query's
+prefixes are expressions of the fingerprint parameter, so the statement has two parameters and
+is planned once per session.
+
+pairs (Manku et al.'s batch mode): each table's prefix joined with itself, pairs verified with
+bit_count and kept once.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from psycopg import sql
 
 from simdb import catalog, names
-from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan, Table
+from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes.base import MISMATCH_HINT, Index, Sketch, Spec
@@ -75,15 +76,6 @@ def table_column(number: int) -> str:
     return f"p{number}"
 
 
-def prefix(table: Table, key: sql.Composable) -> sql.Composed:
-    """The table's prefix of a key: key >> (64 - prefix bits, or 0 past 64 bits).
-
-    Each table's B-tree is on exactly this expression of its column, so a probe is an
-    equality and the batch self-join is a merge join of the index with itself.
-    """
-    return sql.SQL("{} >> {}").format(key, sql.Literal(table.key_shift))
-
-
 @dataclass(frozen=True)
 class SimhashIndex(Index):
     """SimHash fingerprints in permuted block columns; exact within max_distance bits."""
@@ -110,11 +102,11 @@ class SimhashIndex(Index):
     def sketch_size(self) -> int:
         return self.bits
 
-    def sketch_guard(self) -> sql.Composable:
+    def sketch_check(self) -> sql.Composable:
         """A bit string of another length is refused (only bit(128) fingerprints can be wrong)."""
-        length = self.width.length(sql.Identifier(self.sketch_column))
+        length = self.width.length(FINGERPRINT)
         if length is None:
-            return sql.SQL("")
+            return super().sketch_check()
         return self._refusal(
             sql.SQL("{} <> {}").format(length, sql.Literal(self.bits)),
             sql.SQL("'bit(' || {} || ')'").format(length),
@@ -237,85 +229,52 @@ class SimhashIndex(Index):
     def sketch_definition(self) -> sql.Composable:
         return sql.SQL("fingerprint {} NOT NULL").format(sql.SQL(self.width.column_type))
 
-    def derived_definitions(self) -> sql.Composable:
-        stored = sql.Identifier(self.sketch_column)
-        return sql.SQL(", ").join(
-            sql.SQL("{} bigint GENERATED ALWAYS AS ({}) STORED").format(
-                sql.Identifier(column), self.width.key(table, stored)
-            )
-            for column, table in zip(self.columns, self.plan.tables, strict=True)
-        )
+    def prefixes(self, fingerprint: sql.Composable) -> list[sql.Composable]:
+        """Each permuted table's prefix of a fingerprint: what its B-tree is on."""
+        return [self.width.prefix(table, fingerprint) for table in self.plan.tables]
 
     def btrees(self) -> list[sql.Composed]:
-        """B-tree on each key column's prefix, carrying the value it verifies on and the row id.
-
-        INCLUDE (checked value, id): a probe verifies candidates with bit_count on a value in the
-        index and returns the row id from the index itself (an index-only scan, no rows read).
-        """
+        """A B-tree on each table's prefix of the fingerprint: an expression, so nothing permuted
+        is stored in the row, and a short prefix repeats enough for PostgreSQL to deduplicate."""
         return [
-            sql.SQL("CREATE INDEX {name} ON {table} (({prefix})) INCLUDE ({carried}, id)").format(
-                name=sql.Identifier(names.btree_name(self.name, column)),
-                table=self.table,
-                prefix=prefix(table, sql.Identifier(column)),
-                # An index-only scan needs every column the query names: the key column (its
-                # prefix expression alone does not count) and the one verified on.
-                carried=sql.SQL(", ").join(
-                    map(sql.Identifier, dict.fromkeys([column, self.width.checked(column)]))
-                ),
+            sql.SQL("CREATE INDEX {name} ON {table} (({prefix}))").format(
+                name=sql.Identifier(names.btree_name(self.name, column)), table=self.table, prefix=prefix
             )
-            for column, table in zip(self.columns, self.plan.tables, strict=True)
+            for column, prefix in zip(
+                self.columns, self.prefixes(sql.Identifier(self.sketch_column)), strict=True
+            )
         ]
 
     def near_statement(self) -> sql.Composed:
-        """SELECT key, distance of the rows within $2 bits of fingerprint $1, nearest first."""
-        probes = []
-        t = sql.Identifier("t")
-        for column, table in zip(self.columns, self.plan.tables, strict=True):
-            checked = sql.SQL("{}.{}").format(t, sql.Identifier(self.width.checked(column)))
-            probes.append(
-                sql.SQL(
-                    "SELECT t.id FROM {table} AS t WHERE {key} = {query_key} AND {distance} <= {k}"
-                ).format(
-                    table=self.table,
-                    key=prefix(table, sql.SQL("{}.{}").format(t, sql.Identifier(column))),
-                    query_key=prefix(table, self.width.key(table, FINGERPRINT)),
-                    distance=self.width.distance(checked, self.width.wanted(table, FINGERPRINT)),
-                    k=MAX_DISTANCE,
-                )
-            )
+        """SELECT key, distance of the rows within $2 bits of fingerprint $1, nearest first: any
+        table's prefix equal (one bitmap scan of each B-tree, OR-ed), then bit_count on the row."""
+        stored = sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))
+        distance = self.width.distance(stored, FINGERPRINT)
         return sql.SQL(
-            "SELECT r.key, {distance} AS distance FROM {table} AS r WHERE r.id IN ({probes}) ORDER BY 2, 1"
+            "SELECT r.key, {distance} AS distance FROM {table} AS r"
+            " WHERE ({probes}) AND {distance} <= {k} AND {check} ORDER BY 2, 1"
         ).format(
-            distance=self.width.distance(sql.SQL("r.fingerprint"), FINGERPRINT),
+            check=self.sketch_check(),
+            distance=distance,
             table=self.table,
-            probes=sql.SQL(" UNION ALL ").join(probes),
+            probes=sql.SQL(" OR ").join(
+                sql.SQL("{} = {}").format(row, query)
+                for row, query in zip(self.prefixes(stored), self.prefixes(FINGERPRINT), strict=True)
+            ),
+            k=MAX_DISTANCE,
         )
 
     def pairs_statement(self) -> sql.Composed:
-        """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b)."""
-        joins = []
-        for column, table in zip(self.columns, self.plan.tables, strict=True):
-            key, checked = sql.Identifier(column), sql.Identifier(self.width.checked(column))
-            x, y = sql.Identifier("x"), sql.Identifier("y")
-            joins.append(
-                sql.SQL(
-                    "SELECT x.id AS a, y.id AS b FROM {table} AS x JOIN {table} AS y"
-                    " ON {left_prefix} = {right_prefix} AND x.id < y.id WHERE {distance} <= {k}"
-                ).format(
-                    table=self.table,
-                    left_prefix=prefix(table, sql.SQL("{}.{}").format(x, key)),
-                    right_prefix=prefix(table, sql.SQL("{}.{}").format(y, key)),
-                    distance=self.width.distance(
-                        sql.SQL("{}.{}").format(x, checked), sql.SQL("{}.{}").format(y, checked)
-                    ),
-                    k=PAIRS_MAX_DISTANCE,
-                )
-            )
-        return sql.SQL(
-            "SELECT least(a.key, b.key), greatest(a.key, b.key), {distance}"
-            " FROM ({joins}) AS p JOIN {table} AS a ON a.id = p.a JOIN {table} AS b ON b.id = p.b"
-        ).format(
-            distance=self.width.distance(sql.SQL("a.fingerprint"), sql.SQL("b.fingerprint")),
-            joins=sql.SQL(" UNION ").join(joins),
-            table=self.table,
-        )
+        """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b):
+        each table's prefix joined with itself, pairs found by several tables kept once."""
+        x = sql.SQL("x.{}").format(sql.Identifier(self.sketch_column))
+        y = sql.SQL("y.{}").format(sql.Identifier(self.sketch_column))
+        distance = self.width.distance(x, y)
+        joins = [
+            sql.SQL(
+                "SELECT x.key, y.key, {distance} FROM {table} AS x JOIN {table} AS y ON {left} = {right}"
+                " WHERE {distance} <= {k} AND x.key < y.key"
+            ).format(distance=distance, table=self.table, left=left, right=right, k=PAIRS_MAX_DISTANCE)
+            for left, right in zip(self.prefixes(x), self.prefixes(y), strict=True)
+        ]
+        return sql.SQL(" UNION ").join(joins)

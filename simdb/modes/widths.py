@@ -1,9 +1,9 @@
 """How PostgreSQL stores and checks a simhash fingerprint of each width: 64 bits in a bigint,
 128 bits in a bit(128). The simhash mode asks its width for every piece of SQL that depends on it.
 
-Each permuted table stores one bigint, its key: the leading 64 bits of the permuted fingerprint
-(all of it at 64 bits). A 64-bit index verifies candidates on the permuted value in the table's
-B-tree; a 128-bit index carries the fingerprint itself in each B-tree and verifies on that.
+Nothing permuted is stored: each permuted table is a B-tree on an expression of the fingerprint,
+its prefix (the leading blocks of the permuted value, cut to 64 bits) as a bigint. Candidates are
+verified on the fingerprint in the row.
 """
 
 from __future__ import annotations
@@ -53,21 +53,12 @@ psycopg.adapters.register_dumper(BitString, _BitTextDumper)
 psycopg.adapters.register_dumper(BitString, _BitBinaryDumper)
 
 
-def _moved(table: Table, fingerprint: sql.Composable) -> sql.Composable:
-    """SQL expression of the permuted value of a bigint fingerprint (64 bits)."""
-    parts = []
-    for move in table.moves:
-        if move.width >= KEY_BITS:
-            return fingerprint
-        parts.append(
-            sql.SQL("((({fp} >> {source}) & {mask}) << {target})").format(
-                fp=fingerprint,
-                source=sql.Literal(move.source),
-                mask=sql.Literal((1 << move.width) - 1),
-                target=sql.Literal(move.target),
-            )
-        )
-    return sql.SQL("({})").format(sql.SQL(" | ").join(parts))
+def _shifted(value: sql.Composable, by: int) -> sql.Composable:
+    """value << by (by > 0), value >> -by (by < 0), or value itself."""
+    if by == 0:
+        return value
+    operator = "<<" if by > 0 else ">>"
+    return sql.SQL("({} {} {})").format(value, sql.SQL(operator), sql.Literal(abs(by)))
 
 
 class Width(ABC):
@@ -99,17 +90,10 @@ class Width(ABC):
         """A stored fingerprint back as an unsigned int."""
 
     @abstractmethod
-    def key(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
-        """The bigint a permuted table stores: the leading 64 bits of the permuted fingerprint."""
-
-    @abstractmethod
-    def checked(self, column: str) -> str:
-        """The column a table's B-tree carries (besides the row id) to verify candidates on,
-        given the table's key column."""
-
-    @abstractmethod
-    def wanted(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
-        """The query's side of that check: the value compared with the checked column."""
+    def prefix(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
+        """A table's prefix of a fingerprint as a bigint: the leading blocks of its permuted value
+        (at most 64 bits; a longer prefix is cut, which only adds candidates). Each table's B-tree
+        is on exactly this expression of the fingerprint column, and probes compare it."""
 
     @abstractmethod
     def distance(self, a: sql.Composable, b: sql.Composable) -> sql.Composed:
@@ -132,14 +116,20 @@ class Width64(Width):
     def from_sql(self, value: Any) -> int:
         return to_unsigned(int(value))
 
-    def key(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
-        return _moved(table, fingerprint)
-
-    def checked(self, column: str) -> str:
-        return column  # Hamming distance does not change under a permutation
-
-    def wanted(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
-        return _moved(table, fingerprint)
+    def prefix(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
+        if table.shift == 0 and len(table.moves) == 1:
+            return fingerprint  # one 64-bit block (k = 0)
+        parts = [
+            _shifted(
+                sql.SQL("({} & {})").format(
+                    _shifted(fingerprint, -move.source), sql.Literal((1 << move.width) - 1)
+                ),
+                move.target - table.shift,
+            )
+            for move in table.moves
+            if move.target >= table.shift  # the blocks of the prefix
+        ]
+        return sql.SQL("({})").format(sql.SQL(" | ").join(parts))
 
     def distance(self, a: sql.Composable, b: sql.Composable) -> sql.Composed:
         return sql.SQL("bit_count(({} # {})::bit(64))::integer").format(a, b)
@@ -158,8 +148,8 @@ class Width128(Width):
     def from_sql(self, value: Any) -> int:
         return value.value if isinstance(value, BitString) else int(str(value), 2)
 
-    def key(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
-        pieces, left = [], KEY_BITS
+    def prefix(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
+        pieces, left = [], min(table.prefix_bits, KEY_BITS)
         for move in table.moves:  # in the permuted order, most significant first
             width = min(move.width, left)
             start = self.bits - move.source - move.width + 1  # bit strings count from 1, left first
@@ -171,13 +161,8 @@ class Width128(Width):
             left -= width
             if left == 0:
                 break
-        return sql.SQL("({})::bit(64)::bigint").format(sql.SQL(" || ").join(pieces))
-
-    def checked(self, column: str) -> str:
-        return "fingerprint"
-
-    def wanted(self, table: Table, fingerprint: sql.Composable) -> sql.Composable:
-        return fingerprint
+        cut = min(table.prefix_bits, KEY_BITS)
+        return sql.SQL("({})::bit({})::bigint").format(sql.SQL(" || ").join(pieces), sql.Literal(cut))
 
     def distance(self, a: sql.Composable, b: sql.Composable) -> sql.Composed:
         return sql.SQL("bit_count({} # {})::integer").format(a, b)

@@ -1,0 +1,38 @@
+"""Index layout v2: each index's table keeps only its rows (the key as primary key, the sketch,
+size, hash, extension, time); its B-trees are on expressions of the sketch, so nothing permuted
+and no band key is stored, and there is no surrogate id (a distributed table can be split on key).
+Each index's near and pairs functions become SQL functions, which PostgreSQL inlines into the
+query that calls them.
+
+This revision is step 1 of simdb.layout's move of every index (primary key, B-trees, functions);
+schema.upgrade drops the old columns and rewrites each table once it has committed (step 2).
+Grants on the tables, attached indexes' links to their sources and clusters tables are kept.
+
+The downgrade leaves the tables in layout v2: the functions and catalog of earlier revisions
+query them as they are (each index's near and pairs statements are stored with it).
+
+Revision ID: 0006
+Revises: 0005
+"""
+
+from alembic import op
+
+from simdb import catalog, dispatch, index, layout
+from simdb.resources import function_sql
+
+revision = "0006"
+down_revision = "0005"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    raw = op.get_bind().connection.driver_connection
+    raw.execute(function_sql("_refused_sketch", 1))  # the near statements' check of a query sketch
+    for name in catalog.index_names(raw):
+        layout.prepare(raw, index.get(raw, name))
+    dispatch.regenerate(raw)
+
+
+def downgrade() -> None:
+    """Nothing to undo: see the module's docstring."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from multiprocessing import get_context
 
+import psycopg
 from psycopg import sql
 
 from simdb import names
@@ -211,7 +212,8 @@ def store(
 
 
 def vacuum(conn: Connection, index: Index) -> None:
-    """VACUUM ANALYZE after loading: marks pages all-visible, so probes stay index-only.
+    """VACUUM ANALYZE after loading: statistics of the B-trees' expressions (the planner picks the
+    probes by them) and the visibility map.
 
     VACUUM cannot run inside a transaction; on a connection that is not in autocommit mode we
     leave it to autovacuum rather than commit the caller's transaction.
@@ -262,18 +264,22 @@ class BulkLoad:
 
 
 def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]) -> BulkLoad:
-    """Fill an empty index fast, in one transaction: COPY without the column B-trees, then build them.
+    """Fill an empty index fast, in one transaction: COPY without the B-trees and the primary
+    key, then build them.
 
     Building a B-tree once from sorted input is far cheaper than inserting millions of random
-    keys into it. Keys must be unique; for updates and re-runs use `store` / `ingest`.
+    keys into it. Keys must be unique (a repeated one is refused and nothing is stored); for
+    updates and re-runs use `store` / `ingest`.
     """
     if conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is not None:
         raise InvalidParameter(
             f"index {index.name!r} is not empty", "bulk_load fills new indexes; use ingest"
         )
+    primary_key = sql.Identifier(names.primary_key_name(index.name))
     with conn.transaction():
         for column in index.columns:
             conn.execute(sql.SQL("DROP INDEX {}").format(names.btree(index.name, column)))
+        conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(index.table, primary_key))
         started = time.perf_counter()
         count = 0
         with conn.cursor().copy(
@@ -286,6 +292,18 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
                 copy.write_row((key, index.to_sql(value)))
                 count += 1
         copied = time.perf_counter()
+        try:
+            with conn.transaction():
+                conn.execute(
+                    sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY (key)").format(
+                        index.table, primary_key
+                    )
+                )
+        except psycopg.errors.UniqueViolation as error:
+            raise InvalidParameter(
+                f"bulk_load got a key twice: {error.diag.message_detail or ''}",
+                "give each key once, or load with ingest/store, which update repeated keys",
+            ) from error
         for statement in index.btrees():
             conn.execute(statement)
         built = time.perf_counter()

@@ -1,10 +1,12 @@
 """Choose the number of blocks b for an index from its expected rows, k and workload (pure code).
 
 For each b > k the design has C(b, k) tables whose prefixes are the first b - k blocks. A cost
-model prices each design. Its constants were measured on this project's development machine
-(2-core VM, PostgreSQL 15) by loading 300,000 random fingerprints at k=3 with b = 4, 5 and 6
-(4, 10 and 20 tables) and timing, server-side, 300 near queries and the full pairs self-join.
-`simdb plan` prints the figures behind every choice.
+model prices each design's query time, all-pairs time, bytes per row and load time. Its
+constants were measured on this project's development machine (2-core VM, PostgreSQL 15) with
+index layout v2: 1,000,000 random fingerprints at k = 3 with b = 4, 5 and 6 (4, 10 and 20
+tables), 1,000 near queries each against a bare round trip, the all-pairs statement, the bytes
+of the table and its B-trees, and the bulk load. `simdb plan` prints the figures behind every
+choice.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ DEFAULT_EXPECTED_ROWS = 1_000_000
 class Costs:
     """Unit costs of the operations a design performs."""
 
-    query_ms: float = 0.35  # fixed per query: round trip, function calls, final sort
-    probe_ms: float = 0.027  # one index-only probe (B-tree descent) per table
-    candidate_ms: float = 0.0007  # one random candidate rejected by bit_count inside the index
-    join_row_s: float = 0.33e-6  # per row and table: merge self-join of a prefix index
-    pair_s: float = 0.5e-6  # per candidate pair compared in the self-join
+    query_ms: float = 0.17  # fixed per query: round trip, function calls, final sort
+    probe_ms: float = 0.012  # one bitmap scan of a table's B-tree
+    candidate_ms: float = 0.002  # one random candidate: its row read and checked with bit_count
+    join_row_s: float = 1.0e-6  # per row and table: the hash self-join of a table's prefix
+    pair_s: float = 0.2e-6  # per candidate pair compared in the self-join
     load_row_s: float = 7.5e-6  # per row and table: COPY and upsert with the B-trees in place
-    row_bytes: float = 130.0  # heap row and the id/key indexes, without permuted tables
-    table_bytes: float = 62.0  # per table: the permuted column and its prefix index entry
+    row_bytes: float = 74.0  # the row (short key, 64-bit fingerprint) and its primary key
+    entry_bytes: float = 6.0  # per row and table: a row's place in a B-tree's posting list
+    key_bytes: float = 14.0  # per distinct prefix and table: a B-tree tuple (header, key, slot)
+    fill: float = 0.9  # B-tree leaf fill factor
 
 
 DEFAULT_COSTS = Costs()
@@ -60,11 +64,15 @@ class Design:
 
 
 def price(plan: BlockPlan, rows: int, costs: Costs = DEFAULT_COSTS) -> Design:
-    """Expected work of a design: random candidates are N / 2^prefix per probe per table (the
-    prefix as stored: at most 64 bits). A wider fingerprint is stored in the heap and in every
-    table's B-tree, which verifies candidates from it."""
+    """Expected work and size of a design: random candidates are N / 2^prefix per probe per table
+    (the prefix as indexed: at most 64 bits). A table's B-tree stores each distinct prefix once
+    with the rows that share it (PostgreSQL's deduplication), so short prefixes cost little."""
     per_query = sum(rows / 2.0 ** min(t.prefix_bits, 64) for t in plan.tables)
     per_batch = sum(rows * (rows - 1) / 2.0 ** (min(t.prefix_bits, 64) + 1) for t in plan.tables)
+    btree_bytes = sum(
+        (costs.entry_bytes + costs.key_bytes / max(1.0, rows / 2.0 ** min(t.prefix_bits, 64))) / costs.fill
+        for t in plan.tables
+    )
     tables = len(plan.tables)
     return Design(
         plan=plan,
@@ -74,7 +82,7 @@ def price(plan: BlockPlan, rows: int, costs: Costs = DEFAULT_COSTS) -> Design:
         load_s=costs.load_row_s * rows * tables,
         candidates_per_query=per_query,
         candidates_per_batch=per_batch,
-        bytes_per_row=costs.row_bytes + costs.table_bytes * tables + (plan.bits - 64) / 8 * (tables + 1),
+        bytes_per_row=costs.row_bytes + (plan.bits - 64) / 8 + btree_bytes,
     )
 
 
@@ -92,23 +100,25 @@ def designs(rows: int, max_distance: int, costs: Costs = DEFAULT_COSTS, bits: in
 
 
 def choose(options: list[Design], workload: str = "both") -> Design:
-    """The cheapest design for the workload.
+    """The cheapest design for the workload, its storage and its load.
 
-    online: lowest query time; batch: lowest all-pairs time; both: lowest sum of the two, each
-    relative to the best any design achieves (so neither unit dominates). Ties go to fewer tables.
+    Each cost counts relative to the best any design achieves, so that no unit dominates; the
+    workload says which times count (online: query time; batch: all-pairs time; both: the two),
+    and bytes per row and load time always count. Ties go to fewer tables.
     """
     if workload not in WORKLOADS:
         raise InvalidParameter(f"unknown workload {workload!r}", f"use one of {', '.join(WORKLOADS)}")
-    best_online = min(d.online_ms for d in options)
-    best_batch = min(d.batch_s for d in options)
+    return min(options, key=lambda design: (round(score(design, options, workload), 9), design.tables))
 
-    def score(design: Design) -> tuple[float, int]:
-        online = design.online_ms / best_online
-        batch = design.batch_s / best_batch
-        value = {"online": online, "batch": batch, "both": online + batch}[workload]
-        return round(value, 9), design.tables
 
-    return min(options, key=score)
+def score(design: Design, options: list[Design], workload: str) -> float:
+    """The sum of the design's relative costs that `choose` minimises."""
+    online = design.online_ms / min(d.online_ms for d in options)
+    batch = design.batch_s / min(d.batch_s for d in options)
+    size = design.bytes_per_row / min(d.bytes_per_row for d in options)
+    load = design.load_s / min(d.load_s for d in options)
+    times = {"online": online, "batch": batch, "both": online + batch}[workload]
+    return times + size + load
 
 
 def plan_for(rows: int, max_distance: int, workload: str = "both", bits: int = 64) -> BlockPlan:

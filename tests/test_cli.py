@@ -59,7 +59,7 @@ def test_folder_ingest_and_query(
 ) -> None:
     code, out, _ = simdb(capsys, "create", "docs")
     assert code == 0 and out.startswith(
-        "created simhash index docs: 64-bit fingerprints, max distance 3, 5 blocks, 10 tables"
+        "created simhash index docs: 64-bit fingerprints, max distance 3, 4 blocks, 4 tables"
     )
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
     assert (code, out) == (0, "ingested 3 documents: 3 new, 0 updated, 0 unchanged; skipped 1 (1 empty)\n")
@@ -91,9 +91,9 @@ def test_folder_ingest_and_query(
             "spec_version": 2,
             "bits": 64,
             "max_distance": 3,
-            "blocks": 5,
-            "tables": 10,
-            "prefix_bits": [26, 26, 26, 25, 26, 26, 25, 26, 25, 25],
+            "blocks": 4,
+            "tables": 4,
+            "prefix_bits": [16, 16, 16, 16],
         }
     ]
 

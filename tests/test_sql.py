@@ -13,7 +13,7 @@ from simdb import index, ingest, query, schema
 from simdb.bits import MASK64, hamming, to_hex, to_signed, to_unsigned
 from simdb.embedded import program
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
-from simdb.modes import SimhashSpec
+from simdb.modes import SimhashIndex, SimhashSpec
 
 
 def test_head_constant_matches_the_migrations() -> None:
@@ -103,10 +103,11 @@ def _load(conn: Conn, name: str, rows: dict[str, int]) -> index.Index:
 
 def test_near_plan_probes_every_table_once_and_reads_only_candidates(conn: Conn) -> None:
     rng = random.Random(3)
-    _load(conn, "docs", {f"r{i}": rng.getrandbits(64) for i in range(20000)})
+    made = _load(conn, "docs", {f"r{i}": rng.getrandbits(64) for i in range(20000)})
     rows = conn.execute("SELECT simdb.explain_near('docs', %s)", (to_signed(rng.getrandbits(64)),))
     plan = "\n".join(str(line) for (line,) in rows.fetchall())
-    assert plan.count("Bitmap Index Scan on docs_p") == 10, plan
+    assert isinstance(made, SimhashIndex)
+    assert plan.count("Bitmap Index Scan on docs_p") == len(made.plan.tables) == 4, plan
     assert "BitmapOr" in plan, plan
     assert "Seq Scan" not in plan, plan
 
@@ -210,3 +211,9 @@ def test_bulk_load_equals_store(conn: Conn) -> None:
     assert [m.key for m in query.near(conn, bulk, rows["r5"])] == ["r5", "twin"]
     with pytest.raises(InvalidParameter, match="is not empty"):
         ingest.bulk_load(conn, bulk, [("x", 1)])
+    again = index.create(conn, "again")
+    with pytest.raises(InvalidParameter, match=r"bulk_load got a key twice: Key \(key\)=\(x\)"):
+        ingest.bulk_load(conn, again, [("x", 1), ("y", 2), ("x", 3)])
+    assert conn.execute("SELECT count(*) FROM simdb.again").fetchone() == (0,)  # nothing stored
+    assert ingest.bulk_load(conn, again, [("x", 1), ("y", 2)]).rows == 2  # and the index is whole
+    assert [m.key for m in query.near(conn, again, 3)] == ["x", "y"]

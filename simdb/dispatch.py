@@ -2,10 +2,12 @@
 index is created or dropped.
 
 The hand-written simdb.near (now simdb._near_dynamic) looks the index up in the catalog and runs
-its statement through a dynamic EXECUTE, which PostgreSQL parses and plans on every call. A
-static call of simdb."NAME__near" in a PL/pgSQL branch is planned once per session. Anything a
-branch does not serve (an unknown index, a jaccard one, a distance out of range, a fingerprint
-of the other width) goes to simdb._near_dynamic, which raises the usual errors.
+its statement through a dynamic EXECUTE, which PostgreSQL parses and plans on every call. Each
+branch here holds the index's own near statement over simdb.near's parameters, planned once
+per session (generically, as NAME__near's is), so that simdb.near costs no more than calling
+the index's function. Anything a branch does not serve (an unknown index, a jaccard one, a
+distance out of range, a fingerprint of the other width) goes to simdb._near_dynamic, which
+raises the usual errors.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from psycopg import sql
 
 from simdb import catalog, names
 from simdb.connection import Connection
+from simdb.modes.base import NEAR_SETTINGS
+from simdb.modes.simhash import SimhashIndex
 from simdb.modes.widths import WIDTHS
 
 LOCK = "simdb.near dispatcher"  # concurrent creates and drops regenerate it one after the other
 FALLBACK = names.in_schema("_near_dynamic")
-FINGERPRINT = sql.Identifier("fingerprint")
+FINGERPRINT, MAX_DISTANCE = sql.SQL("$2"), sql.SQL("$3")  # simdb.near's parameters after index_name
 
 
 def regenerate(conn: Connection) -> None:
@@ -26,6 +30,8 @@ def regenerate(conn: Connection) -> None:
     catalog now (inside the caller's transaction)."""
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (LOCK,))
     limits = catalog.simhash_limits(conn)
+    rows = {name: catalog.index_row(conn, name) for name, _, _ in limits}
+    indexes = {name: SimhashIndex.from_catalog(conn, row) for name, row in rows.items() if row is not None}
     for bits, own in WIDTHS.items():
         length = own.length(FINGERPRINT)  # a branch takes fingerprints of the right length only
         fits = sql.SQL("true") if length is None else sql.SQL("{} = {}").format(length, sql.Literal(bits))
@@ -33,9 +39,16 @@ def regenerate(conn: Connection) -> None:
             sql.SQL(
                 "WHEN {name} THEN"
                 " IF {fits} AND (max_distance IS NULL OR max_distance BETWEEN 0 AND {k}) THEN"
-                " RETURN QUERY SELECT * FROM {near}(fingerprint, coalesce(max_distance, {k})); RETURN;"
+                " RETURN QUERY {near}; RETURN;"
                 " END IF;"
-            ).format(name=sql.Literal(name), fits=fits, k=sql.Literal(k), near=names.near_function(name))
+            ).format(
+                name=sql.Literal(name),
+                fits=fits,
+                k=sql.Literal(k),
+                near=indexes[name].near_statement(
+                    FINGERPRINT, sql.SQL("coalesce({}, {})").format(MAX_DISTANCE, sql.Literal(k))
+                ),
+            )
             if width == bits
             else sql.SQL(
                 "WHEN {name} THEN RAISE EXCEPTION 'simdb: index % takes % fingerprints; this one is %',"
@@ -61,10 +74,11 @@ def regenerate(conn: Connection) -> None:
             sql.SQL(
                 "CREATE OR REPLACE FUNCTION {near}(index_name text, fingerprint {argument},"
                 " max_distance integer DEFAULT NULL) RETURNS TABLE (key text, distance integer)"
-                " LANGUAGE plpgsql STABLE AS {body}"
+                " LANGUAGE plpgsql STABLE {settings} AS {body}"
             ).format(
                 near=names.in_schema("near"),
                 argument=sql.SQL(own.sketch_type),
+                settings=sql.SQL(NEAR_SETTINGS),
                 body=sql.Literal(body.as_string(conn)),
             )
         )

@@ -278,8 +278,10 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
     figures = report
     assert (figures["rows"], figures["queries"], figures["brute_force_queries"]) == (3000, 30, 10)
     assert figures["recall"] == figures["brute_force_recall"] == figures["pairs_recall"] == 1.0
-    # the hand-written block table answers the same queries exactly, in the same run
+    # the hand-written block table answers the same queries exactly, in the same run, and finds
+    # the same pairs
     assert figures["hand_recall"] == 1.0 and figures["rounds"] == 3
+    assert figures["hand_pairs"] == figures["pairs"] > 0
     assert (
         figures["vs_hand_written"]["bytes_per_row"]
         == figures["bytes_per_row"] / figures["hand_bytes_per_row"]
@@ -294,6 +296,7 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
         "brute_force_p50_ms",
         "bytes_per_row",
         "pairs_seconds",
+        "hand_pairs_seconds",
         "index_build_s",
         "hand_p50_ms",
         "hand_bytes_per_row",

@@ -52,6 +52,18 @@ class HandTable:
     def arguments(self, fingerprint: int, k: int) -> tuple[int, ...]:
         return (*blocks_of(fingerprint, self.widths), to_signed(fingerprint), k)
 
+    def pairs(self) -> sql.Composed:
+        """SELECT a, b (ids, a < b) of every pair within %s bits: each block column joined with
+        itself, bit_count on the pair, pairs found by several blocks kept once. Parameter: k,
+        once per block."""
+        return sql.SQL(" UNION ").join(
+            sql.SQL(
+                "SELECT x.id AS a, y.id AS b FROM {t} AS x JOIN {t} AS y ON x.{c} = y.{c}"
+                " WHERE bit_count((x.fp # y.fp)::bit(64)) <= %s AND x.id < y.id"
+            ).format(t=self.table, c=sql.Identifier(f"c{j}"))
+            for j in range(len(self.widths))
+        )
+
 
 def blocks_of(value: int, widths: Sequence[int]) -> list[int]:
     """The blocks of an unsigned fingerprint, most significant first, as their columns store them

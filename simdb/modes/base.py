@@ -30,6 +30,7 @@ MISMATCH_HINT = "use the simdb version that built it, or create a new index and 
 # The probes compare index expressions with expressions of $1: the generic plan is the same
 # bitmap probes whatever the value, and a custom plan made on every call would cost more than
 # the query (at 20 tables, 0.7 ms of planning for a 0.3 ms query).
+SKETCH, CUTOFF = sql.SQL("$1"), sql.SQL("$2")  # the parameters of NAME__near's statement
 NEAR_SETTINGS = "PARALLEL SAFE SET plan_cache_mode = force_generic_plan"
 
 
@@ -217,8 +218,11 @@ class Index(ABC):
     pairs_settings: ClassVar[str] = ""  # SET clauses of NAME__pairs
 
     @abstractmethod
-    def near_statement(self) -> sql.Composed:
-        """The statement of NAME__near: SELECT key, score of the rows within cutoff $2 of sketch $1."""
+    def near_statement(
+        self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
+    ) -> sql.Composed:
+        """The statement of NAME__near: SELECT key, score of the rows within `cutoff` of `sketch`
+        (SQL expressions: the function's $1 and $2, or simdb.near's own parameters)."""
 
     @abstractmethod
     def pairs_statement(self) -> sql.Composed:
@@ -305,14 +309,14 @@ class Index(ABC):
             body=sql.Literal(f"BEGIN RETURN QUERY {body}; END"),
         )
 
-    def sketch_check(self) -> sql.Composable:
-        """An SQL condition for the near statement: true for a query sketch ($1) of the index's
-        shape, an error for any other (which would otherwise find nothing, or fail obscurely)."""
+    def sketch_check(self, sketch: sql.Composable) -> sql.Composable:
+        """An SQL condition for the near statement: true for a query sketch of the index's shape,
+        an error for any other (which would otherwise find nothing, or fail obscurely)."""
         return sql.SQL("true")
 
     def _refusal(self, wrong: sql.Composable, given: sql.Composable, wanted: str) -> sql.Composed:
         """The sketch_check raising 'simdb: index NAME takes <wanted>; this one is <given>' where
-        `wrong` holds; it names only $1, so PostgreSQL checks it once per query."""
+        `wrong` holds; it names only the query's sketch, so PostgreSQL checks it once per query."""
         return sql.SQL(
             "CASE WHEN {wrong} THEN simdb._refused_sketch({name}, {wanted}, {given}) ELSE true END"
         ).format(wrong=wrong, name=sql.Literal(self.name), wanted=sql.Literal(wanted), given=given)

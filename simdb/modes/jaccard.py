@@ -43,11 +43,9 @@ from simdb.minhash import (
     sketch,
     to_stored,
 )
-from simdb.modes.base import Index, Sketch, Spec
+from simdb.modes.base import CUTOFF, SKETCH, Index, Sketch, Spec
 from simdb.simhash import Features, feature_hashes
 
-SIGNATURE = sql.SQL("$1")
-MIN_SIMILARITY = sql.SQL("$2")
 PAIRS_MIN_SIMILARITY = sql.SQL("$1")  # the only parameter of the pairs statement
 
 
@@ -171,10 +169,10 @@ class JaccardIndex(Index):
     def spec_version(self) -> int:
         return self.signature_spec
 
-    def sketch_check(self) -> sql.Composable:
+    def sketch_check(self, sketch: sql.Composable) -> sql.Composable:
         """A signature of another length (say v1's 128 values on a v2 index) is refused, not
         compared position by position into an empty answer."""
-        size = sql.SQL("cardinality({})").format(SIGNATURE)
+        size = sql.SQL("cardinality({})").format(sketch)
         return self._refusal(
             sql.SQL("{} IS DISTINCT FROM {}").format(size, sql.Literal(self.sketch_size)),
             sql.SQL("{} || ' values'").format(size),
@@ -304,8 +302,11 @@ class JaccardIndex(Index):
             )
         ]
 
-    def near_statement(self) -> sql.Composed:
-        """SELECT key, similarity of the rows sharing a band with signature $1 and estimated >= $2:
+    def near_statement(
+        self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
+    ) -> sql.Composed:
+        """SELECT key, similarity of the rows sharing a band with signature `sketch` and estimated
+        >= `cutoff`:
         any band's key equal (one bitmap scan of each B-tree, OR-ed), then the estimate on the row."""
         stored = sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))
         return sql.SQL(
@@ -313,16 +314,16 @@ class JaccardIndex(Index):
             " WHERE ({probes}) AND {check} OFFSET 0) AS c WHERE c.similarity >= {wanted}"
             " ORDER BY c.similarity DESC, c.key"
         ).format(
-            check=self.sketch_check(),
+            check=self.sketch_check(sketch),
             similarity=ESTIMATES[self.signature_spec](
-                stored, sql.SQL("({})").format(SIGNATURE), self.permutations
+                stored, sql.SQL("({})").format(sketch), self.permutations
             ),
             table=self.table,
             probes=sql.SQL(" OR ").join(
                 sql.SQL("{} = {}").format(row, query)
-                for row, query in zip(self.band_keys(stored), self.band_keys(SIGNATURE), strict=True)
+                for row, query in zip(self.band_keys(stored), self.band_keys(sketch), strict=True)
             ),
-            wanted=MIN_SIMILARITY,
+            wanted=cutoff,
         )
 
     def pairs_statement(self) -> sql.Composed:

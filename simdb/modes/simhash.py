@@ -27,13 +27,11 @@ from simdb import catalog, names
 from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
-from simdb.modes.base import MISMATCH_HINT, Index, Sketch, Spec
+from simdb.modes.base import CUTOFF, MISMATCH_HINT, SKETCH, Index, Sketch, Spec
 from simdb.modes.widths import Width, width
 from simdb.planner import WORKLOADS, plan_for
 from simdb.simhash import SPEC_VERSION, SPEC_VERSIONS, WIDTHS, Features, check_bits, check_spec, fingerprint
 
-FINGERPRINT = sql.SQL("$1")
-MAX_DISTANCE = sql.SQL("$2")
 PAIRS_MAX_DISTANCE = sql.SQL("$1")  # the only parameter of the pairs statement
 
 
@@ -102,11 +100,11 @@ class SimhashIndex(Index):
     def sketch_size(self) -> int:
         return self.bits
 
-    def sketch_check(self) -> sql.Composable:
+    def sketch_check(self, sketch: sql.Composable) -> sql.Composable:
         """A bit string of another length is refused (only bit(128) fingerprints can be wrong)."""
-        length = self.width.length(FINGERPRINT)
+        length = self.width.length(sketch)
         if length is None:
-            return super().sketch_check()
+            return super().sketch_check(sketch)
         return self._refusal(
             sql.SQL("{} <> {}").format(length, sql.Literal(self.bits)),
             sql.SQL("'bit(' || {} || ')'").format(length),
@@ -245,23 +243,26 @@ class SimhashIndex(Index):
             )
         ]
 
-    def near_statement(self) -> sql.Composed:
-        """SELECT key, distance of the rows within $2 bits of fingerprint $1, nearest first: any
-        table's prefix equal (one bitmap scan of each B-tree, OR-ed), then bit_count on the row."""
+    def near_statement(
+        self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
+    ) -> sql.Composed:
+        """SELECT key, distance of the rows within `cutoff` bits of fingerprint `sketch`, nearest
+        first: any table's prefix equal (one bitmap scan of each B-tree, OR-ed), then bit_count on
+        the row."""
         stored = sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))
-        distance = self.width.distance(stored, FINGERPRINT)
+        distance = self.width.distance(stored, sketch)
         return sql.SQL(
             "SELECT r.key, {distance} AS distance FROM {table} AS r"
             " WHERE ({probes}) AND {distance} <= {k} AND {check} ORDER BY 2, 1"
         ).format(
-            check=self.sketch_check(),
+            check=self.sketch_check(sketch),
             distance=distance,
             table=self.table,
             probes=sql.SQL(" OR ").join(
                 sql.SQL("{} = {}").format(row, query)
-                for row, query in zip(self.prefixes(stored), self.prefixes(FINGERPRINT), strict=True)
+                for row, query in zip(self.prefixes(stored), self.prefixes(sketch), strict=True)
             ),
-            k=MAX_DISTANCE,
+            k=cutoff,
         )
 
     def pairs_statement(self) -> sql.Composed:

@@ -297,6 +297,7 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
         "bytes_per_row",
         "pairs_seconds",
         "hand_pairs_seconds",
+        "sql_pairs_seconds",
         "index_build_s",
         "hand_p50_ms",
         "hand_bytes_per_row",

@@ -17,6 +17,7 @@ from psycopg import sql
 
 from simdb import names
 from simdb.bits import BITS
+from simdb.blocks import BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.minhash import UInt64Array
@@ -216,6 +217,11 @@ class Index(ABC):
         """CREATE INDEX on an expression of the sketch for each of `columns` (named NAME_<column>)."""
 
     pairs_settings: ClassVar[str] = ""  # SET clauses of NAME__pairs
+
+    def sorting_plan(self) -> BlockPlan | None:
+        """The permuted tables with which simdb.pairing finds all pairs in memory, several times
+        faster than the pairs function's self-joins; None where the mode has none."""
+        return None
 
     @abstractmethod
     def near_statement(

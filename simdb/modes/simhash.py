@@ -265,6 +265,9 @@ class SimhashIndex(Index):
             k=cutoff,
         )
 
+    def sorting_plan(self) -> BlockPlan | None:
+        return self.plan if self.bits == 64 else None  # (simdb.pairing sorts 64-bit values)
+
     def pairs_statement(self) -> sql.Composed:
         """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b):
         each table's prefix joined with itself, pairs found by several tables kept once."""

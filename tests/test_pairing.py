@@ -1,0 +1,49 @@
+"""simdb.pairing: all pairs within k bits by sorting equal brute force, whatever the collisions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simdb import pairing
+from simdb.blocks import BlockPlan
+from simdb.errors import InvalidParameter
+
+
+def _brute_force(values: np.ndarray, k: int) -> set[tuple[int, int, int]]:
+    found = set()
+    for i in range(len(values)):
+        distances = np.bitwise_count(values[i + 1 :] ^ values[i])
+        for j in np.flatnonzero(distances <= k):
+            found.add((i, i + 1 + int(j), int(distances[j])))
+    return found
+
+
+@pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 6), (6, 8)])
+def test_within_equals_brute_force(k: int, blocks: int) -> None:
+    rng = np.random.default_rng(blocks)
+    base = rng.integers(0, 2**64, size=40, dtype=np.uint64)
+    values = [base]
+    for flips in range(k + 3):  # copies at every distance up to k + 2, and exact repeats
+        copies = base.copy()
+        for row in range(len(copies)):
+            for bit in rng.choice(64, size=flips, replace=False):
+                copies[row] ^= np.uint64(1) << np.uint64(bit)
+        values.append(copies)
+    values.append(np.full(30, base[0]))  # a long run of one value
+    values.append(rng.integers(0, 2**64, size=200, dtype=np.uint64))
+    fingerprints = np.concatenate(values)
+    plan = BlockPlan(k, blocks)
+    for distance in sorted({0, k // 2, k}):
+        i, j, d = pairing.within(fingerprints, plan, distance)
+        found = list(zip(i.tolist(), j.tolist(), d.tolist(), strict=True))
+        assert len(found) == len(set(found)) and set(found) == _brute_force(fingerprints, distance)
+
+
+def test_within_refuses_what_it_cannot_pair_exactly() -> None:
+    with pytest.raises(InvalidParameter, match="within 4 bits"):
+        pairing.within(np.zeros(3, dtype=np.uint64), BlockPlan(3, 4), 4)
+    with pytest.raises(InvalidParameter, match="128-bit"):
+        pairing.within(np.zeros(3, dtype=np.uint64), BlockPlan(3, 4, 128), 3)
+    empty = pairing.within(np.zeros(0, dtype=np.uint64), BlockPlan(3, 4), 3)
+    assert [len(part) for part in empty] == [0, 0, 0]

@@ -306,22 +306,25 @@ class JaccardIndex(Index):
         self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
     ) -> sql.Composed:
         """SELECT key, similarity of the rows sharing a band with signature `sketch` and estimated
-        >= `cutoff`:
-        any band's key equal (one bitmap scan of each B-tree, OR-ed), then the estimate on the row."""
+        >= `cutoff`: any band's key equal (one bitmap scan of each B-tree, OR-ed), then the estimate
+        on the row. The query's signature and band keys are read once, into a CTE that the scans
+        and the estimate read: a parameter subscripted in each scan's condition and for each
+        candidate costs more than the scans (in a generic plan, every subscript fetches it)."""
         stored = sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))
         return sql.SQL(
-            "SELECT c.key, c.similarity FROM (SELECT r.key, {similarity} AS similarity FROM {table} AS r"
+            "WITH q AS MATERIALIZED (SELECT {sketch} AS s, ARRAY[{keys}] AS k)"
+            " SELECT c.key, c.similarity FROM (SELECT r.key, {similarity} AS similarity FROM {table} AS r, q"
             " WHERE ({probes}) AND {check} OFFSET 0) AS c WHERE c.similarity >= {wanted}"
             " ORDER BY c.similarity DESC, c.key"
         ).format(
+            sketch=sketch,
+            keys=sql.SQL(", ").join(self.band_keys(sketch)),
             check=self.sketch_check(sketch),
-            similarity=ESTIMATES[self.signature_spec](
-                stored, sql.SQL("({})").format(sketch), self.permutations
-            ),
+            similarity=ESTIMATES[self.signature_spec](stored, sql.SQL("q.s"), self.permutations),
             table=self.table,
             probes=sql.SQL(" OR ").join(
-                sql.SQL("{} = {}").format(row, query)
-                for row, query in zip(self.band_keys(stored), self.band_keys(sketch), strict=True)
+                sql.SQL("{} = (SELECT q.k[{}] FROM q)").format(row, sql.Literal(number + 1))
+                for number, row in enumerate(self.band_keys(stored))
             ),
             wanted=cutoff,
         )

@@ -213,8 +213,21 @@ class Index(ABC):
         """The sketch column's definition in CREATE TABLE."""
 
     @abstractmethod
+    def btree_keys(self, sketch: sql.Composable) -> list[sql.Composable]:
+        """What each B-tree is on, in the order of `columns`, as an expression of a sketch: a
+        permuted table's prefix of a fingerprint, or a band's key of a signature."""
+
     def btrees(self) -> list[sql.Composed]:
-        """CREATE INDEX on an expression of the sketch for each of `columns` (named NAME_<column>)."""
+        """CREATE INDEX NAME_<column> on each B-tree's expression of the stored sketch. Nothing
+        derived is stored in the row; where many rows share a key (short prefixes), PostgreSQL
+        stores it once with the list of those rows (B-tree deduplication)."""
+        stored = sql.Identifier(self.sketch_column)
+        return [
+            sql.SQL("CREATE INDEX {name} ON {table} (({key}))").format(
+                name=sql.Identifier(names.btree_name(self.name, column)), table=self.table, key=key
+            )
+            for column, key in zip(self.columns, self.btree_keys(stored), strict=True)
+        ]
 
     pairs_settings: ClassVar[str] = ""  # SET clauses of NAME__pairs
 

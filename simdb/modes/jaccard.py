@@ -22,7 +22,6 @@ import numpy.typing as npt
 from psycopg import sql
 from psycopg.types.numeric import Int8
 
-from simdb import names
 from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
@@ -287,20 +286,9 @@ class JaccardIndex(Index):
             " AND cardinality({c}) = {n} AND array_position({c}, NULL) IS NULL)"
         ).format(c=column, n=sql.Literal(self.sketch_size))
 
-    def band_keys(self, signature: sql.Composable) -> list[sql.Composable]:
-        """Each band's key of a signature: what its B-tree is on."""
-        return [band_key(self.banding, number, signature) for number in range(self.banding.bands)]
-
-    def btrees(self) -> list[sql.Composed]:
-        """A B-tree on each band's key of the signature: an expression, so no key is stored in the row."""
-        return [
-            sql.SQL("CREATE INDEX {name} ON {table} (({key}))").format(
-                name=sql.Identifier(names.btree_name(self.name, column)), table=self.table, key=key
-            )
-            for column, key in zip(
-                self.columns, self.band_keys(sql.Identifier(self.sketch_column)), strict=True
-            )
-        ]
+    def btree_keys(self, sketch: sql.Composable) -> list[sql.Composable]:
+        """Each band's key of a signature."""
+        return [band_key(self.banding, number, sketch) for number in range(self.banding.bands)]
 
     def near_statement(
         self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
@@ -318,13 +306,13 @@ class JaccardIndex(Index):
             " ORDER BY c.similarity DESC, c.key"
         ).format(
             sketch=sketch,
-            keys=sql.SQL(", ").join(self.band_keys(sketch)),
+            keys=sql.SQL(", ").join(self.btree_keys(sketch)),
             check=self.sketch_check(sketch),
             similarity=ESTIMATES[self.signature_spec](stored, sql.SQL("q.s"), self.permutations),
             table=self.table,
             probes=sql.SQL(" OR ").join(
                 sql.SQL("{} = (SELECT q.k[{}] FROM q)").format(row, sql.Literal(number + 1))
-                for number, row in enumerate(self.band_keys(stored))
+                for number, row in enumerate(self.btree_keys(stored))
             ),
             wanted=cutoff,
         )
@@ -338,7 +326,7 @@ class JaccardIndex(Index):
                 "SELECT x.key AS a, y.key AS b FROM {table} AS x JOIN {table} AS y ON {left} = {right}"
                 " AND x.key < y.key"
             ).format(table=self.table, left=left, right=right)
-            for left, right in zip(self.band_keys(x), self.band_keys(y), strict=True)
+            for left, right in zip(self.btree_keys(x), self.btree_keys(y), strict=True)
         )
         return sql.SQL(
             "SELECT c.key_a, c.key_b, c.similarity FROM (SELECT p.a AS key_a, p.b AS key_b,"

@@ -23,7 +23,7 @@ from typing import Any, Self
 import numpy as np
 from psycopg import sql
 
-from simdb import catalog, names
+from simdb import catalog
 from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
@@ -227,21 +227,9 @@ class SimhashIndex(Index):
     def sketch_definition(self) -> sql.Composable:
         return sql.SQL("fingerprint {} NOT NULL").format(sql.SQL(self.width.column_type))
 
-    def prefixes(self, fingerprint: sql.Composable) -> list[sql.Composable]:
-        """Each permuted table's prefix of a fingerprint: what its B-tree is on."""
-        return [self.width.prefix(table, fingerprint) for table in self.plan.tables]
-
-    def btrees(self) -> list[sql.Composed]:
-        """A B-tree on each table's prefix of the fingerprint: an expression, so nothing permuted
-        is stored in the row, and a short prefix repeats enough for PostgreSQL to deduplicate."""
-        return [
-            sql.SQL("CREATE INDEX {name} ON {table} (({prefix}))").format(
-                name=sql.Identifier(names.btree_name(self.name, column)), table=self.table, prefix=prefix
-            )
-            for column, prefix in zip(
-                self.columns, self.prefixes(sql.Identifier(self.sketch_column)), strict=True
-            )
-        ]
+    def btree_keys(self, sketch: sql.Composable) -> list[sql.Composable]:
+        """Each permuted table's prefix of a fingerprint."""
+        return [self.width.prefix(table, sketch) for table in self.plan.tables]
 
     def near_statement(
         self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
@@ -260,7 +248,7 @@ class SimhashIndex(Index):
             table=self.table,
             probes=sql.SQL(" OR ").join(
                 sql.SQL("{} = {}").format(row, query)
-                for row, query in zip(self.prefixes(stored), self.prefixes(sketch), strict=True)
+                for row, query in zip(self.btree_keys(stored), self.btree_keys(sketch), strict=True)
             ),
             k=cutoff,
         )
@@ -279,6 +267,6 @@ class SimhashIndex(Index):
                 "SELECT x.key, y.key, {distance} FROM {table} AS x JOIN {table} AS y ON {left} = {right}"
                 " WHERE {distance} <= {k} AND x.key < y.key"
             ).format(distance=distance, table=self.table, left=left, right=right, k=PAIRS_MAX_DISTANCE)
-            for left, right in zip(self.prefixes(x), self.prefixes(y), strict=True)
+            for left, right in zip(self.btree_keys(x), self.btree_keys(y), strict=True)
         ]
         return sql.SQL(" UNION ").join(joins)

@@ -63,6 +63,4 @@ def _in_runs(fingerprints: np.ndarray, keys: np.ndarray, max_distance: int) -> t
         live = live[live + step < len(ordered)]
         live = live[ordered[live + step] == ordered[live]]
     empty = np.empty(0, dtype=np.int64)
-    return np.concatenate([empty, *firsts]).astype(np.int64), np.concatenate([empty, *seconds]).astype(
-        np.int64
-    )
+    return np.concatenate([empty, *firsts]), np.concatenate([empty, *seconds])

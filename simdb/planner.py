@@ -28,8 +28,8 @@ class Costs:
     query_ms: float = 0.17  # fixed per query: round trip, function calls, final sort
     probe_ms: float = 0.012  # one bitmap scan of a table's B-tree
     candidate_ms: float = 0.002  # one random candidate: its row read and checked with bit_count
-    join_row_s: float = 1.0e-6  # per row and table: the hash self-join of a table's prefix
-    pair_s: float = 0.2e-6  # per candidate pair compared in the self-join
+    join_row_s: float = 1.0e-6  # per row and table: simdb.pairs' hash self-join of a table's prefix
+    pair_s: float = 0.2e-6  # per candidate pair compared in that self-join
     load_row_s: float = 7.5e-6  # per row and table: COPY and upsert with the B-trees in place
     row_bytes: float = 74.0  # the row (short key, 64-bit fingerprint) and its primary key
     entry_bytes: float = 6.0  # per row and table: a row's place in a B-tree's posting list

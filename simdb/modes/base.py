@@ -28,10 +28,10 @@ SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
 
 MISMATCH_HINT = "use the simdb version that built it, or create a new index and re-ingest"
 
+SKETCH, CUTOFF = sql.SQL("$1"), sql.SQL("$2")  # the parameters of NAME__near's statement
 # The probes compare index expressions with expressions of $1: the generic plan is the same
 # bitmap probes whatever the value, and a custom plan made on every call would cost more than
 # the query (at 20 tables, 0.7 ms of planning for a 0.3 ms query).
-SKETCH, CUTOFF = sql.SQL("$1"), sql.SQL("$2")  # the parameters of NAME__near's statement
 NEAR_SETTINGS = "PARALLEL SAFE SET plan_cache_mode = force_generic_plan"
 
 
@@ -229,8 +229,6 @@ class Index(ABC):
             for column, key in zip(self.columns, self.btree_keys(stored), strict=True)
         ]
 
-    pairs_settings: ClassVar[str] = ""  # SET clauses of NAME__pairs
-
     def sorting_plan(self) -> BlockPlan | None:
         """The permuted tables with which simdb.pairing finds all pairs in memory, several times
         faster than the pairs function's self-joins; None where the mode has none."""
@@ -267,7 +265,7 @@ class Index(ABC):
         """The index's table, its B-trees and its near and pairs functions (after its catalog row).
 
         The key is the row's identity (a distributed table can be split on it). Everything derived
-        from the sketch is computed by PostgreSQL (B-tree expressions, generated columns), so any
+        from the sketch is computed by PostgreSQL (the B-trees' expressions), so any
         application can insert (key, sketch) in plain SQL and be found as simdb would find it.
         """
         conn.execute(
@@ -302,7 +300,7 @@ class Index(ABC):
                 self.pairs_function,
                 f"{cutoff} {self.cutoff_type}",
                 f"key_a text, key_b text, {score} {self.score_type}",
-                self.pairs_settings,
+                "",
                 self.pairs_statement().as_string(conn),
             )
         )

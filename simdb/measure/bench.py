@@ -354,7 +354,8 @@ def _bench_hnsw(
 
 
 def server_side_ms(conn: Connection, made: Index, arguments: Sequence[tuple[object, object]]) -> list[float]:
-    """Execution time inside the server of the index's near statement (its cached generic plan).
+    """Execution time inside the server of the index's near statement (its cached generic plan),
+    without per-node timers (EXPLAIN's TIMING OFF), which add their own cost to every node.
 
     `arguments` are (sketch as stored, cutoff) pairs, as the index's near function takes them.
     """
@@ -366,7 +367,7 @@ def server_side_ms(conn: Connection, made: Index, arguments: Sequence[tuple[obje
     timings = []
     try:
         for sketch, cutoff in arguments:
-            explain = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {}({}, {})").format(
+            explain = sql.SQL("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE {}({}, {})").format(
                 name, sql.Literal(sketch), sql.Literal(cutoff)
             )
             plan = conn.execute(explain).fetchone()

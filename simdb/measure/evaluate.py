@@ -264,7 +264,7 @@ def _hand_written(
             float(plan[0][0]["Execution Time"])
             for plan in (
                 conn.execute(
-                    sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(hand.query()), args
+                    sql.SQL("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {}").format(hand.query()), args
                 ).fetchone()
                 for args in arguments[:200]
             )

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from simdb import names, pairing
-from simdb.blocks import BlockPlan
+from simdb import names
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.modes import Index
@@ -54,59 +53,30 @@ def pairs(
         conditions.append(
             sql.SQL("greatest(a.size, b.size) <= {} * least(a.size, b.size)").format(sql.Literal(size_ratio))
         )
-    where = sql.SQL(" WHERE {}").format(sql.SQL(" AND ").join(conditions)) if conditions else sql.SQL("")
-    plan = index.sorting_plan()
-    if plan is not None and conn.info.transaction_status == TransactionStatus.IDLE:
-        yield from _sorted_pairs(conn, index, plan, int(cutoff), where)
-        return
+    if conn.info.transaction_status == TransactionStatus.IDLE:  # (in memory, rows are found by address)
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            found = index.pairs_in_memory(conn, cutoff)
+            if found is not None:
+                statement, parameters = found
+                extra = sql.SQL("").join(sql.SQL(" AND {}").format(c) for c in conditions)
+                yield from _stream(conn, index, statement + extra, parameters)
+                return
     statement = sql.SQL("SELECT p.* FROM {}(%s) AS p").format(index.pairs_function)
     if conditions:
-        statement += sql.SQL(
-            " JOIN {table} AS a ON a.key = p.key_a JOIN {table} AS b ON b.key = p.key_b"
-        ).format(table=index.table)
-    with conn.transaction(), conn.cursor(name=f"simdb_pairs_{index.name}") as cursor:
+        rows = sql.SQL(" JOIN {t} AS a ON a.key = p.key_a JOIN {t} AS b ON b.key = p.key_b WHERE {c}")
+        statement += rows.format(t=index.table, c=sql.SQL(" AND ").join(conditions))
+    with conn.transaction():
+        yield from _stream(conn, index, statement, [cutoff])
+
+
+def _stream(conn: Connection, index: Index, statement: sql.Composed, parameters: list[Any]) -> Iterator[Pair]:
+    """The pairs a statement returns (key_a, key_b, score), through a server-side cursor."""
+    with conn.cursor(name=f"simdb_pairs_{index.name}") as cursor:
         cursor.itersize = _FETCH
-        cursor.execute(statement + where, (cutoff,))
+        cursor.execute(statement, parameters)
         for key_a, key_b, score in cursor:
             yield Pair(key_a, key_b, *index.scored(score))
-
-
-def _sorted_pairs(
-    conn: Connection, index: Index, plan: BlockPlan, k: int, where: sql.Composable
-) -> Iterator[Pair]:
-    """The pairs found in memory by simdb.pairing, then named from the rows they point to.
-
-    One REPEATABLE READ transaction: the fingerprints and row addresses (ctid) are read in one
-    statement, and the pairs' rows are read back by address under the same snapshot, where no
-    row can move.
-    """
-    with conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        row = conn.execute(
-            sql.SQL(
-                "SELECT string_agg(int8send(fingerprint), ''::bytea),"
-                " string_agg(tidsend(ctid), ''::bytea) FROM {}"
-            ).format(index.table)
-        ).fetchone()
-        if row is None or row[0] is None:
-            return
-        fingerprints = np.frombuffer(row[0], dtype=">i8").astype(np.int64).view(np.uint64)
-        addresses = np.frombuffer(row[1], dtype=np.dtype([("block", ">u4"), ("offset", ">u2")]))
-        first, second, distance = pairing.within(fingerprints, plan, k)
-
-        def tids(positions: np.ndarray) -> list[str]:
-            return [f"({block},{offset})" for block, offset in addresses[positions].tolist()]
-
-        statement = sql.SQL(
-            "SELECT least(a.key, b.key), greatest(a.key, b.key), p.distance"
-            " FROM unnest(%s::tid[], %s::tid[], %s::integer[]) AS p(a, b, distance)"
-            " JOIN {table} AS a ON a.ctid = p.a JOIN {table} AS b ON b.ctid = p.b"
-        ).format(table=index.table)
-        with conn.cursor(name=f"simdb_pairs_{index.name}") as cursor:
-            cursor.itersize = _FETCH
-            cursor.execute(statement + where, (tids(first), tids(second), distance.tolist()))
-            for key_a, key_b, score in cursor:
-                yield Pair(key_a, key_b, *index.scored(score))
 
 
 class _Components:

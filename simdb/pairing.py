@@ -1,4 +1,5 @@
-"""All pairs within k bits among 64-bit fingerprints held in memory, by sorting (pure numpy).
+"""All pairs among rows held in memory, by sorting (pure numpy): within k bits of 64-bit
+fingerprints, or sharing a band key (MinHash LSH).
 
 The same permuted tables as the index (Manku et al.'s batch mode): two fingerprints within k
 bits share some table's prefix, so sorting the rows by each table's prefix puts every candidate
@@ -7,6 +8,8 @@ same work is a hash self-join per table, which costs several times more per cand
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,29 +39,45 @@ def within(
             f"cannot pair {plan.bits}-bit fingerprints within {max_distance} bits by sorting",
             f"give 64-bit fingerprints and a distance of 0..{plan.max_distance}",
         )
-    found = [_in_runs(fingerprints, prefixes(fingerprints, table), max_distance) for table in plan.tables]
-    first = np.concatenate([f[0] for f in found])
-    second = np.concatenate([f[1] for f in found])
-    unique = np.unique(first * len(fingerprints) + second)  # a pair found by several tables, once
-    i, j = np.divmod(unique, len(fingerprints))
+
+    def close(a: Positions, b: Positions) -> np.ndarray:
+        return np.asarray(np.bitwise_count(fingerprints[a] ^ fingerprints[b]) <= max_distance)
+
+    i, j = _once([_in_runs(prefixes(fingerprints, table), close) for table in plan.tables], len(fingerprints))
     return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
 
 
-def _in_runs(fingerprints: np.ndarray, keys: np.ndarray, max_distance: int) -> tuple[Positions, Positions]:
-    """The pairs within max_distance among rows with equal keys: sorted by key, row p is compared
-    with rows p + 1, p + 2, ... while they are in its run (the positions still in a run shrink
-    with each step, so the work is the number of candidate pairs)."""
+def sharing(keys: list[np.ndarray]) -> tuple[Positions, Positions]:
+    """(i, j) of every pair of positions i < j equal in at least one of the key arrays (the bands
+    of MinHash LSH), each pair once."""
+    rows = len(keys[0]) if keys else 0
+    return _once([_in_runs(column, lambda a, b: np.ones(len(a), dtype=bool)) for column in keys], rows)
+
+
+def _once(found: list[tuple[Positions, Positions]], rows: int) -> tuple[Positions, Positions]:
+    """The pairs found by several tables or bands, once, ordered."""
+    first = np.concatenate([np.empty(0, dtype=np.int64), *(f[0] for f in found)])
+    second = np.concatenate([np.empty(0, dtype=np.int64), *(f[1] for f in found)])
+    i, j = np.divmod(np.unique(first * rows + second), max(rows, 1))
+    return i, j
+
+
+def _in_runs(
+    keys: np.ndarray, close: Callable[[Positions, Positions], np.ndarray]
+) -> tuple[Positions, Positions]:
+    """The pairs (i < j) of rows with equal keys for which close(i, j) holds: sorted by key, row p
+    is compared with rows p + 1, p + 2, ... while they are in its run (the positions still in a
+    run shrink with each step, so the work is the number of candidate pairs)."""
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
-    values = fingerprints[order]
     firsts, seconds = [], []
     step = 1
     live = np.flatnonzero(ordered[1:] == ordered[:-1])  # positions whose next row shares the key
     while live.size:
-        close = np.bitwise_count(values[live] ^ values[live + step]) <= max_distance
-        a, b = order[live[close]], order[live[close] + step]
-        firsts.append(np.minimum(a, b))
-        seconds.append(np.maximum(a, b))
+        a, b = order[live], order[live + step]
+        keep = close(a, b)
+        firsts.append(np.minimum(a[keep], b[keep]))
+        seconds.append(np.maximum(a[keep], b[keep]))
         step += 1
         live = live[live + step < len(ordered)]
         live = live[ordered[live + step] == ordered[live]]

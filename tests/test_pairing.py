@@ -47,3 +47,17 @@ def test_within_refuses_what_it_cannot_pair_exactly() -> None:
         pairing.within(np.zeros(3, dtype=np.uint64), BlockPlan(3, 4, 128), 3)
     empty = pairing.within(np.zeros(0, dtype=np.uint64), BlockPlan(3, 4), 3)
     assert [len(part) for part in empty] == [0, 0, 0]
+
+
+def test_sharing_equals_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    keys = [rng.integers(0, 40, size=300) for _ in range(5)]  # small ranges: many shared keys
+    keys.append(np.full(300, 7))  # one band where every row shares its key
+    for columns in (keys[:5], keys):
+        i, j = pairing.sharing(columns)
+        found = list(zip(i.tolist(), j.tolist(), strict=True))
+        expected = {
+            (a, b) for a in range(300) for b in range(a + 1, 300) if any(c[a] == c[b] for c in columns)
+        }
+        assert len(found) == len(set(found)) and set(found) == expected
+    assert [len(part) for part in pairing.sharing([])] == [0, 0]

@@ -17,7 +17,6 @@ from psycopg import sql
 
 from simdb import names
 from simdb.bits import BITS
-from simdb.blocks import BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.minhash import UInt64Array
@@ -229,10 +228,25 @@ class Index(ABC):
             for column, key in zip(self.columns, self.btree_keys(stored), strict=True)
         ]
 
-    def sorting_plan(self) -> BlockPlan | None:
-        """The permuted tables with which simdb.pairing finds all pairs in memory, several times
-        faster than the pairs function's self-joins; None where the mode has none."""
+    def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
+        """Every pair within the cutoff found in memory (simdb.pairing), several times faster than
+        the pairs function's self-joins: the statement that names them, SELECT key_a, key_b,
+        score FROM ... rows a and b ... WHERE ..., and its parameters; None where the mode cannot.
+
+        The pairs are row addresses, so the caller runs this and the statement in one REPEATABLE
+        READ transaction. Conditions on rows a and b may be added with AND.
+        """
         return None
+
+    def _pairs_at(self, score: sql.Composable, keep: sql.Composable) -> sql.Composed:
+        """SELECT least(a.key, b.key), greatest(a.key, b.key), score of the pairs of rows at the
+        addresses %s::tid[] and %s::tid[] (rows a and b; `keep` may name the score as s.score)."""
+        return sql.SQL(
+            "SELECT least(a.key, b.key), greatest(a.key, b.key), s.score"
+            " FROM unnest(%s::tid[], %s::tid[]) AS p(a, b) JOIN {table} AS a ON a.ctid = p.a"
+            " JOIN {table} AS b ON b.ctid = p.b CROSS JOIN LATERAL (SELECT {score} AS score) AS s"
+            " WHERE {keep}"
+        ).format(table=self.table, score=score, keep=keep)
 
     @abstractmethod
     def near_statement(

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from psycopg import sql
 from psycopg.types.numeric import Int8
 
+from simdb import pairing, rowscan
 from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
@@ -316,6 +317,17 @@ class JaccardIndex(Index):
             ),
             wanted=cutoff,
         )
+
+    def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
+        """Rows sharing a band key found by sorting each band's keys; each candidate pair's rows
+        then read once and estimated in SQL."""
+        rows = rowscan.read(conn, self.table, self.btree_keys(sql.SQL("r.signature")))
+        first, second = pairing.sharing(rows.values)
+        estimate = ESTIMATES[self.signature_spec](
+            sql.SQL("a.signature"), sql.SQL("b.signature"), self.permutations
+        )
+        keep = sql.SQL("s.score >= %s")
+        return self._pairs_at(estimate, keep), [rows.tids(first), rows.tids(second), cutoff]
 
     def pairs_statement(self) -> sql.Composed:
         """SELECT key_a, key_b, similarity of every pair sharing a band and estimated >= $1, once:

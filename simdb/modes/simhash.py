@@ -23,7 +23,7 @@ from typing import Any, Self
 import numpy as np
 from psycopg import sql
 
-from simdb import catalog
+from simdb import catalog, pairing, rowscan
 from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
@@ -253,8 +253,15 @@ class SimhashIndex(Index):
             k=cutoff,
         )
 
-    def sorting_plan(self) -> BlockPlan | None:
-        return self.plan if self.bits == 64 else None  # (simdb.pairing sorts 64-bit values)
+    def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
+        """Each table's prefixes sorted, runs compared with bit_count (64-bit fingerprints only)."""
+        if self.bits != 64:
+            return None
+        rows = rowscan.read(conn, self.table, [sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))])
+        first, second, _ = pairing.within(rows.values[0].view(np.uint64), self.plan, int(cutoff))
+        stored = sql.Identifier(self.sketch_column)
+        distance = self.width.distance(sql.SQL("a.{}").format(stored), sql.SQL("b.{}").format(stored))
+        return self._pairs_at(distance, sql.SQL("true")), [rows.tids(first), rows.tids(second)]
 
     def pairs_statement(self) -> sql.Composed:
         """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b):

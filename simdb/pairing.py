@@ -40,18 +40,18 @@ def within(
             f"give 64-bit fingerprints and a distance of 0..{plan.max_distance}",
         )
 
-    def close(a: Positions, b: Positions) -> np.ndarray:
-        return np.asarray(np.bitwise_count(fingerprints[a] ^ fingerprints[b]) <= max_distance)
+    def close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.bitwise_count(a ^ b) <= max_distance)
 
-    i, j = _once([_in_runs(prefixes(fingerprints, table), close) for table in plan.tables], len(fingerprints))
+    runs = [_in_runs(prefixes(fingerprints, table), (fingerprints, close)) for table in plan.tables]
+    i, j = _once(runs, len(fingerprints))
     return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
 
 
 def sharing(keys: list[np.ndarray]) -> tuple[Positions, Positions]:
     """(i, j) of every pair of positions i < j equal in at least one of the key arrays (the bands
     of MinHash LSH), each pair once."""
-    rows = len(keys[0]) if keys else 0
-    return _once([_in_runs(column, lambda a, b: np.ones(len(a), dtype=bool)) for column in keys], rows)
+    return _once([_in_runs(column) for column in keys], len(keys[0]) if keys else 0)
 
 
 def _once(found: list[tuple[Positions, Positions]], rows: int) -> tuple[Positions, Positions]:
@@ -62,22 +62,25 @@ def _once(found: list[tuple[Positions, Positions]], rows: int) -> tuple[Position
     return i, j
 
 
-def _in_runs(
-    keys: np.ndarray, close: Callable[[Positions, Positions], np.ndarray]
-) -> tuple[Positions, Positions]:
-    """The pairs (i < j) of rows with equal keys for which close(i, j) holds: sorted by key, row p
-    is compared with rows p + 1, p + 2, ... while they are in its run (the positions still in a
-    run shrink with each step, so the work is the number of candidate pairs)."""
+Check = tuple[np.ndarray, Callable[[np.ndarray, np.ndarray], np.ndarray]]  # values, pairs to keep
+
+
+def _in_runs(keys: np.ndarray, check: Check | None = None) -> tuple[Positions, Positions]:
+    """The pairs (i < j) of rows with equal keys, and with `check` = (values, keep) only those
+    for which keep(values[i], values[j]) holds. Sorted by key, row p is compared with rows p + 1,
+    p + 2, ... while they are in its run (the positions still in a run shrink with each step, so
+    the work is the number of candidate pairs); the values are sorted along, and read in order."""
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
+    values = None if check is None else check[0][order]
     firsts, seconds = [], []
     step = 1
     live = np.flatnonzero(ordered[1:] == ordered[:-1])  # positions whose next row shares the key
     while live.size:
-        a, b = order[live], order[live + step]
-        keep = close(a, b)
-        firsts.append(np.minimum(a[keep], b[keep]))
-        seconds.append(np.maximum(a[keep], b[keep]))
+        kept = live if check is None or values is None else live[check[1](values[live], values[live + step])]
+        a, b = order[kept], order[kept + step]
+        firsts.append(np.minimum(a, b))
+        seconds.append(np.maximum(a, b))
         step += 1
         live = live[live + step < len(ordered)]
         live = live[ordered[live + step] == ordered[live]]

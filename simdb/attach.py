@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, ingest, names
+from simdb import catalog, ingest
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
@@ -178,7 +178,7 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
     """
     made = indexes.get(conn, name)
     source = source_of(conn, name)
-    has_source_key = _has_column(conn, made, "source_key")
+    has_source_key = indexes.has_column(conn, made.name, "source_key")
     report = SyncReport()
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
     changed = sql.SQL(
@@ -288,15 +288,6 @@ def _store_rows(
             ingest.count_stored(report, len(batch), ingest.store(conn, made, batch, sizes, hashes))
             if progress is not None:
                 progress(len(rows))
-
-
-def _has_column(conn: Connection, made: Index, column: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
-        " AND column_name = %s",
-        (names.SCHEMA, made.name, column),
-    ).fetchone()
-    return row is not None
 
 
 def _link_source_keys(conn: Connection, made: Index, source: Source) -> None:

@@ -19,7 +19,7 @@ MAX_TABLES = 64
 MAX_DISTANCES = {64: 8, 128: 16}  # the largest k served exactly, by fingerprint width
 MAX_DISTANCE = MAX_DISTANCES[64]
 DEFAULT_MAX_DISTANCE = 3
-KEY_BITS = 64  # a table's key (the leading bits of its permuted value) is one bigint
+KEY_BITS = 64  # a table's B-tree key (the leading bits of its permuted value) is one bigint
 
 
 def block_widths(blocks: int, bits: int = 64) -> tuple[int, ...]:
@@ -58,7 +58,7 @@ class Table:
         return KEY_BITS - min(self.prefix_bits, KEY_BITS)
 
     def key(self, value: int) -> int:
-        """The leading 64 bits of the permuted value: what a table stores and its B-tree orders."""
+        """The leading 64 bits of the permuted value (its prefix, cut as the B-tree's is: >> key_shift)."""
         return self.permute(value) >> (self.bits - KEY_BITS)
 
     def permute(self, value: int) -> int:

@@ -74,6 +74,16 @@ def table_exists(conn: Connection, table: str) -> bool:
     return found is not None
 
 
+def has_column(conn: Connection, table: str, column: str) -> bool:
+    """Whether simdb.<table> has a column of that name."""
+    found = conn.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
+        " AND column_name = %s",
+        (names.SCHEMA, table, column),
+    ).fetchone()
+    return found is not None
+
+
 def get(conn: Connection, name: str) -> Index:
     """Load an index's parameters; refuse one made under settings this simdb cannot reproduce."""
     check_name(name)

@@ -54,7 +54,7 @@ def unfinished(conn: Connection) -> list[str]:
     return [
         name
         for name in catalog.index_names(conn)
-        if _has_column(conn, name, OLD_ID)
+        if index.has_column(conn, name, OLD_ID)
         and _constraint(conn, names.table(name), "p", "PRIMARY KEY (key)") is not None
     ]
 
@@ -92,12 +92,3 @@ def _constraint(conn: Connection, table: sql.Identifier, kind: str, definition: 
         (table.as_string(conn), kind, definition),
     ).fetchone()
     return None if row is None else str(row[0])
-
-
-def _has_column(conn: Connection, table: str, column: str) -> bool:
-    found = conn.execute(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
-        " AND column_name = %s",
-        (names.SCHEMA, table, column),
-    ).fetchone()
-    return found is not None

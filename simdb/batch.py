@@ -9,6 +9,7 @@ from typing import Any
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
+from simdb import index as indexes
 from simdb import names
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
@@ -176,12 +177,13 @@ def clusters(
     table = names.clusters_table(index.name)
     column = sql.Identifier(index.cutoff_column)
     with conn.transaction():
-        conn.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, cluster integer NOT NULL,"
-                " {} {} NOT NULL)"
-            ).format(table, column, sql.SQL(index.cutoff_type))
-        )
+        if not indexes.has_clusters(conn, index.name):  # placed beside the index's rows, joined on key
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE {} (key text PRIMARY KEY, cluster integer NOT NULL, {} {} NOT NULL)"
+                ).format(table, column, sql.SQL(index.cutoff_type))
+            )
+            index.placement.place(conn, table, beside=index.table)
         conn.execute(sql.SQL("TRUNCATE {}").format(table))
         with conn.cursor().copy(
             sql.SQL("COPY {} (key, cluster, {}) FROM STDIN").format(table, column)
@@ -223,9 +225,11 @@ def dedup(
         "shortest": sql.SQL("r.size NULLS LAST, r.key"),
         "longest": sql.SQL("r.size DESC NULLS LAST, r.key"),
     }[keep]
-    statement = sql.SQL(
-        "SELECT c.cluster, c.key, row_number() OVER (PARTITION BY c.cluster ORDER BY {order}) = 1"
-        " FROM {clusters} AS c JOIN {table} AS r ON r.key = c.key ORDER BY c.cluster, 3 DESC, c.key"
+    statement = sql.SQL(  # (members first, ranked after: Citus ranks across shards on the coordinator)
+        "WITH r AS MATERIALIZED (SELECT c.cluster, r.key, r.added_at, r.size FROM {clusters} AS c"
+        " JOIN {table} AS r ON r.key = c.key)"
+        " SELECT r.cluster, r.key, row_number() OVER (PARTITION BY r.cluster ORDER BY {order}) = 1"
+        " FROM r ORDER BY r.cluster, 3 DESC, r.key"
     ).format(order=order, clusters=names.clusters_table(index.name), table=index.table)
     if not found.groups:
         return

@@ -7,16 +7,16 @@ branch here holds the index's own near statement over simdb.near's parameters, p
 per session (generically, as NAME__near's is), so that simdb.near costs no more than calling
 the index's function. Anything a branch does not serve (an unknown index, a jaccard one, a
 distance out of range, a fingerprint of the other width) goes to simdb._near_dynamic, which
-raises the usual errors.
+raises the usual errors. A distributed index's branch calls its near function instead, which
+Citus plans on each call.
 """
 
 from __future__ import annotations
 
 from psycopg import sql
 
-from simdb import catalog, names
+from simdb import catalog, names, placement
 from simdb.connection import Connection
-from simdb.modes.base import NEAR_SETTINGS
 from simdb.modes.simhash import SimhashIndex
 from simdb.modes.widths import WIDTHS
 
@@ -32,6 +32,8 @@ def regenerate(conn: Connection) -> None:
     limits = catalog.simhash_limits(conn)
     rows = {name: catalog.index_row(conn, name) for name, _, _ in limits}
     indexes = {name: SimhashIndex.from_catalog(conn, row) for name, row in rows.items() if row is not None}
+    inline = {name: placement.of(conn, name).inline_near for name in indexes}
+    cutoff = sql.SQL("coalesce({}, {})")
     for bits, own in WIDTHS.items():
         length = own.length(FINGERPRINT)  # a branch takes fingerprints of the right length only
         fits = sql.SQL("true") if length is None else sql.SQL("{} = {}").format(length, sql.Literal(bits))
@@ -45,8 +47,10 @@ def regenerate(conn: Connection) -> None:
                 name=sql.Literal(name),
                 fits=fits,
                 k=sql.Literal(k),
-                near=indexes[name].near_statement(
-                    FINGERPRINT, sql.SQL("coalesce({}, {})").format(MAX_DISTANCE, sql.Literal(k))
+                near=indexes[name].near_statement(FINGERPRINT, cutoff.format(MAX_DISTANCE, sql.Literal(k)))
+                if inline[name]
+                else sql.SQL("SELECT * FROM {}({}, {})").format(
+                    indexes[name].near_function, FINGERPRINT, cutoff.format(MAX_DISTANCE, sql.Literal(k))
                 ),
             )
             if width == bits
@@ -78,7 +82,7 @@ def regenerate(conn: Connection) -> None:
             ).format(
                 near=names.in_schema("near"),
                 argument=sql.SQL(own.sketch_type),
-                settings=sql.SQL(NEAR_SETTINGS),
+                settings=sql.SQL(placement.Local.near_settings),
                 body=sql.Literal(body.as_string(conn)),
             )
         )

@@ -6,17 +6,19 @@ indexes, in one transaction each, through the catalog.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TypeVar
 
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, dispatch, names
+from simdb import catalog, dispatch, names, placement
 from simdb.connection import Connection
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
 from simdb.modes import Index, SimhashSpec, Spec, index_class
 from simdb.names import check_name
+from simdb.placement import Distributed, Placement
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.simhash import DEFAULT_FEATURES, Features
 
@@ -30,10 +32,13 @@ def create(
     *,
     features: Features = DEFAULT_FEATURES,
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    placed: Placement = placement.LOCAL,
 ) -> Index:
-    """Create an index of spec's mode (default: SimhashSpec()): catalog rows, table, B-trees, functions."""
+    """Create an index of spec's mode (default: SimhashSpec()): catalog rows, table, B-trees,
+    functions; `placed` Distributed() makes its table a Citus distributed table."""
     check_name(name)
-    return save(conn, (spec or SimhashSpec()).build(name, features, expected_rows))
+    made = (spec or SimhashSpec()).build(name, features, expected_rows)
+    return save(conn, dataclasses.replace(made, placement=placed))
 
 
 def save(conn: Connection, made: AnyIndex) -> AnyIndex:
@@ -84,6 +89,11 @@ def has_column(conn: Connection, table: str, column: str) -> bool:
     return found is not None
 
 
+def has_clusters(conn: Connection, name: str) -> bool:
+    """Whether `simdb clusters` has made index NAME's clusters table."""
+    return conn.execute("SELECT to_regclass(%s)", (names.clusters_table_name(name),)).fetchone() != (None,)
+
+
 def get(conn: Connection, name: str) -> Index:
     """Load an index's parameters; refuse one made under settings this simdb cannot reproduce."""
     check_name(name)
@@ -93,7 +103,9 @@ def get(conn: Connection, name: str) -> Index:
             f"no index named {name!r}",
             f"create it with `simdb create {name}`; `simdb list` shows the indexes",
         )
-    return index_class(row["mode"]).from_catalog(conn, row)
+    made = index_class(row["mode"]).from_catalog(conn, row)
+    placed = placement.of(conn, name)
+    return made if placed == made.placement else dataclasses.replace(made, placement=placed)
 
 
 def get_or_create(conn: Connection, name: str) -> Index:
@@ -121,8 +133,12 @@ class Summary:
         made = self.index
         return (
             f"{made.name:<20} {made.mode:<8} {self.rows:>10}  {made.features!s:<8} "
-            f"v{made.spec_version:<3}  {made.summary}"
+            f"v{made.spec_version:<3}  {made.summary}{_semicolon(made.placement.describe())}"
         )
+
+
+def _semicolon(text: str) -> str:
+    return f"; {text}" if text else ""
 
 
 @dataclass(frozen=True)
@@ -147,6 +163,28 @@ def list_indexes(conn: Connection) -> list[Summary]:
         rows = count[0] if count else 0
         result.append(Summary(index, rows))
     return result
+
+
+def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
+    """Make index NAME's table (and its clusters table) Citus distributed tables, rows included,
+    and its functions those of a distributed index, in one transaction."""
+    made = get(conn, name)
+    if isinstance(made.placement, Distributed):
+        raise InvalidParameter(
+            f"index {name!r} is distributed already ({made.placement.describe()})",
+            "to change its shard count, use Citus' alter_distributed_table",
+        )
+    moved = dataclasses.replace(made, placement=placed)
+    with conn.transaction():
+        placed.place(conn, made.table)
+        clusters = names.clusters_table(name)
+        if has_clusters(conn, name):
+            placed.place(conn, clusters, beside=made.table)
+        for function in (made.near_function, made.pairs_function):
+            conn.execute(sql.SQL("DROP FUNCTION {}").format(function))
+        moved.create_functions(conn, catalog.near_sql(conn, name))
+        dispatch.regenerate(conn)
+    return moved
 
 
 def drop(conn: Connection, name: str) -> None:
@@ -177,7 +215,7 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
         raise InvalidParameter(f"no role named {role!r}", f"create it first, e.g. CREATE ROLE {role} LOGIN")
     who = sql.Identifier(role)
     readable = [index.table, *catalog.readable_tables()]
-    if conn.execute("SELECT to_regclass(%s)", (names.clusters_table_name(name),)).fetchone() != (None,):
+    if has_clusters(conn, name):
         readable.append(names.clusters_table(name))
     with conn.transaction():
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(names.SCHEMA), who))

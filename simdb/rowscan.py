@@ -1,5 +1,5 @@
-"""Every row of an index as numpy arrays: its address (ctid) and bigint expressions of it, read in
-one statement (string_agg of each value's binary form), for pairing in memory (simdb.pairing).
+"""Every row of an index as numpy arrays: a reference to find it again (its address, or its key)
+and bigint expressions of it, for pairing in memory (simdb.pairing).
 
 Addresses stay valid only within the snapshot that read them: read them, and the rows they point
 to, in one REPEATABLE READ transaction.
@@ -19,19 +19,22 @@ ADDRESS = np.dtype([("block", ">u4"), ("offset", ">u2")])  # tidsend's six bytes
 
 @dataclass(frozen=True)
 class Rows:
-    """Row i's address is addresses[i]; its value of expression e is values[e][i] (int64)."""
+    """Row i is found again by references[i]; its value of expression e is values[e][i] (int64)."""
 
-    addresses: np.ndarray
+    references: np.ndarray  # ADDRESS records, or keys (objects)
     values: list[np.ndarray]
 
-    def tids(self, positions: np.ndarray) -> list[str]:
-        """The addresses of these rows as tid literals, '(block,offset)', for a tid[] parameter."""
-        return [f"({block},{offset})" for block, offset in self.addresses[positions].tolist()]
+    def at(self, positions: np.ndarray) -> list[str]:
+        """The references of these rows as text, for a tid[] or text[] parameter."""
+        found = self.references[positions]
+        if found.dtype == ADDRESS:
+            return [f"({block},{offset})" for block, offset in found.tolist()]
+        return list(found)
 
 
 def read(conn: Connection, table: sql.Composable, expressions: list[sql.Composable]) -> Rows:
-    """Each row's address and its value of each bigint expression (over alias r); empty arrays
-    for an empty table."""
+    """Each row's address and its value of each bigint expression (over alias r), in one row of
+    binary strings (string_agg of each value's binary form); empty arrays for an empty table."""
     aggregates = [sql.SQL("string_agg(tidsend(r.ctid), ''::bytea)")] + [
         sql.SQL("string_agg(int8send({}), ''::bytea)").format(expression) for expression in expressions
     ]
@@ -44,3 +47,20 @@ def read(conn: Connection, table: sql.Composable, expressions: list[sql.Composab
         np.frombuffer(row[0], dtype=ADDRESS),
         [np.frombuffer(data, dtype=">i8").astype(np.int64) for data in row[1:]],
     )
+
+
+def read_keyed(conn: Connection, table: sql.Composable, expressions: list[sql.Composable]) -> Rows:
+    """Each row's key and its value of each bigint expression (over alias r), streamed in binary
+    COPY: where row addresses do not identify a row (the shards of a distributed table)."""
+    keys: list[str] = []
+    columns: list[list[int]] = [[] for _ in expressions]
+    statement = sql.SQL("COPY (SELECT r.key, {} FROM {} AS r) TO STDOUT (FORMAT BINARY)").format(
+        sql.SQL(", ").join(expressions), table
+    )
+    with conn.cursor().copy(statement) as copy:
+        copy.set_types(["text"] + ["int8"] * len(expressions))
+        for key, *values in copy.rows():
+            keys.append(key)
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+    return Rows(np.array(keys, dtype=object), [np.array(column, dtype=np.int64) for column in columns])

@@ -17,7 +17,7 @@ from simdb.connection import Connection
 from simdb.names import VERSION_TABLE, in_schema, qualified
 from simdb.resources import resource_dir
 
-HEAD = "0006"  # tests check that this is the head of migrations/versions
+HEAD = "0007"  # tests check that this is the head of migrations/versions
 
 
 def alembic_config() -> Config:

@@ -2,6 +2,10 @@
 
 A template database is migrated once; each test gets a fresh copy of it (CREATE DATABASE ...
 TEMPLATE), so tests are isolated and still fast. Never a mock.
+
+Distributed indexes are tested on the Citus coordinator at SIMDB_CITUS_DSN (`.ci/citus start`
+makes one with two workers); without it those tests are skipped, or fail where
+SIMDB_REQUIRE_CITUS=1 (CI).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from support import traversable_tempdir
 
-from simdb import schema
+from simdb import catalog, index, schema
 from simdb.embedded import EmbeddedServer
 
 _counter = itertools.count()
@@ -87,3 +91,32 @@ def empty_db(admin_dsn: str) -> Iterator[str]:
     yield _with_db(admin_dsn, name)
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def citus_dsn() -> str:
+    """The Citus coordinator's DSN, with simdb's schema at head."""
+    configured = os.environ.get("SIMDB_CITUS_DSN")
+    if not configured:
+        if os.environ.get("SIMDB_REQUIRE_CITUS") == "1":
+            pytest.fail(
+                "SIMDB_REQUIRE_CITUS=1 but SIMDB_CITUS_DSN is not set: start a cluster with .ci/citus"
+            )
+        pytest.skip("no Citus cluster: set SIMDB_CITUS_DSN (see .ci/citus)")
+    schema.upgrade(configured)
+    return configured
+
+
+@pytest.fixture
+def citus_conn(
+    citus_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A connection to the Citus coordinator; SIMDB_DSN points there. The cluster's one database
+    is shared, so every index is dropped before and after the test."""
+    monkeypatch.setenv("SIMDB_DSN", citus_dsn)
+    with psycopg.connect(citus_dsn, autocommit=True) as connection:
+        for name in catalog.index_names(connection):
+            index.drop(connection, name)
+        yield connection
+        for name in catalog.index_names(connection):
+            index.drop(connection, name)

@@ -2,14 +2,15 @@
 sketches it stored: near, pairs, clusters and dedup equal brute force, in Python and in SQL, each
 pair once, and a cutoff beyond the index's own is refused.
 
-A new mode joins by adding its Oracle to ORACLES.
+A new mode joins by adding its Oracle to ORACLES. Each contract holds for an index on one server
+and for one distributed over a Citus cluster (the `citus` marker; see conftest).
 """
 
 from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -20,6 +21,7 @@ from support import Conn, jaccard_corpus
 from simdb import batch, index, ingest, query
 from simdb.errors import InvalidParameter
 from simdb.modes import Index, JaccardIndex, JaccardSpec, SimhashSpec, Sketch, Spec
+from simdb.placement import LOCAL, Distributed, Placement
 
 Score = int | float
 
@@ -38,8 +40,8 @@ class Oracle(ABC):
     described: ClassVar[str]  # the index's own cutoff in words
     unrelated: ClassVar[str]  # key prefix of rows planted far from everything
 
-    def __init__(self, conn: Conn) -> None:
-        self.made = index.create(conn, "docs", self.spec, expected_rows=4000)
+    def __init__(self, conn: Conn, placed: Placement) -> None:
+        self.made = index.create(conn, "docs", self.spec, expected_rows=4000, placed=placed)
         self.stored = self.rows(self.made)
         ingest.store(conn, self.made, self.stored)
         ingest.vacuum(conn, self.made)
@@ -200,9 +202,23 @@ ORACLES = {
 }
 
 
+PLACEMENTS = {"local": LOCAL, "citus": Distributed(shards=4)}
+
+
+@pytest.fixture(params=[pytest.param("local"), pytest.param("citus", marks=pytest.mark.citus)])
+def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
+    """A connection to a fresh database (local), or to the Citus coordinator (citus)."""
+    if request.param == "citus":
+        yield request.getfixturevalue("citus_conn")
+        return
+    with psycopg.connect(request.getfixturevalue("dsn"), autocommit=True) as connection:
+        yield connection
+
+
 @pytest.fixture(params=list(ORACLES))
 def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
-    return ORACLES[request.param](conn)
+    placed = PLACEMENTS[request.node.callspec.params["conn"]]
+    return ORACLES[request.param](conn, placed)
 
 
 @pytest.mark.parametrize("step", [0, 1, 2])

@@ -1,4 +1,4 @@
-"""Index administration: init, create, attach, sync, plan, list, drop, grant."""
+"""Index administration: init, create, distribute, attach, sync, plan, list, drop, grant."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from simdb.cli.common import (
 )
 from simdb.errors import InvalidParameter
 from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.placement import LOCAL, Distributed
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
 from simdb.simhash import Features
 
@@ -113,16 +114,55 @@ def _index_settings(options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _shards_option(function: F) -> F:
+    return click.option(
+        "--shards",
+        type=click.IntRange(1, 64000),
+        default=None,
+        help="With a distributed index: the number of shards [default: Citus' citus.shard_count, 32].",
+    )(function)
+
+
 @click.command()
 @click.argument("name")
 @index_options
+@click.option(
+    "--distributed",
+    is_flag=True,
+    help="On a Citus coordinator: make the index's table a distributed table, split by key over "
+    "the workers (see `simdb distribute`).",
+)
+@_shards_option
 @json_option
 @click.pass_context
-def create(ctx: click.Context, /, name: str, as_json: bool, **options: Any) -> None:
+def create(
+    ctx: click.Context, /, name: str, distributed: bool, shards: int | None, as_json: bool, **options: Any
+) -> None:
     """Create index NAME, readable in SQL as simdb."NAME"."""
+    if shards is not None and not distributed:
+        raise InvalidParameter(
+            "--shards applies to a distributed index", "add --distributed, or leave out --shards"
+        )
+    placed = Distributed(shards) if distributed else LOCAL
     with database(ctx) as conn:
-        made = index.create(conn, name, **_index_settings(options))
+        made = index.create(conn, name, **_index_settings(options), placed=placed)
     show(made, as_json, lead="created")
+
+
+@click.command(name="distribute")
+@click.argument("name")
+@_shards_option
+@json_option
+@click.pass_context
+def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool) -> None:
+    """Make index NAME a Citus distributed table, rows included (run on the coordinator).
+
+    Its rows are split by key over the workers' shards; queries, ingest and every other command
+    work on it as before, and `simdb list` shows how it is placed.
+    """
+    with database(ctx) as conn:
+        made = index.distribute(conn, name, Distributed(shards))
+    show(made, as_json, lead="distributed")
 
 
 @click.command(name="attach")
@@ -249,4 +289,4 @@ def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tu
     click.echo(f"granted index {name} to {', '.join(granted)}")
 
 
-COMMANDS = [init, create, attach_, sync_, reindex_, plan_, list_, drop, grant_]
+COMMANDS = [init, create, distribute_, attach_, sync_, reindex_, plan_, list_, drop, grant_]

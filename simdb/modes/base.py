@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -20,6 +20,7 @@ from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.minhash import UInt64Array
+from simdb.placement import LOCAL, Placement
 from simdb.simhash import EmptyDocument, Features
 
 Sketch = int | UInt64Array  # an unsigned SimHash fingerprint, or a MinHash signature
@@ -28,10 +29,10 @@ SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
 MISMATCH_HINT = "use the simdb version that built it, or create a new index and re-ingest"
 
 SKETCH, CUTOFF = sql.SQL("$1"), sql.SQL("$2")  # the parameters of NAME__near's statement
-# The probes compare index expressions with expressions of $1: the generic plan is the same
-# bitmap probes whatever the value, and a custom plan made on every call would cost more than
-# the query (at 20 tables, 0.7 ms of planning for a 0.3 ms query).
-NEAR_SETTINGS = "PARALLEL SAFE SET plan_cache_mode = force_generic_plan"
+
+
+def _comma(text: str) -> str:
+    return f", {text}" if text else ""
 
 
 class Spec(ABC):
@@ -59,6 +60,7 @@ class Index(ABC):
     name: str
     features: Features
     expected_rows: int
+    placement: Placement = field(default=LOCAL, kw_only=True)  # not a catalog column: Citus' metadata
 
     mode: ClassVar[str]
     widths: ClassVar[tuple[int, ...]] = (BITS,)  # the widths of a fingerprint or signature value it makes
@@ -112,12 +114,13 @@ class Index(ABC):
             **self.parameters(),
             "features": str(self.features),
             "spec_version": self.spec_version,
+            **self.placement.as_dict(),
         }
 
     def lines(self) -> list[str]:
         return [
             f"{self.mode} index {self.name}: {self.summary}, features {self.features}, "
-            f"spec v{self.spec_version}; "
+            f"spec v{self.spec_version}{_comma(self.placement.describe())}; "
             f'SQL: {names.SCHEMA}."{self.name}"'
         ]
 
@@ -233,20 +236,11 @@ class Index(ABC):
         the pairs function's self-joins: the statement that names them, SELECT key_a, key_b,
         score FROM ... rows a and b ... WHERE ..., and its parameters; None where the mode cannot.
 
-        The pairs are row addresses, so the caller runs this and the statement in one REPEATABLE
-        READ transaction. Conditions on rows a and b may be added with AND.
+        The pairs may be row addresses (Placement.read_rows), so the caller runs this and the
+        statement in one REPEATABLE READ transaction. Conditions on rows a and b may be added
+        with AND.
         """
         return None
-
-    def _pairs_at(self, score: sql.Composable, keep: sql.Composable) -> sql.Composed:
-        """SELECT least(a.key, b.key), greatest(a.key, b.key), score of the pairs of rows at the
-        addresses %s::tid[] and %s::tid[] (rows a and b; `keep` may name the score as s.score)."""
-        return sql.SQL(
-            "SELECT least(a.key, b.key), greatest(a.key, b.key), s.score"
-            " FROM unnest(%s::tid[], %s::tid[]) AS p(a, b) JOIN {table} AS a ON a.ctid = p.a"
-            " JOIN {table} AS b ON b.ctid = p.b CROSS JOIN LATERAL (SELECT {score} AS score) AS s"
-            " WHERE {keep}"
-        ).format(table=self.table, score=score, keep=keep)
 
     @abstractmethod
     def near_statement(
@@ -256,8 +250,9 @@ class Index(ABC):
         (SQL expressions: the function's $1 and $2, or simdb.near's own parameters)."""
 
     @abstractmethod
-    def pairs_statement(self) -> sql.Composed:
-        """The statement of NAME__pairs: SELECT key_a, key_b, score of every pair within cutoff $1."""
+    def pairs_statement(self, rows: sql.Composable) -> sql.Composed:
+        """The statement of NAME__pairs: SELECT key_a, key_b, score of every pair within cutoff $1,
+        among the rows of the relation `rows` (the table, or the rows gathered from its shards)."""
 
     def register(self, conn: Connection) -> None:  # noqa: B027 (a hook: most modes need nothing)
         """Catalog rows beyond the index's own (after it, before its objects); none by default."""
@@ -295,6 +290,7 @@ class Index(ABC):
         )
         for statement in self.btrees():
             conn.execute(statement)
+        self.placement.place(conn, self.table)
         self.create_functions(conn, near_sql)
 
     def create_functions(self, conn: Connection, near_sql: str) -> None:
@@ -305,7 +301,7 @@ class Index(ABC):
                 self.near_function,
                 f"{sketch} {self.sketch_type}, {cutoff} {self.cutoff_type}",
                 f"key text, {score} {self.score_type}",
-                NEAR_SETTINGS,
+                self.placement.near_settings,
                 near_sql,
             )
         )
@@ -314,8 +310,8 @@ class Index(ABC):
                 self.pairs_function,
                 f"{cutoff} {self.cutoff_type}",
                 f"key_a text, key_b text, {score} {self.score_type}",
-                "",
-                self.pairs_statement().as_string(conn),
+                self.placement.pairs_settings,
+                self.placement.self_joined(self.table, self.pairs_statement).as_string(conn),
             )
         )
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from psycopg import sql
 from psycopg.types.numeric import Int8
 
-from simdb import pairing, rowscan
+from simdb import pairing
 from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
@@ -321,15 +321,16 @@ class JaccardIndex(Index):
     def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
         """Rows sharing a band key found by sorting each band's keys; each candidate pair's rows
         then read once and estimated in SQL."""
-        rows = rowscan.read(conn, self.table, self.btree_keys(sql.SQL("r.signature")))
+        rows = self.placement.read_rows(conn, self.table, self.btree_keys(sql.SQL("r.signature")))
         first, second = pairing.sharing(rows.values)
         estimate = ESTIMATES[self.signature_spec](
             sql.SQL("a.signature"), sql.SQL("b.signature"), self.permutations
         )
         keep = sql.SQL("s.score >= %s")
-        return self._pairs_at(estimate, keep), [rows.tids(first), rows.tids(second), cutoff]
+        statement = self.placement.pairs_of(self.table, estimate, keep)
+        return statement, [rows.at(first), rows.at(second), cutoff]
 
-    def pairs_statement(self) -> sql.Composed:
+    def pairs_statement(self, rows: sql.Composable) -> sql.Composed:
         """SELECT key_a, key_b, similarity of every pair sharing a band and estimated >= $1, once:
         each band's key joined with itself, then both rows read once per pair."""
         x, y = sql.SQL("x.signature"), sql.SQL("y.signature")
@@ -337,7 +338,7 @@ class JaccardIndex(Index):
             sql.SQL(
                 "SELECT x.key AS a, y.key AS b FROM {table} AS x JOIN {table} AS y ON {left} = {right}"
                 " AND x.key < y.key"
-            ).format(table=self.table, left=left, right=right)
+            ).format(table=rows, left=left, right=right)
             for left, right in zip(self.btree_keys(x), self.btree_keys(y), strict=True)
         )
         return sql.SQL(
@@ -350,6 +351,6 @@ class JaccardIndex(Index):
                 sql.SQL("a.signature"), sql.SQL("b.signature"), self.permutations
             ),
             joins=joins,
-            table=self.table,
+            table=rows,
             wanted=PAIRS_MIN_SIMILARITY,
         )

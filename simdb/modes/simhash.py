@@ -23,7 +23,7 @@ from typing import Any, Self
 import numpy as np
 from psycopg import sql
 
-from simdb import catalog, pairing, rowscan
+from simdb import catalog, pairing
 from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
@@ -257,13 +257,14 @@ class SimhashIndex(Index):
         """Each table's prefixes sorted, runs compared with bit_count (64-bit fingerprints only)."""
         if self.bits != 64:
             return None
-        rows = rowscan.read(conn, self.table, [sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))])
-        first, second, _ = pairing.within(rows.values[0].view(np.uint64), self.plan, int(cutoff))
         stored = sql.Identifier(self.sketch_column)
+        rows = self.placement.read_rows(conn, self.table, [sql.SQL("r.{}").format(stored)])
+        first, second, _ = pairing.within(rows.values[0].view(np.uint64), self.plan, int(cutoff))
         distance = self.width.distance(sql.SQL("a.{}").format(stored), sql.SQL("b.{}").format(stored))
-        return self._pairs_at(distance, sql.SQL("true")), [rows.tids(first), rows.tids(second)]
+        statement = self.placement.pairs_of(self.table, distance, sql.SQL("true"))
+        return statement, [rows.at(first), rows.at(second)]
 
-    def pairs_statement(self) -> sql.Composed:
+    def pairs_statement(self, rows: sql.Composable) -> sql.Composed:
         """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b):
         each table's prefix joined with itself, pairs found by several tables kept once."""
         x = sql.SQL("x.{}").format(sql.Identifier(self.sketch_column))
@@ -273,7 +274,7 @@ class SimhashIndex(Index):
             sql.SQL(
                 "SELECT x.key, y.key, {distance} FROM {table} AS x JOIN {table} AS y ON {left} = {right}"
                 " WHERE {distance} <= {k} AND x.key < y.key"
-            ).format(distance=distance, table=self.table, left=left, right=right, k=PAIRS_MAX_DISTANCE)
+            ).format(distance=distance, table=rows, left=left, right=right, k=PAIRS_MAX_DISTANCE)
             for left, right in zip(self.btree_keys(x), self.btree_keys(y), strict=True)
         ]
         return sql.SQL(" UNION ").join(joins)

@@ -1,0 +1,224 @@
+"""Distributed indexes on a real Citus cluster (a coordinator and two workers; see conftest and
+.ci/citus): the CLI's distributed commands, moving an index with rows onto the cluster, and what
+a user sees when a worker stops in the middle of work. (Near, pairs, clusters and dedup equal to
+brute force on distributed indexes: test_contract.py.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from support import Conn, simdb
+
+from simdb import batch, index, ingest, query, readers
+from simdb.errors import InvalidParameter
+from simdb.placement import Distributed
+
+pytestmark = pytest.mark.citus
+
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+]
+
+
+def _documents(folder: Path, count: int) -> dict[str, str]:
+    """`count` documents of 300 words; document i+1 repeats document i with one word changed
+    for every odd i, so there are near-duplicates to find."""
+    folder.mkdir()
+    texts: dict[str, str] = {}
+    for number in range(count):
+        if number % 2:
+            words = texts[str(folder / f"d{number - 1}.txt")].split()
+            words[150] = "changed"
+        else:
+            words = [WORDS[(number * 7 + i * i) % len(WORDS)] + str((number + i) % 97) for i in range(300)]
+        path = folder / f"d{number}.txt"
+        path.write_text(" ".join(words))
+        texts[str(path)] = " ".join(words)
+    return texts
+
+
+def _count(conn: Conn, name: str) -> int:
+    row = conn.execute(f"SELECT count(*) FROM simdb.{name}").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_create_distributed_and_list_say_how_the_index_is_placed(
+    citus_conn: Conn, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = simdb(capsys, "create", "docs", "--distributed", "--shards", "6")
+    assert code == 0 and "distributed by key, 6 shards" in out
+    shards = citus_conn.execute(
+        "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'simdb.docs'::regclass"
+    ).fetchone()
+    assert shards == (6,)
+    _documents(tmp_path / "docs", 40)
+    assert simdb(capsys, "ingest", "docs", str(tmp_path / "docs"))[0] == 0
+    code, out, _ = simdb(capsys, "list")
+    assert code == 0 and "docs" in out and "distributed by key, 6 shards" in out
+    code, out, _ = simdb(capsys, "list", "--json")
+    assert '"placement": "distributed"' in out and '"shards": 6' in out
+    code, _, err = simdb(capsys, "create", "other", "--shards", "4")
+    assert code == 1 and "--shards applies to a distributed index" in err
+
+
+def test_distribute_moves_an_index_with_its_rows_and_clusters(citus_conn: Conn, tmp_path: Path) -> None:
+    texts = _documents(tmp_path / "docs", 60)
+    made = index.create(citus_conn, "docs")
+    ingest.ingest(citus_conn, made, readers.read([str(tmp_path / "docs")]))
+    before_pairs = sorted((p.key_a, p.key_b, p.distance) for p in batch.pairs(citus_conn, made))
+    before_clusters = batch.clusters(citus_conn, made).groups
+    probe = next(iter(texts))
+    before_near = query.near(citus_conn, made, made.sketch(texts[probe]))
+
+    moved = index.distribute(citus_conn, "docs", Distributed(shards=4))
+
+    assert moved.placement == Distributed(4) and index.get(citus_conn, "docs").placement == Distributed(4)
+    assert _count(citus_conn, "docs") == 60
+    assert (
+        sorted((p.key_a, p.key_b, p.distance) for p in batch.pairs(citus_conn, moved)) == before_pairs
+        and len(before_pairs) >= 20
+    )
+    assert query.near(citus_conn, moved, moved.sketch(texts[probe])) == before_near
+    assert batch.clusters(citus_conn, moved).groups == before_clusters
+    distributed = citus_conn.execute(
+        "SELECT logicalrelid::text FROM pg_dist_partition WHERE logicalrelid::text LIKE 'simdb.docs%'"
+        " ORDER BY 1"
+    ).fetchall()
+    assert distributed == [("simdb.docs",), ("simdb.docs__clusters",)]
+    with pytest.raises(InvalidParameter, match="distributed already"):
+        index.distribute(citus_conn, "docs", Distributed())
+
+
+def test_distributed_needs_citus(conn: Conn) -> None:
+    with pytest.raises(InvalidParameter, match="no Citus extension") as refused:
+        index.create(conn, "docs", placed=Distributed())
+    assert "citus_add_node" in (refused.value.hint or "")
+    assert index.table_exists(conn, "docs") is False  # nothing left behind
+
+
+def _worker(conn: Conn) -> tuple[int, Path]:
+    """The port and data folder of the cluster's last worker (SIMDB_CITUS_DIR/PORT, as .ci/citus
+    lays them out)."""
+    folder = os.environ.get("SIMDB_CITUS_DIR")
+    if not folder:
+        if os.environ.get("SIMDB_REQUIRE_CITUS") == "1":
+            pytest.fail("SIMDB_REQUIRE_CITUS=1 but SIMDB_CITUS_DIR is not set (see .ci/citus)")
+        pytest.skip("stopping a worker needs SIMDB_CITUS_DIR (the cluster's data folders)")
+    row = conn.execute("SELECT max(node_port) FROM citus_get_active_worker_nodes()").fetchone()
+    assert row is not None
+    return int(row[0]), Path(folder) / str(row[0])
+
+
+def _pg_ctl(data: Path, *action: str) -> None:
+    binaries = subprocess.run(
+        ["pg_config", "--bindir"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    command = [f"{binaries}/pg_ctl", "-D", str(data), "-w", *action]
+    if os.geteuid() == 0:  # PostgreSQL runs as the data folder's owner
+        command = ["runuser", "-u", "postgres", "--", *command]
+    subprocess.run(command, capture_output=True, check=True)
+
+
+def _wait_for(conn: Conn, port: int) -> None:
+    for _ in range(100):
+        try:
+            psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres").close()
+            return
+        except psycopg.OperationalError:
+            time.sleep(0.1)
+    pytest.fail(f"the worker on port {port} did not come back")
+
+
+def test_a_worker_stopped_during_ingest_is_a_clear_error_and_a_rerun_completes(
+    citus_conn: Conn, tmp_path: Path
+) -> None:
+    port, data = _worker(citus_conn)
+    texts = _documents(tmp_path / "docs", 4000)
+    index.create(citus_conn, "docs", placed=Distributed(shards=4))
+    command = [
+        sys.executable,
+        "-c",
+        "from simdb.cli import run; run()",
+        "ingest",
+        "docs",
+        str(tmp_path / "docs"),
+    ]
+    running = subprocess.Popen([*command, "--batch-size", "50"], stderr=subprocess.PIPE, text=True)
+    try:
+        while _count(citus_conn, "docs") == 0 and running.poll() is None:
+            time.sleep(0.02)
+        _pg_ctl(data, "-m", "immediate", "stop")
+        stored = _count_when_possible(citus_conn)
+        _, err = running.communicate(timeout=120)
+    finally:
+        _pg_ctl(data, "-l", str(data) + ".log", "start")
+        _wait_for(citus_conn, port)
+    assert running.returncode == 1, err
+    assert err.startswith("simdb: error:") and f":{port}" in err and "Traceback" not in err
+    assert "running the same command again completes the work" in err or "committed before it is kept" in err
+    assert 0 < _count(citus_conn, "docs") < 4000
+    assert stored is None or _count(citus_conn, "docs") >= stored  # nothing committed was lost
+
+    rerun = subprocess.run(command, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert _count(citus_conn, "docs") == 4000
+    made = index.get(citus_conn, "docs")
+    probe = made.sketch(texts[str(tmp_path / "docs" / "d10.txt")])
+    stored = {
+        str(key): made.from_sql(value)
+        for key, value in citus_conn.execute("SELECT key, fingerprint FROM simdb.docs")
+    }
+    expected = {key for key, value in stored.items() if bin(value ^ probe).count("1") <= 3}  # type: ignore[operator]
+    assert {r.key for r in query.near(citus_conn, made, probe)} == expected and len(expected) >= 2
+
+
+def _count_when_possible(conn: Conn) -> int | None:
+    """The rows visible right after the worker stopped: None, since a count needs every shard."""
+    try:
+        return _count(conn, "docs")
+    except psycopg.Error:
+        return None
+
+
+def test_a_query_while_a_worker_is_down_is_a_clear_error_and_nothing_is_lost(
+    citus_conn: Conn, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    port, data = _worker(citus_conn)
+    _documents(tmp_path / "docs", 40)
+    assert simdb(capsys, "create", "docs", "--distributed", "--shards", "4")[0] == 0
+    assert simdb(capsys, "ingest", "docs", str(tmp_path / "docs"))[0] == 0
+    probe = str(tmp_path / "docs" / "d0.txt")
+    code, answer, _ = simdb(capsys, "query", "docs", "--file", probe)
+    assert code == 0
+    _pg_ctl(data, "-m", "immediate", "stop")
+    try:
+        for command in (["query", "docs", "--file", probe], ["pairs", "docs"]):
+            code, _, err = simdb(capsys, *command)
+            assert code == 1 and err.startswith("simdb: error:") and f":{port}" in err, err
+    finally:
+        _pg_ctl(data, "-l", str(data) + ".log", "start")
+        _wait_for(citus_conn, port)
+    assert _count(citus_conn, "docs") == 40
+    assert simdb(capsys, "query", "docs", "--file", probe) == (0, answer, "")

@@ -89,6 +89,7 @@ def test_folder_ingest_and_query(
             "rows": 3,
             "features": "word:3",
             "spec_version": 2,
+            "placement": "local",
             "bits": 64,
             "max_distance": 3,
             "blocks": 4,

@@ -110,6 +110,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "rows": 5,
             "features": "word:3",
             "spec_version": 2,
+            "placement": "local",
             "threshold": 0.75,
             "permutations": 128,
             "bands": 18,

@@ -158,6 +158,18 @@ def calibrate_(
     help="With --quality: also a corpus of the text below PATH with planted word edits "
     "(--sample, --copies, --max-edit).",
 )
+@click.option(
+    "--distributed",
+    is_flag=True,
+    help="On a Citus coordinator: the same rows in a local index and in one distributed by key, "
+    "side by side (latency, throughput at 1, 4 and 16 clients, all pairs).",
+)
+@click.option(
+    "--shards",
+    type=click.IntRange(1, 64000),
+    default=None,
+    help="--distributed: shards [default: Citus' 32].",
+)
 @features_option
 @json_option
 @click.pass_context
@@ -172,6 +184,8 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
       edits: precision and recall against exact Jaccard, bytes/row, load, query and pairs time.
     Scratch indexes are dropped afterwards. With --text, also measure fingerprinting MB/s on
     one core against the straightforward per-shingle method.
+    --distributed: on a Citus coordinator, the same random fingerprints in a local index and in
+    one distributed by key over the workers, side by side.
     --quality PATH...: sketch quality on your folders (k = 0..6 at 64 bits, 0..16 at 128) against
     exact shingle Jaccard.
     """
@@ -179,7 +193,7 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
         show(_bench_quality(progress_say(as_json), **options), as_json)
         return
     runs: dict[str, Callable[..., Result]] = {"simhash": _bench_index, "jaccard": _bench_modes}
-    run = runs[mode]
+    run = _bench_distributed if options["distributed"] else runs[mode]
     show(run(ctx, progress_say(as_json), **options), as_json)
 
 
@@ -214,6 +228,31 @@ def _bench_index(
             progress=say,
         )
     return bench.BenchReport(measured, fingerprinting)
+
+
+def _bench_distributed(
+    ctx: click.Context,
+    say: Callable[[str], None],
+    *,
+    rows: int,
+    max_distance: int,
+    queries: int,
+    shards: int | None,
+    **_: Any,
+) -> Result:
+    """simdb bench --distributed: a local and a distributed index of the same rows, side by side."""
+    from simdb.measure import scaleout
+
+    with database(ctx) as conn:
+        return scaleout.bench_placements(
+            conn,
+            conn.info.dsn,
+            rows=rows,
+            max_distance=max_distance,
+            queries=queries,
+            shards=shards,
+            progress=say,
+        )
 
 
 def _bench_modes(

@@ -38,7 +38,8 @@ def create(
     functions; `placed` Distributed() makes its table a Citus distributed table."""
     check_name(name)
     made = (spec or SimhashSpec()).build(name, features, expected_rows)
-    return save(conn, dataclasses.replace(made, placement=placed))
+    saved = save(conn, dataclasses.replace(made, placement=placed))
+    return dataclasses.replace(saved, placement=placement.of(conn, name))  # (with its shard count)
 
 
 def save(conn: Connection, made: AnyIndex) -> AnyIndex:
@@ -184,7 +185,7 @@ def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
             conn.execute(sql.SQL("DROP FUNCTION {}").format(function))
         moved.create_functions(conn, catalog.near_sql(conn, name))
         dispatch.regenerate(conn)
-    return moved
+    return dataclasses.replace(moved, placement=placement.of(conn, name))
 
 
 def drop(conn: Connection, name: str) -> None:

@@ -93,12 +93,11 @@ class Local(Placement):
         return rowscan.read(conn, table, expressions)
 
     def pairs_of(self, table: sql.Identifier, score: sql.Composable, keep: sql.Composable) -> sql.Composed:
-        return sql.SQL(
-            "SELECT least(a.key, b.key), greatest(a.key, b.key), s.score"
-            " FROM unnest(%s::tid[], %s::tid[]) AS p(a, b) JOIN {table} AS a ON a.ctid = p.a"
-            " JOIN {table} AS b ON b.ctid = p.b CROSS JOIN LATERAL (SELECT {score} AS score) AS s"
-            " WHERE {keep}"
-        ).format(table=table, score=score, keep=keep)
+        rows = sql.SQL(
+            "unnest(%s::tid[], %s::tid[]) AS p(a, b) JOIN {table} AS a ON a.ctid = p.a"
+            " JOIN {table} AS b ON b.ctid = p.b"
+        ).format(table=table)
+        return _scored(sql.SQL(""), rows, score, keep)
 
     def self_joined(
         self, table: sql.Identifier, statement: Callable[[sql.Composable], sql.Composed]
@@ -111,7 +110,7 @@ class Distributed(Placement):
     """Rows in a Citus distributed table, hash-split by key into `shards` shards: ingest goes to
     the key's shard, a probe runs on every shard at once."""
 
-    shards: int | None = None  # None: Citus' default (citus.shard_count) when placing
+    shards: int | None = None  # None: 2 per worker when placing (see SHARDS_PER_WORKER)
 
     kind: ClassVar[str] = "distributed"
     # Citus plans a query over many shards only with its parameters bound (a custom plan). A probe
@@ -126,7 +125,7 @@ class Distributed(Placement):
     def __post_init__(self) -> None:
         if self.shards is not None and not 1 <= self.shards <= 64000:
             raise InvalidParameter(
-                f"bad shard count {self.shards}", "use 1 to 64000 shards (Citus' default is 32)"
+                f"bad shard count {self.shards}", "use 1 to 64000 shards (by default, 2 per worker)"
             )
 
     def describe(self) -> str:
@@ -140,11 +139,10 @@ class Distributed(Placement):
         # One connection per worker for the rest of the transaction: the index's functions are
         # created after this, and Citus propagates them only over the connections it used here.
         conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
-        options: sql.Composable = sql.SQL("colocate_with => 'default'")
         if beside is not None:
             options = sql.SQL("colocate_with => {}").format(sql.Literal(beside.as_string(conn)))
-        elif self.shards is not None:
-            options = sql.SQL("shard_count => {}").format(sql.Literal(self.shards))
+        else:
+            options = sql.SQL("shard_count => {}").format(sql.Literal(self.shards or default_shards(conn)))
         conn.execute(
             sql.SQL("SELECT create_distributed_table({}, {}, {})").format(
                 sql.Literal(table.as_string(conn)), sql.Literal(DISTRIBUTION_COLUMN), options
@@ -159,13 +157,11 @@ class Distributed(Placement):
     def pairs_of(self, table: sql.Identifier, score: sql.Composable, keep: sql.Composable) -> sql.Composed:
         """The pairs' rows are read once, by key (one statement on each shard), then paired on the
         coordinator: a join of the table with itself on anything but key would not run on Citus."""
-        return sql.SQL(
+        read = sql.SQL(
             "WITH p AS MATERIALIZED (SELECT * FROM unnest(%s::text[], %s::text[]) AS p(a, b)),"
-            " r AS MATERIALIZED (SELECT * FROM {table} WHERE key IN (SELECT a FROM p UNION SELECT b FROM p))"
-            " SELECT least(a.key, b.key), greatest(a.key, b.key), s.score"
-            " FROM p JOIN r AS a ON a.key = p.a JOIN r AS b ON b.key = p.b"
-            " CROSS JOIN LATERAL (SELECT {score} AS score) AS s WHERE {keep}"
-        ).format(table=table, score=score, keep=keep)
+            " r AS MATERIALIZED (SELECT * FROM {table} WHERE key IN (SELECT a FROM p UNION SELECT b FROM p)) "
+        ).format(table=table)
+        return _scored(read, sql.SQL("p JOIN r AS a ON a.key = p.a JOIN r AS b ON b.key = p.b"), score, keep)
 
     def self_joined(
         self, table: sql.Identifier, statement: Callable[[sql.Composable], sql.Composed]
@@ -177,7 +173,28 @@ class Distributed(Placement):
         )
 
 
+def _scored(
+    before: sql.Composable, rows: sql.Composable, score: sql.Composable, keep: sql.Composable
+) -> sql.Composed:
+    """SELECT least(a.key, b.key), greatest(a.key, b.key), score FROM `rows` (which name rows a
+    and b) WHERE `keep`, after `before` (a WITH clause, or nothing)."""
+    return sql.SQL(
+        "{before}SELECT least(a.key, b.key), greatest(a.key, b.key), s.score FROM {rows}"
+        " CROSS JOIN LATERAL (SELECT {score} AS score) AS s WHERE {keep}"
+    ).format(before=before, rows=rows, score=score, keep=keep)
+
+
 LOCAL = Local()
+# A probe runs on every shard, a worker's shards one after another: measured with 2 workers at
+# 1M rows, 4 shards answered in 1.6 ms and 32 (Citus' default) in 9.9 ms, at a sixth of the
+# throughput. Two per worker leave room to move half of a worker's rows to a new one.
+SHARDS_PER_WORKER = 2
+
+
+def default_shards(conn: Connection) -> int:
+    """The shards of a new distributed index: SHARDS_PER_WORKER per active worker."""
+    row = conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()
+    return SHARDS_PER_WORKER * max(1, int(row[0]) if row else 1)
 
 
 def has_citus(conn: Connection) -> bool:

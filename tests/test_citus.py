@@ -81,6 +81,8 @@ def test_create_distributed_and_list_say_how_the_index_is_placed(
     assert '"placement": "distributed"' in out and '"shards": 6' in out
     code, _, err = simdb(capsys, "create", "other", "--shards", "4")
     assert code == 1 and "--shards applies to a distributed index" in err
+    code, out, _ = simdb(capsys, "create", "other", "--distributed")  # 2 shards per worker
+    assert code == 0 and "distributed by key, 4 shards" in out
 
 
 def test_distribute_moves_an_index_with_its_rows_and_clusters(citus_conn: Conn, tmp_path: Path) -> None:

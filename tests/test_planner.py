@@ -8,6 +8,7 @@ import math
 import pytest
 from support import simdb
 
+from simdb import scaleplan
 from simdb.blocks import MAX_TABLES
 from simdb.errors import InvalidParameter
 from simdb.planner import WORKLOADS, choose, designs, plan_for, score
@@ -78,3 +79,29 @@ def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = simdb(capsys, "plan", "--rows", "1000000", "-k", "3")
     assert code == 0 and "* chosen: 4 blocks (4 tables)" in out
     assert simdb(capsys, "plan", "-k", "9")[0] == 1
+
+
+def test_scale_plan_prices_both_distributed_layouts() -> None:
+    few, many = scaleplan.plan(10**9, 32, 3, shards=64), scaleplan.plan(10**9, 32, 3, shards=1024)
+    assert few.shards == 64 and scaleplan.plan(10**9, 32, 3).shards == 64  # 2 per worker by default
+    # by key a probe runs on every shard, a worker's shards in turn; by prefix on one per table
+    assert many.key_p50_ms > few.key_p50_ms and many.key_queries_per_s < few.key_queries_per_s
+    assert many.prefix_p50_ms == few.prefix_p50_ms
+    # by prefix stores a copy of each row per table; more workers hold fewer bytes each
+    assert few.prefix_bytes_per_row > few.bytes_per_row
+    wider = scaleplan.plan(10**9, 64, 3, shards=64)
+    assert math.isclose(wider.bytes_per_worker * 2, few.bytes_per_worker)
+    assert wider.prefix_pairs_s < few.prefix_pairs_s and wider.key_pairs_s == few.key_pairs_s
+    assert few.key_pairs_client_gb > 100  # all pairs by key holds every key on the client
+    for bad in ({"workers": 0}, {"workers": 2, "shards": 0}):
+        with pytest.raises(InvalidParameter):
+            scaleplan.plan(10**6, max_distance=3, **{"workers": 2, **bad})
+
+
+def test_plan_command_with_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = simdb(capsys, "plan", "--rows", "10000000000", "--workers", "32")
+    assert code == 0 and "64 shards" in out and "by key" in out and "by prefix" in out
+    code, out, _ = simdb(capsys, "plan", "--rows", "1000000000", "--workers", "32", "--json")
+    assert code == 0 and json.loads(out)["by_prefix"]["queries_per_s"] > 0
+    code, _, err = simdb(capsys, "plan", "--shards", "8")
+    assert code == 1 and "--shards applies with --workers" in err

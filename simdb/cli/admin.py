@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from simdb import attach, index, modes, names, planner, schema
+from simdb import attach, index, modes, names, planner, scaleplan, schema
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
@@ -119,7 +119,7 @@ def _shards_option(function: F) -> F:
         "--shards",
         type=click.IntRange(1, 64000),
         default=None,
-        help="With a distributed index: the number of shards [default: Citus' citus.shard_count, 32].",
+        help="With a distributed index: the number of shards [default: 2 per worker].",
     )(function)
 
 
@@ -234,9 +234,36 @@ def reindex_(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
 @_workload("both")
 @bits_option
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Price a distributed index on this many Citus workers instead: shards, bytes per worker, "
+    "query latency and throughput, all pairs, for both layouts.",
+)
+@click.option(
+    "--shards",
+    type=click.IntRange(1),
+    default=None,
+    help="--workers: shards [default: 2 per worker].",
+)
 @json_option
-def plan_(rows: int, max_distance: int, workload: str, bits: int | None, as_json: bool) -> None:
-    """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick."""
+def plan_(
+    rows: int,
+    max_distance: int,
+    workload: str,
+    bits: int | None,
+    workers: int | None,
+    shards: int | None,
+    as_json: bool,
+) -> None:
+    """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick;
+    with --workers, what a distributed index of ROWS rows would cost."""
+    if workers is not None:
+        show(scaleplan.plan(rows, workers, max_distance, shards), as_json)
+        return
+    if shards is not None:
+        raise InvalidParameter("--shards applies with --workers", "add --workers N, or leave out --shards")
     show(planner.compare(rows, max_distance, workload, bits or 64), as_json)
 
 

@@ -161,14 +161,14 @@ def calibrate_(
 @click.option(
     "--distributed",
     is_flag=True,
-    help="On a Citus coordinator: the same rows in a local index and in one distributed by key, "
-    "side by side (latency, throughput at 1, 4 and 16 clients, all pairs).",
+    help="On a Citus coordinator: the same rows on one server, distributed by key and by prefix, "
+    "side by side (bytes, load, latency, throughput at 1, 4 and 16 clients, all pairs).",
 )
 @click.option(
     "--shards",
     type=click.IntRange(1, 64000),
     default=None,
-    help="--distributed: shards [default: Citus' 32].",
+    help="--distributed: shards [default: 2 per worker].",
 )
 @features_option
 @json_option
@@ -184,8 +184,8 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
       edits: precision and recall against exact Jaccard, bytes/row, load, query and pairs time.
     Scratch indexes are dropped afterwards. With --text, also measure fingerprinting MB/s on
     one core against the straightforward per-shingle method.
-    --distributed: on a Citus coordinator, the same random fingerprints in a local index and in
-    one distributed by key over the workers, side by side.
+    --distributed: on a Citus coordinator, the same random fingerprints in a local index, in one
+    distributed by key, and in tables distributed by prefix (Manku's layout), side by side.
     --quality PATH...: sketch quality on your folders (k = 0..6 at 64 bits, 0..16 at 128) against
     exact shingle Jaccard.
     """

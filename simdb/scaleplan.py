@@ -1,0 +1,177 @@
+"""What an index distributed on Citus would cost past this machine (pure code): shards, bytes per
+worker, query latency and throughput, and all-pairs time, from unit costs measured on simdb's
+development machine with `simdb bench --distributed` (1M rows, k = 3, a coordinator and two
+workers on one 2-core VM; see the README's Scale-out section).
+
+Two layouts are priced. By key (what `simdb create --distributed` makes): every probe runs on
+every shard, a worker's shards in turn over one connection, so latency grows with the shards
+per worker and throughput with the workers over the shards. By prefix (Manku et al.'s layout):
+a probe of each permuted table reaches one shard; all pairs are co-located self-joins that every
+worker runs on its own shards at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simdb.errors import InvalidParameter
+from simdb.planner import DEFAULT_COSTS, Costs, choose, designs, price
+
+
+@dataclass(frozen=True)
+class ClusterCosts:
+    """Unit costs of a Citus cluster, on top of the single-server Costs of each shard's work."""
+
+    # Fitted to two runs at 1M rows, k = 3 (b = 4), 2 workers: 4 and 32 shards.
+    fanout_ms: float = 0.38  # per query on the coordinator: plan, dispatch to the workers, merge
+    task_ms: float = 0.59  # per shard a probe runs on, one after another on a worker's connection
+    statement_ms: float = 0.16  # by prefix: per table's statement (one router query each)
+    coordinator_cpu_ms: float = 0.89  # CPU per query on the coordinator (and the client's driver)
+    task_cpu_ms: float = 0.57  # CPU per shard task on a worker
+    client_row_s: float = 6.2e-6  # all pairs by key: per row read to the client (key and fingerprint)
+    client_row_bytes: float = 120.0  # its memory on the client while pairing (key, value, sort)
+    prefix_copy_bytes: float = 52.0  # by prefix: a row's copy in each table (prefix, fingerprint, key)
+    prefix_join_factor: float = 2.67  # by prefix: co-located self-joins' CPU over the planner's pairs_s
+    worker_cores: int = 1  # as measured: two workers shared two cores
+    coordinator_cores: int = 1
+
+
+DEFAULT_CLUSTER = ClusterCosts()
+
+
+@dataclass(frozen=True)
+class ScalePlan:
+    """A distributed index of `rows` rows over `workers` workers, priced."""
+
+    rows: int
+    workers: int
+    shards: int
+    max_distance: int
+    blocks: int
+    tables: int
+    bytes_per_row: float
+    prefix_bytes_per_row: float
+    key_p50_ms: float
+    key_queries_per_s: float
+    key_pairs_s: float
+    key_pairs_client_gb: float
+    prefix_p50_ms: float
+    prefix_queries_per_s: float
+    prefix_pairs_s: float
+
+    @property
+    def bytes_per_worker(self) -> float:
+        return self.bytes_per_row * self.rows / self.workers
+
+    @property
+    def prefix_bytes_per_worker(self) -> float:
+        return self.prefix_bytes_per_row * self.rows / self.workers
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "rows": self.rows,
+            "workers": self.workers,
+            "shards": self.shards,
+            "max_distance": self.max_distance,
+            "blocks": self.blocks,
+            "tables": self.tables,
+            "by_key": {
+                "bytes_per_row": self.bytes_per_row,
+                "bytes_per_worker": self.bytes_per_worker,
+                "query_ms": self.key_p50_ms,
+                "queries_per_s": self.key_queries_per_s,
+                "pairs_s": self.key_pairs_s,
+                "pairs_client_gb": self.key_pairs_client_gb,
+            },
+            "by_prefix": {
+                "bytes_per_row": self.prefix_bytes_per_row,
+                "bytes_per_worker": self.prefix_bytes_per_worker,
+                "query_ms": self.prefix_p50_ms,
+                "queries_per_s": self.prefix_queries_per_s,
+                "pairs_s": self.prefix_pairs_s,
+            },
+        }
+
+    def lines(self) -> list[str]:
+        return [
+            f"{self.rows:.3g} rows, k = {self.max_distance}, {self.workers} workers, {self.shards} shards, "
+            f"b = {self.blocks} ({self.tables} tables):",
+            f"  {'layout':<10} {'bytes/row':>9} {'GB/worker':>10} {'query ms':>9} {'queries/s':>10} "
+            f"{'all pairs':>10}",
+            f"  {'by key':<10} {self.bytes_per_row:>9.0f} {self.bytes_per_worker / 1e9:>10.3g} "
+            f"{self.key_p50_ms:>9.2f} {self.key_queries_per_s:>10.3g} {_duration(self.key_pairs_s):>10}"
+            f"  (pairs on the client: {self.key_pairs_client_gb:.3g} GB of memory)",
+            f"  {'by prefix':<10} {self.prefix_bytes_per_row:>9.0f} "
+            f"{self.prefix_bytes_per_worker / 1e9:>10.3g} {self.prefix_p50_ms:>9.2f} "
+            f"{self.prefix_queries_per_s:>10.3g} {_duration(self.prefix_pairs_s):>10}",
+            "a rough model: unit costs fitted to `simdb bench --distributed` on simdb's development "
+            "machine (2 workers sharing 2 cores, 1M rows); each worker priced as one such core; "
+            "see simdb/scaleplan.py",
+        ]
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def plan(
+    rows: int,
+    workers: int,
+    max_distance: int,
+    shards: int | None = None,
+    costs: Costs = DEFAULT_COSTS,
+    cluster: ClusterCosts = DEFAULT_CLUSTER,
+) -> ScalePlan:
+    """Price a distributed index: the block design simdb would pick for `rows`, split into
+    `shards` shards (default: 2 per worker, as `simdb create --distributed` makes) over
+    `workers` workers."""
+    if workers < 1:
+        raise InvalidParameter(f"workers {workers} is not positive", "give 1 or more workers")
+    shards = shards if shards is not None else 2 * workers
+    if shards < 1:
+        raise InvalidParameter(f"shards {shards} is not positive", "give 1 or more shards")
+    chosen = choose(designs(rows, max_distance, costs))
+    tables = len(chosen.plan.tables)
+    per_shard = price(chosen.plan, max(1, rows // shards), costs)
+    shard_probe_ms = per_shard.online_ms - costs.query_ms  # a shard's probes and candidates
+    per_worker = math.ceil(shards / workers)
+    key_ms = cluster.fanout_ms + per_worker * (cluster.task_ms + shard_probe_ms)
+    worker_ms = shards * (cluster.task_cpu_ms + shard_probe_ms)  # CPU of one query on the workers
+    key_qps = min(
+        cluster.coordinator_cores * 1000 / cluster.coordinator_cpu_ms,
+        workers * cluster.worker_cores * 1000 / worker_ms,
+    )
+    # By prefix: table i's probe is one task on the one shard holding its prefix, and finds the
+    # candidates of that table over all rows; the tables' tasks run on the workers at once.
+    whole = price(chosen.plan, rows, costs)
+    table_ms = (whole.online_ms - costs.query_ms) / tables
+    prefix_ms = (
+        cluster.fanout_ms
+        + tables * cluster.statement_ms
+        + math.ceil(tables / workers) * (cluster.task_ms + table_ms)
+    )
+    prefix_qps = min(
+        cluster.coordinator_cores * 1000 / cluster.coordinator_cpu_ms,
+        workers * cluster.worker_cores * 1000 / (tables * (cluster.task_cpu_ms + table_ms)),
+    )
+    return ScalePlan(
+        rows=rows,
+        workers=workers,
+        shards=shards,
+        max_distance=max_distance,
+        blocks=chosen.plan.blocks,
+        tables=tables,
+        bytes_per_row=whole.bytes_per_row,
+        prefix_bytes_per_row=tables * cluster.prefix_copy_bytes + (whole.bytes_per_row - costs.row_bytes),
+        key_p50_ms=key_ms,
+        key_queries_per_s=key_qps,
+        key_pairs_s=rows * cluster.client_row_s,
+        key_pairs_client_gb=rows * cluster.client_row_bytes / 1e9,
+        prefix_p50_ms=prefix_ms,
+        prefix_queries_per_s=prefix_qps,
+        prefix_pairs_s=whole.batch_s * cluster.prefix_join_factor / (workers * cluster.worker_cores),
+    )

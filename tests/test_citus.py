@@ -224,3 +224,37 @@ def test_a_query_while_a_worker_is_down_is_a_clear_error_and_nothing_is_lost(
         _wait_for(citus_conn, port)
     assert _count(citus_conn, "docs") == 40
     assert simdb(capsys, "query", "docs", "--file", probe) == (0, answer, "")
+
+
+def test_delete_prune_and_grant_work_on_a_distributed_index(
+    citus_conn: Conn, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _documents(tmp_path / "docs", 20)
+    assert simdb(capsys, "create", "docs", "--mode", "jaccard", "--distributed")[0] == 0
+    assert simdb(capsys, "ingest", "docs", str(tmp_path / "docs"))[0] == 0
+    assert simdb(capsys, "delete", "docs", str(tmp_path / "docs" / "d0.txt")) == (
+        0,
+        "deleted 1 of 1 keys\n",
+        "",
+    )
+    assert _count(citus_conn, "docs") == 19
+    citus_conn.execute(
+        "UPDATE simdb.docs SET added_at = now() - interval '2 days' WHERE key LIKE %s", ("%d1_.txt",)
+    )
+    code, out, _ = simdb(capsys, "prune", "docs", "--older-than", "1d")
+    assert code == 0 and out.startswith("pruned 10 rows") and _count(citus_conn, "docs") == 9
+    citus_conn.execute("DROP ROLE IF EXISTS simdb_citus_reader")
+    citus_conn.execute("CREATE ROLE simdb_citus_reader LOGIN")
+    try:
+        assert simdb(capsys, "grant", "docs", "--reader", "simdb_citus_reader")[0] == 0
+        dsn = citus_conn.info.dsn.replace("user=postgres", "user=simdb_citus_reader")
+        with psycopg.connect(dsn) as reader:
+            found = reader.execute(
+                "SELECT count(*) FROM simdb.similar_key('docs', %s)", (str(tmp_path / "docs" / "d2.txt"),)
+            ).fetchone()
+            assert found is not None and found[0] >= 2  # d2 and its near copy d3
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                reader.execute("DELETE FROM simdb.docs")
+    finally:
+        citus_conn.execute("DROP OWNED BY simdb_citus_reader")
+        citus_conn.execute("DROP ROLE simdb_citus_reader")

@@ -128,7 +128,7 @@ def _planted_pairs(data: dict[str, int], planted: int, k: int) -> set[tuple[str,
     return found
 
 
-def _planted(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int], list[int], int]:
+def planted_rows(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int], list[int], int]:
     """Random fingerprints plus, for each query, neighbours at every distance 0..k+1.
 
     Returns the rows, the query fingerprints, and how many rows (r0, r1, ...) are planted.
@@ -163,7 +163,7 @@ def bench_index(
     time the same queries through both (`rounds` interleaved rounds, the best p50 of each kept),
     and compare with a scan."""
     name = f"bench_{os.getpid()}"
-    data, probes, planted = _planted(rows, queries, max_distance, seed)
+    data, probes, planted = planted_rows(rows, queries, max_distance, seed)
     truth = _true_neighbours(data, probes, max_distance)
     made = index.save(conn, SimhashSpec(max_distance).build(name, DEFAULT_FEATURES, rows))
     try:

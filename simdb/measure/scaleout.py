@@ -28,9 +28,9 @@ from psycopg import sql
 from simdb import batch, index, ingest, names, pairing
 from simdb.bits import to_signed
 from simdb.connection import Connection
-from simdb.measure.bench import _planted, machine, percentile
+from simdb.measure.bench import machine, percentile, planted_rows
 from simdb.modes import SimhashIndex, SimhashSpec
-from simdb.placement import LOCAL, Distributed, default_shards
+from simdb.placement import LOCAL, Distributed, check_citus, default_shards
 from simdb.simhash import DEFAULT_FEATURES
 
 CLIENTS = (1, 4, 16)
@@ -124,7 +124,8 @@ def bench_placements(
 ) -> ScaleOut:
     """Load the same rows into the three layouts on the Citus coordinator at `dsn` and measure
     them; the scratch tables are dropped afterwards."""
-    data, probes, _ = _planted(rows, queries, max_distance, seed=1)
+    check_citus(conn)
+    data, probes, _ = planted_rows(rows, queries, max_distance, seed=1)
     workers = conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()
     version = conn.execute("SHOW server_version").fetchone()
     made: list[SimhashIndex] = []

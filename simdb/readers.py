@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -92,6 +93,8 @@ def read_document(path: str, raw: bool = False) -> Document:
     for item in _read_file(path, "text", Options(raw=raw)):
         if isinstance(item, Document):
             return item
+        if item.reason == NOT_REGULAR:
+            raise InputError(f"{path} is {NOT_REGULAR} (a pipe, socket or device)", "give a regular file")
         raise InputError(
             f"{path} looks binary (it has NUL bytes)", "give a text file, or use --features bytes:N"
         )
@@ -161,8 +164,14 @@ def _size(path: str) -> int:
         return 0
 
 
+NOT_REGULAR = "not a regular file"  # a named pipe, socket or device: reading it could wait forever
+
+
 def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            yield Skip(path, NOT_REGULAR)
+            return
         handle = open(path, "rb")  # noqa: SIM115 (closed below; the generator may stop early)
     except OSError as error:
         yield from _fail(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ def pairs(
     min_similarity: float | None = None,
     same_extension: bool = False,
     size_ratio: float | None = None,
-) -> Iterator[Pair]:
+) -> Generator[Pair, None, None]:
     """Every pair within the cutoff exactly once, streamed from a server-side cursor.
 
     The cutoff is `max_distance` bits on a simhash index, `min_similarity` on a jaccard one
@@ -210,7 +210,7 @@ def dedup(
     max_distance: int | None = None,
     *,
     min_similarity: float | None = None,
-) -> Iterator[Decision]:
+) -> Generator[Decision, None, None]:
     """One representative per cluster by the rule `keep`; every other member is to be dropped.
 
     first/last: earliest/latest added (then first/last key); shortest/longest: fewest/most

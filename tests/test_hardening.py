@@ -4,13 +4,11 @@ instead of stopping the suite."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
-from support import Conn
 
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
 
@@ -33,6 +31,25 @@ def test_a_named_pipe_is_skipped_or_refused_never_waited_on(dsn: str, tmp_path: 
     assert done.returncode == 0 and "skipped 1 (1 not a regular file)" in done.stdout
     for command in (["query", "docs", "--file"], ["fingerprint", "--file"]):
         done = _run(*command, str(folder / "pipe"))
-        assert done.returncode == 1 and "is not a regular file" in done.stderr and "regular file" in done.stderr
+        assert (
+            done.returncode == 1 and "is not a regular file" in done.stderr and "regular file" in done.stderr
+        )
     done = _run("calibrate", str(folder))
     assert "Traceback" not in done.stderr  # finishes (too few documents is a clear error)
+
+
+def test_a_reader_that_closes_the_pipe_is_a_normal_end(dsn: str, tmp_path: Path) -> None:
+    """Item 2: `simdb pairs NAME | head -1` and `dedup ... | head -1` exit 0 and print nothing more."""
+    text = "the same words in every document " * 5
+    rows = [json.dumps({"key": f"document-{i:05d}-with-a-longer-key", "text": text}) for i in range(150)]
+    (tmp_path / "same.jsonl").write_text("\n".join(rows))
+    assert _run("ingest", "docs", str(tmp_path / "same.jsonl"), "--create").returncode == 0
+    for command in (["pairs", "docs"], ["dedup", "docs", "--keep", "first"]):
+        running = subprocess.Popen(
+            [*SIMDB, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert running.stdout is not None and running.stderr is not None
+        assert running.stdout.readline()  # the header; 11,175 pairs (over 64 KiB) are still to come
+        running.stdout.close()
+        assert running.wait(timeout=60) == 0
+        assert running.stderr.read() == ""

@@ -7,6 +7,7 @@ errors exit 2.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -17,7 +18,21 @@ from simdb.cli.common import Settings
 from simdb.errors import DatabaseUnavailable, SimdbError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _ReaderGone(Exception):
+    """Output went to a pipe whose reader has closed it (click would end such a command with 1)."""
+
+
+class _Commands(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as error:
+            raise _ReaderGone from error
+
+
+@click.group(
+    cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.option(
     "--dsn",
     metavar="DSN",
@@ -67,7 +82,8 @@ def run(args: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo(f"simdb: interrupted ({_RERUN})", err=True)
         sys.exit(130)
-    except BrokenPipeError:
+    except _ReaderGone:  # the reader went away (`| head`): a normal end, and nothing more to print
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
 
 

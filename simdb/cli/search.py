@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from simdb import batch, connection, index, modes, query, readers
@@ -135,8 +137,9 @@ def pairs_(
             same_extension=same_extension,
             size_ratio=size_ratio,
         )
-        for pair in found:
-            write((pair.key_a, pair.key_b, getattr(pair, score)))
+        with contextlib.closing(found):  # (a closed pipe ends its transaction before the connection)
+            for pair in found:
+                write((pair.key_a, pair.key_b, getattr(pair, score)))
 
 
 @click.command(name="clusters")
@@ -184,10 +187,12 @@ def dedup_(
         target = index.get(conn, name)
         target.cutoff(max_distance, threshold)
         write = row_writer(format_, ("cluster", "key", "action"))
-        for decision in batch.dedup(conn, target, keep, max_distance, min_similarity=threshold):
-            write((decision.cluster, decision.key, "keep" if decision.keep else "drop"))
-            kept += decision.keep
-            dropped += not decision.keep
+        decisions = batch.dedup(conn, target, keep, max_distance, min_similarity=threshold)
+        with contextlib.closing(decisions):
+            for decision in decisions:
+                write((decision.cluster, decision.key, "keep" if decision.keep else "drop"))
+                kept += decision.keep
+                dropped += not decision.keep
     click.echo(f"{kept} clusters: keep {kept} keys, drop {dropped}", err=True)
 
 

@@ -1,5 +1,6 @@
 """Distributed indexes: simdb.near_key reads the row's fingerprint, then probes, in two statements
 (on Citus, one statement would be sent whole to the key's shard, which cannot run the probe).
+simdb.from_hex refuses what is not 1 to 16 hex digits (it shortened 17 or 18 and read '' as 0).
 
 Revision ID: 0007
 Revises: 0006
@@ -15,9 +16,16 @@ branch_labels = None
 depends_on = None
 
 
+FUNCTIONS = (("near_key", 3), ("from_hex", 2))
+
+
 def upgrade() -> None:
-    op.get_bind().connection.driver_connection.execute(function_sql("near_key", 3))
+    raw = op.get_bind().connection.driver_connection
+    for name, version in FUNCTIONS:
+        raw.execute(function_sql(name, version))
 
 
 def downgrade() -> None:
-    op.get_bind().connection.driver_connection.execute(function_sql("near_key", 2))
+    raw = op.get_bind().connection.driver_connection
+    for name, version in FUNCTIONS:
+        raw.execute(function_sql(name, version - 1))

@@ -230,13 +230,25 @@ def delete(conn: Connection, index: Index, keys: Iterable[str]) -> int:
     return cursor.rowcount
 
 
-def prune(conn: Connection, index: Index, older_than: timedelta) -> int:
-    """Remove the rows last written more than `older_than` ago; returns how many."""
-    with conn.transaction():
+def prune(
+    conn: Connection,
+    index: Index,
+    older_than: timedelta,
+    *,
+    agree: Callable[[int, int], bool] = lambda removed, rows: True,
+) -> int:
+    """Remove the rows last written more than `older_than` ago; returns how many. `agree(removed,
+    rows)` sees what the deletion would do before it commits; if it says no, nothing is removed."""
+    with conn.transaction() as transaction:
         cursor = conn.execute(
             sql.SQL("DELETE FROM {} WHERE added_at < now() - %s").format(index.table), (older_than,)
         )
-    return cursor.rowcount
+        removed = cursor.rowcount
+        left = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(index.table)).fetchone()
+        if removed and not agree(removed, removed + (left[0] if left else 0)):
+            removed = 0
+            raise psycopg.Rollback(transaction)
+    return removed
 
 
 _DURATION = re.compile(r"(\d+)\s*(s|m|h|d|w)")

@@ -331,6 +331,15 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
         "",
         "simdb: error: bad duration 'soon' (write a number and a unit (s, m, h, d, w), e.g. 30d or 1d12h)\n",
     )
+    # issue 14, item 12: removing more than half of the rows needs --yes (no terminal to ask)
+    code, out, err = simdb(capsys, "prune", "docs", "--older-than", "0s")
+    assert (code, out) == (1, "") and "would remove 1 of its 1 rows; nothing was removed" in err
+    assert "--yes" in err and [key for key, _ in rows(conn)] == ["k3"]
+    assert simdb(capsys, "prune", "docs", "--older-than", "0s", "--yes")[:2] == (
+        0,
+        "pruned 1 rows older than 0:00:00\n",
+    )
+    assert rows(conn) == []
 
 
 def test_parallel_ingest_equals_serial(

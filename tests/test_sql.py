@@ -92,7 +92,10 @@ def test_hex_functions(conn: Conn) -> None:
     for value in (0, 1, 0xFFFFFFFFFFFFFFFF, 0x8000000000000000, 0x0123456789ABCDEF):
         row = conn.execute("SELECT simdb.to_hex(%s), simdb.from_hex(%s)", (to_signed(value), to_hex(value)))
         assert row.fetchone() == (to_hex(value), to_signed(value))
-    assert conn.execute("SELECT simdb.from_hex('ff'), simdb.from_hex('00000000000000Ff')").fetchone() == (255, 255)
+    assert conn.execute("SELECT simdb.from_hex('ff'), simdb.from_hex('00000000000000Ff')").fetchone() == (
+        255,
+        255,
+    )
     for wrong in ("", "1" * 17, "1" * 18, "0x12", "12 ", "xyz"):  # issue 14, item 6: no silent shortening
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="not a 64-bit fingerprint in hex"):
             conn.execute("SELECT simdb.from_hex(%s)", (wrong,))

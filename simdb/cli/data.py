@@ -9,6 +9,9 @@ import click
 
 from simdb import index, ingest, readers
 from simdb.cli.common import database, json_option, show
+from simdb.errors import InvalidParameter
+
+PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
 
 
 @click.command(name="ingest")
@@ -109,12 +112,28 @@ def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
     metavar="DURATION",
     help="Remove rows last written longer ago than this: 90s, 15m, 12h, 30d, 2w, 1d12h.",
 )
+@click.option("--yes", is_flag=True, help="Do not ask, even when most of the rows would go.")
 @click.pass_context
-def prune_(ctx: click.Context, name: str, older_than: str) -> None:
-    """Remove the rows of index NAME that were last written more than DURATION ago."""
+def prune_(ctx: click.Context, name: str, older_than: str, yes: bool) -> None:
+    """Remove the rows of index NAME that were last written more than DURATION ago.
+
+    A prune that would remove more than half of the rows asks first (or needs --yes when no one
+    can answer), as `simdb drop` does; nothing is removed unless it goes ahead.
+    """
     age = ingest.parse_duration(older_than)
+
+    def agree(removed: int, rows: int) -> bool:
+        if yes or removed <= rows * PRUNE_ASKS_ABOVE:
+            return True
+        if not sys.stdin.isatty():
+            raise InvalidParameter(
+                f"pruning index {name!r} would remove {removed} of its {rows} rows; nothing was removed",
+                "pass --yes to remove them, or a longer --older-than",
+            )
+        return click.confirm(f"Remove {removed} of the {rows} rows of index {name}?")
+
     with database(ctx) as conn:
-        removed = ingest.prune(conn, index.get(conn, name), age)
+        removed = ingest.prune(conn, index.get(conn, name), age, agree=agree)
     click.echo(f"pruned {removed} rows older than {age}")
 
 

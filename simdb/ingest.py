@@ -3,8 +3,12 @@ them with COPY (one transaction per batch, idempotent per key), delete keys, pru
 
 from __future__ import annotations
 
+import ctypes
 import itertools
+import os
 import re
+import signal
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -134,7 +138,9 @@ def _sketched(
         for documents in batches:
             yield documents, index.sketches([d.content for d in documents])
         return
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        jobs, mp_context=get_context("spawn"), initializer=_die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
         pending: deque[tuple[list[Document], Future[list[Sketch | None]]]] = deque()
         for documents in itertools.chain([first, second], batches):
             pending.append((documents, pool.submit(index.sketches, [d.content for d in documents])))
@@ -144,6 +150,19 @@ def _sketched(
         while pending:
             done, future = pending.popleft()
             yield done, future.result()
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker's start: end it when the process that started it ends, even by kill -9 (Linux's
+    PR_SET_PDEATHSIG; elsewhere a worker ends when its pipe to the parent closes), so that no
+    worker, nor multiprocessing's resource tracker that waits for them, outlives an ingest."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent ended before the line above took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def count_stored(report: Report, size: int, counts: tuple[int, int]) -> None:

@@ -8,7 +8,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import psutil
 
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
 
@@ -53,3 +56,24 @@ def test_a_reader_that_closes_the_pipe_is_a_normal_end(dsn: str, tmp_path: Path)
         running.stdout.close()
         assert running.wait(timeout=60) == 0
         assert running.stderr.read() == ""
+
+
+def test_workers_die_with_a_killed_ingest(dsn: str, tmp_path: Path) -> None:
+    """Item 3: after `kill -9` of `simdb ingest --jobs 2`, no worker and no resource tracker
+    is left running."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(3000):
+        (folder / f"d{number}.txt").write_text(" ".join(f"w{(number * 7 + i) % 5000}" for i in range(400)))
+    assert _run("create", "docs").returncode == 0
+    running = subprocess.Popen([*SIMDB, "ingest", "docs", str(folder), "--jobs", "2", "--batch-size", "20"])
+    parent = psutil.Process(running.pid)
+    deadline = time.monotonic() + 60
+    while len(parent.children()) < 3 and time.monotonic() < deadline:  # 2 workers and the tracker
+        time.sleep(0.05)
+    children = parent.children(recursive=True)
+    assert len(children) >= 2 and running.poll() is None, "the ingest ended before its workers started"
+    running.kill()
+    running.wait()
+    _, alive = psutil.wait_procs(children, timeout=20)
+    assert alive == [], f"left running after kill -9 of their parent: {alive}"

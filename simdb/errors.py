@@ -35,5 +35,9 @@ class IndexMismatch(SimdbError):
     """The index was built with settings this request does not match."""
 
 
+class SchemaMissing(SimdbError):
+    """The database has no simdb schema, and the command only reads (it does not create one)."""
+
+
 class DatabaseUnavailable(SimdbError):
     """No PostgreSQL could be reached, or the embedded one could not start."""

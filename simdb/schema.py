@@ -14,6 +14,7 @@ from sqlalchemy.pool import NullPool
 
 from simdb import layout
 from simdb.connection import Connection
+from simdb.errors import SchemaMissing
 from simdb.names import VERSION_TABLE, in_schema, qualified
 from simdb.resources import resource_dir
 
@@ -40,10 +41,18 @@ def current_revision(conn: Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def ensure_schema(conn: Connection) -> bool:
-    """Migrate to HEAD when the database is behind; returns True if it ran migrations."""
-    if current_revision(conn) == HEAD:
+def ensure_schema(conn: Connection, *, create: bool = True) -> bool:
+    """Migrate to HEAD when the database is behind; returns True if it ran migrations. Without
+    `create`, a database that has no simdb schema at all is an error instead (SchemaMissing)."""
+    revision = current_revision(conn)
+    if revision == HEAD:
         return False
+    if revision is None and not create:
+        raise SchemaMissing(
+            f"no simdb schema in database {conn.info.dbname!r}",
+            "create one with `simdb init` or `simdb create NAME`, or connect to the database that"
+            " holds your indexes (--dsn, SIMDB_DSN)",
+        )
     if not conn.autocommit:
         conn.commit()
     upgrade(conn.info.dsn, password=conn.info.password)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import psycopg
 
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
 
@@ -77,3 +78,21 @@ def test_workers_die_with_a_killed_ingest(dsn: str, tmp_path: Path) -> None:
     running.wait()
     _, alive = psutil.wait_procs(children, timeout=20)
     assert alive == [], f"left running after kill -9 of their parent: {alive}"
+
+
+def test_reading_commands_never_create_the_schema(empty_db: str, tmp_path: Path) -> None:
+    """Item 10: `simdb list` (or query, pairs, drop...) on a database without simdb's schema says
+    so and leaves the database as it was; a command that writes creates the schema."""
+    for command in (
+        ["list"],
+        ["pairs", "docs"],
+        ["query", "docs", "--text", "a b c"],
+        ["drop", "docs", "--yes"],
+    ):
+        done = _run("--dsn", empty_db, *command)
+        assert done.returncode == 1 and "no simdb schema in database" in done.stderr, done.stderr
+        assert "simdb init" in done.stderr
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'simdb'").fetchone() == (0,)
+    assert _run("--dsn", empty_db, "create", "docs").returncode == 0
+    assert _run("--dsn", empty_db, "list").returncode == 0

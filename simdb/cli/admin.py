@@ -32,8 +32,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 @click.command()
 @click.pass_context
 def init(ctx: click.Context) -> None:
-    """Create or migrate simdb's schema (other commands do this on first use)."""
-    with database(ctx):
+    """Create or migrate simdb's schema (commands that write do this on first use)."""
+    with database(ctx, create_schema=True):
         pass
     click.echo(f"simdb schema is at revision {schema.HEAD}")
 
@@ -144,7 +144,7 @@ def create(
             "--shards applies to a distributed index", "add --distributed, or leave out --shards"
         )
     placed = Distributed(shards) if distributed else LOCAL
-    with database(ctx) as conn:
+    with database(ctx, create_schema=True) as conn:
         made = index.create(conn, name, **_index_settings(options), placed=placed)
     show(made, as_json, lead="created")
 
@@ -193,7 +193,7 @@ def attach_(
     brings it up to date again later: new and changed rows are fingerprinted, deleted ones removed.
     """
     settings = _index_settings(options)
-    with database(ctx) as conn:
+    with database(ctx, create_schema=True) as conn:
         made = attach.attach(conn, name, table, key_column, text_column, condition, **settings)
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync:

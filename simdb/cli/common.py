@@ -28,12 +28,14 @@ class Settings:
 
 
 @contextmanager
-def database(ctx: click.Context) -> Iterator[connection.Connection]:
-    """Connect (starting the embedded server if no DSN is given) and migrate simdb's schema."""
+def database(ctx: click.Context, *, create_schema: bool = False) -> Iterator[connection.Connection]:
+    """Connect (starting the embedded server if no DSN is given) and migrate simdb's schema. Only
+    commands that write pass `create_schema`: the others never add a schema to a database they
+    happen to reach, and say so (SchemaMissing)."""
     settings: Settings = ctx.find_object(Settings) or Settings(None)
     target = connection.resolve(settings.dsn)
     with connection.connect(target) as conn:
-        schema.ensure_schema(conn)
+        schema.ensure_schema(conn, create=create_schema)
         yield conn
 
 

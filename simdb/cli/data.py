@@ -73,7 +73,7 @@ def ingest_(
 
     readers.Options(format_, key_field, text_field, skip_errors)  # check the options first
     readers.check_sources(paths)
-    with database(ctx) as conn:
+    with database(ctx, create_schema=True) as conn:
         target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
         options = readers.Options(format_, key_field, text_field, skip_errors, raw=target.features.binary)
         total = readers.total_size(paths)

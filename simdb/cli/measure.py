@@ -217,7 +217,7 @@ def _bench_index(
     if text_paths:
         readers.check_sources(text_paths)
         fingerprinting = bench.bench_fingerprint(text_paths, Features.parse(features))
-    with database(ctx) as conn:
+    with database(ctx, create_schema=True) as conn:
         measured = bench.bench_index(
             conn,
             hnsw=hnsw,
@@ -243,7 +243,7 @@ def _bench_distributed(
     """simdb bench --distributed: a local and a distributed index of the same rows, side by side."""
     from simdb.measure import scaleout
 
-    with database(ctx) as conn:
+    with database(ctx, create_schema=True) as conn:
         return scaleout.bench_placements(
             conn,
             conn.info.dsn,
@@ -277,7 +277,7 @@ def _bench_modes(
 
     paths = corpus_paths or (sysconfig.get_paths()["stdlib"],)
     documents = text_documents(paths)
-    with database(ctx) as conn:
+    with database(ctx, create_schema=True) as conn:
         return evaluate.evaluate(
             conn,
             documents,

@@ -2,8 +2,10 @@
 
 The source table is never altered. The index keeps its own rows keyed by the source key (as
 text) with an MD5 of the source text, so a sync fingerprints only rows that are new or changed,
-and removes rows whose source row is gone. When the key column is a primary or unique key, the
-index rows also reference it with ON DELETE CASCADE and disappear with their source row.
+and removes rows whose source row is gone. With `cascade` (and a primary or unique key column),
+the index rows also reference it with ON DELETE CASCADE and disappear with their source row at
+once; that foreign key then stands in the way of TRUNCATE or DROP of the source table, so it is
+asked for, never added by default.
 """
 
 from __future__ import annotations
@@ -90,8 +92,10 @@ def attach(
     *,
     features: Features = DEFAULT_FEATURES,
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    cascade: bool = False,
 ) -> Index:
-    """Create index NAME over an existing table; checked first, created in one transaction."""
+    """Create index NAME over an existing table; checked first, created in one transaction.
+    `cascade`: index rows go with their source row at once (a foreign key; see the module)."""
     schema, relation = parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
     found = conn.execute(
@@ -115,7 +119,12 @@ def attach(
     with conn.transaction():
         made = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
         catalog.add_source(conn, name, source)
-        if _key_is_unique(conn, source):
+        if cascade:
+            if not _key_is_unique(conn, source):
+                raise InvalidParameter(
+                    f"--cascade needs a primary or unique key column; {key_column!r} of {table} is not one",
+                    "leave out --cascade (sync removes deleted rows), or give a unique --key-column",
+                )
             conn.execute(
                 sql.SQL(
                     "ALTER TABLE {index} ADD COLUMN source_key {type} UNIQUE"

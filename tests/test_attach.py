@@ -41,7 +41,16 @@ def test_attach_sync_reflects_inserts_updates_deletes(
     conn = articles
     before = conn.execute(COLUMNS).fetchall()
     code, out, err = simdb(
-        capsys, "attach", "arts", "--table", "public.articles", "--key-column", "id", "--text-column", "body"
+        capsys,
+        "attach",
+        "arts",
+        "--table",
+        "public.articles",
+        "--key-column",
+        "id",
+        "--text-column",
+        "body",
+        "--cascade",
     )
     assert code == 0, err
     assert out.splitlines()[1] == (
@@ -170,3 +179,34 @@ def test_bytes_features_over_an_attached_table(conn: Conn) -> None:
     stored = dict(conn.execute("SELECT key, fingerprint FROM simdb.blobs").fetchall())
     assert to_unsigned(stored["1"]) == fingerprint_bytes("some bytes, café".encode(), 4)
     assert to_unsigned(stored["2"]) == fingerprint_bytes(b"...", 4)
+
+
+def test_without_cascade_nothing_stands_in_the_way_of_the_users_table(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """Issue 14, item 11: attach adds no foreign key unless asked (--cascade), so TRUNCATE and DROP
+    of the source table work, and sync removes what went; --cascade refuses a non-unique key."""
+    conn = articles
+    args = ["--table", "public.articles", "--text-column", "body"]
+    assert simdb(capsys, "attach", "arts", *args, "--key-column", "id")[0] == 0
+    assert keys(conn) == ["1", "2", "3", "4"]
+    conn.execute("TRUNCATE public.articles")
+    assert simdb(capsys, "sync", "arts")[1].startswith("synced: 0 new, 0 updated, 4 removed")
+    assert keys(conn) == []
+    conn.execute("DROP TABLE public.articles")
+    assert simdb(capsys, "drop", "arts", "--yes")[0] == 0
+    conn.execute("CREATE TABLE public.loose (ref text, body text)")
+    code, _, err = simdb(
+        capsys,
+        "attach",
+        "loose",
+        "--table",
+        "public.loose",
+        "--key-column",
+        "ref",
+        "--text-column",
+        "body",
+        "--cascade",
+    )
+    assert code == 1 and "--cascade needs a primary or unique key column" in err
+    assert conn.execute("SELECT to_regclass('simdb.loose')").fetchone() == (None,)  # nothing left behind

@@ -172,6 +172,12 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool
 @click.option("--text-column", required=True, help="Its text column to fingerprint.")
 @click.option("--where", "condition", metavar="SQL", help="Only rows matching this SQL condition.")
 @click.option("--no-sync", is_flag=True, help="Only attach; fingerprint later with `simdb sync`.")
+@click.option(
+    "--cascade",
+    is_flag=True,
+    help="Index rows go with their source row at once (a foreign key ON DELETE CASCADE to a unique "
+    "--key-column; it then blocks TRUNCATE and DROP of your table). Without it, sync removes them.",
+)
 @index_options
 @json_option
 @click.pass_context
@@ -184,6 +190,7 @@ def attach_(
     text_column: str,
     condition: str | None,
     no_sync: bool,
+    cascade: bool,
     as_json: bool,
     **options: Any,
 ) -> None:
@@ -194,7 +201,9 @@ def attach_(
     """
     settings = _index_settings(options)
     with database(ctx, create_schema=True) as conn:
-        made = attach.attach(conn, name, table, key_column, text_column, condition, **settings)
+        made = attach.attach(
+            conn, name, table, key_column, text_column, condition, **settings, cascade=cascade
+        )
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync:
             show(attach.sync(conn, name), as_json)

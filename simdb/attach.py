@@ -11,6 +11,7 @@ asked for, never added by default.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,9 +39,86 @@ class Source(catalog.SourceRow):
         return sql.Identifier(self.schema, self.table)
 
     @property
-    def where(self) -> sql.Composable:
-        """The user's --where condition (their own SQL over their own table), or TRUE."""
-        return sql.SQL("({})").format(sql.SQL(self.condition)) if self.condition else sql.SQL("TRUE")
+    def rows(self) -> sql.Composable:
+        """The source rows to index, as a subquery: the --where condition sees only the user's
+        table (never simdb's, so no name is ambiguous) and is checked to stay inside its parentheses."""
+        if not self.condition:
+            return self.relation
+        check_condition(self.condition)
+        return sql.SQL("(SELECT * FROM {} WHERE ({}))").format(self.relation, sql.SQL(self.condition))
+
+
+def check_condition(condition: str) -> None:
+    """Refuse a --where condition that could reach outside its parentheses in simdb's statements.
+
+    Quoted strings, quoted names, dollar quotes and /* comments */ are skipped; outside them the
+    parentheses must balance, and `;` or a `--` comment (which would swallow what follows) are refused.
+    """
+    depth, at = 0, 0
+    while at < len(condition):
+        char, pair = condition[at], condition[at : at + 2]
+        if char in "'\"":
+            escapes = char == "'" and at > 0 and condition[at - 1] in "eE"
+            at = _closing_quote(condition, at, char, escapes)
+            if at == len(condition):
+                raise _bad_condition(condition, f"a {char} quote in it is not closed")
+        elif char == "$" and (tag := re.match(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$", condition[at:])):
+            end = condition.find(tag.group(0), at + len(tag.group(0)))
+            if end < 0:
+                raise _bad_condition(condition, f"its dollar quote {tag.group(0)} is not closed")
+            at = end + len(tag.group(0)) - 1
+        elif pair == "/*":
+            at = _comment_end(condition, at)
+            if at == len(condition):
+                raise _bad_condition(condition, "a /* comment in it is not closed")
+        elif pair == "--" or char == ";":
+            raise _bad_condition(condition, f"{pair if pair == '--' else char!r} is not allowed in it")
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise _bad_condition(condition, "it closes a parenthesis it did not open")
+        at += 1
+    if depth:
+        raise _bad_condition(condition, "it leaves a parenthesis open")
+
+
+def _closing_quote(text: str, start: int, quote: str, escapes: bool) -> int:
+    """Index of the quote closing the one at `start` (a doubled quote stays inside), or the end."""
+    at = start + 1
+    while at < len(text):
+        if escapes and text[at] == "\\":
+            at += 2
+            continue
+        if text[at] == quote:
+            if text[at + 1 : at + 2] != quote:
+                return at
+            at += 1
+        at += 1
+    return len(text)
+
+
+def _comment_end(text: str, start: int) -> int:
+    """Index of the last character of the (nestable) block comment opening at `start`."""
+    depth, at = 0, start
+    while at < len(text):
+        if text.startswith("/*", at):
+            depth, at = depth + 1, at + 2
+        elif text.startswith("*/", at):
+            depth, at = depth - 1, at + 2
+            if depth == 0:
+                return at - 1
+        else:
+            at += 1
+    return len(text)
+
+
+def _bad_condition(condition: str, why: str) -> InvalidParameter:
+    return InvalidParameter(
+        f"the --where condition {condition!r} is refused: {why}",
+        "give one SQL condition over the table's columns, e.g. \"published AND lang = 'en'\"",
+    )
 
 
 def parse_table(text: str) -> tuple[str, str]:
@@ -53,9 +131,11 @@ def parse_table(text: str) -> tuple[str, str]:
     return schema, table
 
 
-def _column_type(conn: Connection, source: Source, column: str) -> str:
+def _column_type(conn: Connection, source: Source, column: str) -> tuple[str, str]:
+    """The column's SQL type and its type category ('S' for the string types)."""
     row = conn.execute(
-        "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute AS a"
+        "SELECT format_type(a.atttypid, a.atttypmod), t.typcategory FROM pg_attribute AS a"
+        " JOIN pg_type AS t ON t.oid = a.atttypid"
         " JOIN pg_class AS c ON c.oid = a.attrelid JOIN pg_namespace AS n ON n.oid = c.relnamespace"
         " WHERE n.nspname = %s AND c.relname = %s AND a.attname = %s AND a.attnum > 0 AND NOT a.attisdropped",
         (source.schema, source.table, column),
@@ -65,7 +145,7 @@ def _column_type(conn: Connection, source: Source, column: str) -> str:
             f"table {source.schema}.{source.table} has no column {column!r}",
             "check --key-column and --text-column",
         )
-    return str(row[0])
+    return str(row[0]), str(row[1])
 
 
 def _key_is_unique(conn: Connection, source: Source) -> bool:
@@ -81,6 +161,62 @@ def _key_is_unique(conn: Connection, source: Source) -> bool:
     return row is not None
 
 
+def _a_duplicate_key(conn: Connection, source: Source) -> str | None:
+    """One key value that more than one source row has (None when the key column is unique)."""
+    if _key_is_unique(conn, source):
+        return None
+    row = conn.execute(
+        sql.SQL("SELECT s.{key}::text FROM {rows} AS s GROUP BY 1 HAVING count(*) > 1 LIMIT 1").format(
+            key=sql.Identifier(source.key_column), rows=source.rows
+        )
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _refuse_duplicate_keys(conn: Connection, source: Source) -> None:
+    """Each index row stands for one source row: a key shared by rows would merge them."""
+    duplicate = _a_duplicate_key(conn, source)
+    if duplicate is not None:
+        raise InvalidParameter(
+            f"key column {source.key_column!r} of {source.schema}.{source.table} is not unique: "
+            f"more than one row has {duplicate!r}, and simdb keeps one index row per key",
+            "give a unique --key-column (a primary key), or a --where that keeps one row per key",
+        )
+
+
+def _validate(conn: Connection, source: Source, cascade: bool) -> str:
+    """Check the table, columns, condition and keys before anything is created; the key's type."""
+    label = f"{source.schema}.{source.table}"
+    found = conn.execute(
+        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s", (source.schema, source.table)
+    ).fetchone()
+    if found is None:
+        raise InvalidParameter(f"no table {label}", "check --table (SCHEMA.TABLE)")
+    key_type, _ = _column_type(conn, source, source.key_column)
+    text_type, category = _column_type(conn, source, source.text_column)
+    if category != "S":
+        raise InvalidParameter(
+            f"--text-column {source.text_column!r} of {label} is {text_type}, not text",
+            "give a text or varchar column (a view can cast another type with ::text)",
+        )
+    if source.condition:
+        try:
+            with conn.transaction():
+                conn.execute(sql.SQL("EXPLAIN SELECT 1 FROM {} AS s").format(source.rows))
+        except psycopg.Error as error:
+            raise InvalidParameter(
+                f"the --where condition does not work on {label}: {str(error).splitlines()[0]}",
+                'give a SQL condition over the table\'s columns, e.g. "published"',
+            ) from error
+    if cascade and not _key_is_unique(conn, source):
+        raise InvalidParameter(
+            f"--cascade needs a primary or unique key column; {source.key_column!r} of {label} is not one",
+            "leave out --cascade (sync removes deleted rows), or give a unique --key-column",
+        )
+    _refuse_duplicate_keys(conn, source)
+    return key_type
+
+
 def attach(
     conn: Connection,
     name: str,
@@ -94,37 +230,16 @@ def attach(
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
     cascade: bool = False,
 ) -> Index:
-    """Create index NAME over an existing table; checked first, created in one transaction.
+    """Create index NAME over an existing table: everything is checked first (the table, the
+    columns' types, the --where condition, unique keys), then created in one transaction.
     `cascade`: index rows go with their source row at once (a foreign key; see the module)."""
     schema, relation = parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
-    found = conn.execute(
-        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s", (schema, relation)
-    ).fetchone()
-    if found is None:
-        raise InvalidParameter(f"no table {schema}.{relation}", "check --table (SCHEMA.TABLE)")
-    key_type = _column_type(conn, source, key_column)
-    _column_type(conn, source, text_column)
-    if condition:
-        try:
-            with conn.transaction():
-                conn.execute(
-                    sql.SQL("EXPLAIN SELECT 1 FROM {} WHERE {}").format(source.relation, source.where)
-                )
-        except psycopg.Error as error:
-            raise InvalidParameter(
-                f"the --where condition does not work on {schema}.{relation}: {str(error).splitlines()[0]}",
-                'give a SQL condition over the table\'s columns, e.g. "published"',
-            ) from error
+    key_type = _validate(conn, source, cascade)
     with conn.transaction():
         made = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
         catalog.add_source(conn, name, source)
         if cascade:
-            if not _key_is_unique(conn, source):
-                raise InvalidParameter(
-                    f"--cascade needs a primary or unique key column; {key_column!r} of {table} is not one",
-                    "leave out --cascade (sync removes deleted rows), or give a unique --key-column",
-                )
             conn.execute(
                 sql.SQL(
                     "ALTER TABLE {index} ADD COLUMN source_key {type} UNIQUE"
@@ -162,6 +277,10 @@ class SyncReport(ingest.Report):
     def empty(self) -> int:
         return self.skipped["empty"]
 
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
     def summary(self) -> str:
         return (
             f"synced: {self.added} new, {self.updated} updated, {self.removed} removed, "
@@ -188,14 +307,15 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
     made = indexes.get(conn, name)
     source = source_of(conn, name)
     has_source_key = indexes.has_column(conn, made.name, "source_key")
+    _refuse_duplicate_keys(conn, source)
     report = SyncReport()
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
     changed = sql.SQL(
         "SELECT s.{key}::text, s.{text}, decode(md5(s.{text}), 'hex')"
-        " FROM {source} AS s LEFT JOIN {index} AS i ON i.key = s.{key}::text"
-        " WHERE {where} AND s.{key} IS NOT NULL"
+        " FROM {rows} AS s LEFT JOIN {index} AS i ON i.key = s.{key}::text"
+        " WHERE s.{key} IS NOT NULL"
         " AND (s.{text} IS NULL OR i.content_hash IS DISTINCT FROM decode(md5(s.{text}), 'hex'))"
-    ).format(key=key, text=text, source=source.relation, index=made.table, where=source.where)
+    ).format(key=key, text=text, rows=source.rows, index=made.table)
     _store_rows(conn, made, changed, f"simdb_sync_{name}", report, progress)
     if has_source_key:
         _link_source_keys(conn, made, source)
@@ -203,12 +323,12 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
         gone = conn.execute(
             sql.SQL(
                 "DELETE FROM {index} AS i WHERE NOT EXISTS"
-                " (SELECT 1 FROM {source} AS s WHERE s.{key}::text = i.key AND {where})"
-            ).format(index=made.table, source=source.relation, key=key, where=source.where)
+                " (SELECT 1 FROM {rows} AS s WHERE s.{key}::text = i.key)"
+            ).format(index=made.table, rows=source.rows, key=key)
         )
         report.removed = gone.rowcount
         catalog.mark_synced(conn, name)
-    if report.added or report.updated or report.removed:
+    if report.changed:
         ingest.vacuum(conn, made)
     return report
 
@@ -256,9 +376,9 @@ def reindex(conn: Connection, name: str, progress: Callable[[int], object] | Non
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
     rows_to_move = sql.SQL(
         "SELECT i.key, s.{text}, decode(md5(s.{text}), 'hex')"
-        " FROM {index} AS i JOIN {source} AS s ON s.{key}::text = i.key"
-        " WHERE {where} AND s.{text} IS NOT NULL"
-    ).format(key=key, text=text, source=source.relation, index=made.table, where=source.where)
+        " FROM {index} AS i JOIN {rows} AS s ON s.{key}::text = i.key"
+        " WHERE s.{text} IS NOT NULL"
+    ).format(key=key, text=text, rows=source.rows, index=made.table)
     report = ingest.Report()
     _store_rows(conn, target, rows_to_move, f"simdb_reindex_{name}", report, progress)
     with conn.transaction():
@@ -325,10 +445,13 @@ def watch(
     report: Callable[[SyncReport], None],
     rounds: int | None = None,
 ) -> None:
-    """Sync every `interval` seconds (polling) until interrupted, or `rounds` times."""
+    """Sync every `interval` seconds (polling) until interrupted, or `rounds` times; `report`
+    the first round and each one that changed something."""
     done = 0
     while rounds is None or done < rounds:
-        report(sync(conn, name))
+        result = sync(conn, name)
+        if done == 0 or result.changed:
+            report(result)
         done += 1
         if rounds is None or done < rounds:
             time.sleep(interval)

@@ -80,6 +80,19 @@ def _stream(conn: Connection, index: Index, statement: sql.Composed, parameters:
             yield Pair(key_a, key_b, *index.scored(score))
 
 
+def export(conn: Connection, index: Index) -> Generator[tuple[str, str, int | None, str | None], None, None]:
+    """Every row of the index, by key: key, sketch (as `simdb fingerprint` prints it, so it loads
+    again with `ingest --fingerprint-field`), size and extension; streamed, in one snapshot."""
+    statement = sql.SQL("SELECT key, {}, size, extension FROM {} ORDER BY key").format(
+        sql.Identifier(index.sketch_column), index.table
+    )
+    with conn.transaction(), conn.cursor(name=f"simdb_export_{index.name}") as cursor:
+        cursor.itersize = _FETCH
+        cursor.execute(statement)
+        for key, value, size, extension in cursor:
+            yield key, index.spec.literal(index.from_sql(value)), size, extension
+
+
 class _Components:
     """Union-find over keys, with path halving and union by size."""
 

@@ -10,11 +10,9 @@ permissions of every parent folder; and everything provider-specific stays in th
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import os
-import pwd
 import shutil
 import subprocess
 import tempfile
@@ -158,6 +156,8 @@ class EmbeddedServer:
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
         """An exclusive lock on the home folder, so concurrent simdb processes start it once."""
+        import fcntl  # POSIX only: imported here so that the CLI loads where it is missing
+
         self._make_home()
         with open(self.home / "server.lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -302,6 +302,8 @@ class EmbeddedServer:
         """As root: PostgreSQL refuses to run as root, so create an unprivileged system user once."""
         if self.run_as is None:
             return
+        import pwd  # POSIX only, as fcntl above
+
         try:
             pwd.getpwnam(self.run_as)
             return
@@ -322,6 +324,8 @@ class EmbeddedServer:
 
     def _give_to_service_user(self, path: Path) -> None:
         if self.run_as is not None:
+            import pwd
+
             self._ensure_service_user()
             entry = pwd.getpwnam(self.run_as)
             os.chown(path, entry.pw_uid, entry.pw_gid)

@@ -102,7 +102,7 @@ def get(conn: Connection, name: str) -> Index:
     if row is None:
         raise IndexNotFound(
             f"no index named {name!r}",
-            f"create it with `simdb create {name}`; `simdb list` shows the indexes",
+            "check the name and the database: `simdb list` shows the indexes there",
         )
     made = index_class(row["mode"]).from_catalog(conn, row)
     placed = placement.of(conn, name)
@@ -157,8 +157,14 @@ class Listing:
 
 
 def list_indexes(conn: Connection) -> list[Summary]:
+    """The indexes the connected role may read (a role granted one index sees that one)."""
     result = []
     for name in catalog.index_names(conn):
+        readable = conn.execute(
+            "SELECT has_table_privilege(%s::regclass, 'SELECT')", (names.qualified(name),)
+        ).fetchone()
+        if not (readable and readable[0]):
+            continue
         index = get(conn, name)
         count = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(index.table)).fetchone()
         rows = count[0] if count else 0

@@ -13,9 +13,11 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from multiprocessing import get_context
+from typing import cast
 
 import psycopg
 from psycopg import sql
@@ -24,7 +26,7 @@ from simdb import names
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.modes import Index, Sketch
-from simdb.readers import Document, Item, Skip
+from simdb.readers import UNCHANGED, Document, Item, Skip
 
 DEFAULT_BATCH = 2000
 
@@ -87,8 +89,9 @@ def ingest(
     batches = _batches(items, batch_size, report, progress)
     for documents, values in _sketched(batches, index, jobs):
         batch: dict[str, Sketch] = {}
-        sizes: dict[str, int] = {}
+        sizes: dict[str, int | None] = {}
         extensions: dict[str, str | None] = {}
+        mtimes: dict[str, int | None] = {}
         for document, value in zip(documents, values, strict=True):
             if value is None:
                 report.skipped["empty"] += 1
@@ -99,8 +102,10 @@ def ingest(
             batch[document.key] = value
             sizes[document.key] = document.size
             extensions[document.key] = document.extension
+            mtimes[document.key] = document.mtime_ns
         if batch:
-            count_stored(report, len(batch), store(conn, index, batch, sizes, extensions=extensions))
+            stored = store(conn, index, batch, sizes, extensions=extensions, mtimes=mtimes)
+            count_stored(report, len(batch), stored)
     if report.inserted or report.updated:
         vacuum(conn, index)
     return report
@@ -112,7 +117,9 @@ def _batches(
     """Documents in lists of `size`; skips are counted on the way."""
     documents: list[Document] = []
     for item in items:
-        if isinstance(item, Skip):
+        if isinstance(item, Skip) and item.reason == UNCHANGED:
+            report.unchanged += 1
+        elif isinstance(item, Skip):
             report.skipped[item.reason] += 1
         else:
             documents.append(item)
@@ -132,6 +139,10 @@ def _sketched(
     first = next(batches, None)
     if first is None:
         return
+    if first[0].sketch is not None:  # computed elsewhere (ingest --fingerprint-field): nothing to do
+        for documents in itertools.chain([first], batches):
+            yield documents, [cast(Sketch, document.sketch) for document in documents]
+        return
     second = next(batches, None) if jobs > 1 else None
     if second is None:
         yield first, index.sketches([d.content for d in first])
@@ -142,20 +153,45 @@ def _sketched(
         jobs, mp_context=get_context("spawn"), initializer=_die_with_parent, initargs=(os.getpid(),)
     ) as pool:
         pending: deque[tuple[list[Document], Future[list[Sketch | None]]]] = deque()
-        for documents in itertools.chain([first, second], batches):
-            pending.append((documents, pool.submit(index.sketches, [d.content for d in documents])))
-            if len(pending) >= 2 * jobs:
+        try:
+            for documents in itertools.chain([first, second], batches):
+                with _sigint_held():  # (a worker may be started here: it must not take Ctrl-C while starting)
+                    future = pool.submit(index.sketches, [d.content for d in documents])
+                pending.append((documents, future))
+                if len(pending) >= 2 * jobs:
+                    done, future = pending.popleft()
+                    yield done, future.result()
+            while pending:
                 done, future = pending.popleft()
                 yield done, future.result()
-        while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
+        except BaseException:  # Ctrl-C, an error, or the consumer stopped: drop the batches queued
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+@contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold back SIGINT while workers may be started: they inherit the blocked signal and ignore it
+    from their start (see _die_with_parent); the parent gets a Ctrl-C held here right after."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _die_with_parent(parent: int) -> None:
     """A worker's start: end it when the process that started it ends, even by kill -9 (Linux's
     PR_SET_PDEATHSIG; elsewhere a worker ends when its pipe to the parent closes), so that no
-    worker, nor multiprocessing's resource tracker that waits for them, outlives an ingest."""
+    worker, nor multiprocessing's resource tracker that waits for them, outlives an ingest.
+    Ctrl-C reaches the whole process group: only the parent acts on it (and stops the pool), so a
+    worker ignores it, including one held back while it started."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent ended before the line above took effect
@@ -177,40 +213,47 @@ def store(
     conn: Connection,
     index: Index,
     batch: Mapping[str, Sketch],
-    sizes: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int | None] | None = None,
     hashes: Mapping[str, bytes] | None = None,
     extensions: Mapping[str, str | None] | None = None,
+    mtimes: Mapping[str, int | None] | None = None,
 ) -> tuple[int, int]:
     """Upsert {key: sketch} in one transaction; returns (inserted, updated).
 
     A sketch is an unsigned fingerprint (simhash index) or a MinHash signature (jaccard index).
     `sizes` gives each document's size in bytes, `hashes` a hash of its content (used by sync
-    to skip unchanged rows) and `extensions` a file's extension; each is NULL where missing.
+    to skip unchanged rows), `extensions` a file's extension and `mtimes` its modification time
+    in ns (ingest skips files whose size and mtime are unchanged); each is NULL where missing.
     The rows are copied (binary COPY) into a staging table, then inserted; an existing key gets
     the new values, and a key whose values are all unchanged is left alone.
     """
-    sizes, hashes, extensions = sizes or {}, hashes or {}, extensions or {}
+    sizes, hashes, extensions, mtimes = sizes or {}, hashes or {}, extensions or {}, mtimes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     values = [index.to_sql(batch[key]) for key in keys]
     stage = names.stage_table(index.mode, index.sketch_size, index.name)
     sketch = sql.Identifier(index.sketch_column)
     columns = sql.SQL(", ").join(
-        [sql.Identifier("key"), sketch, *map(sql.Identifier, ("size", "content_hash", "extension"))]
+        [
+            sql.Identifier("key"),
+            sketch,
+            *map(sql.Identifier, ("size", "content_hash", "extension", "mtime_ns")),
+        ]
     )
     with conn.transaction():
         conn.execute(
             sql.SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS {stage}"
-                " (key text, {sketch}, size bigint, content_hash bytea, extension text)"
+                " (key text, {sketch}, size bigint, content_hash bytea, extension text, mtime_ns bigint)"
                 " ON COMMIT DELETE ROWS"
             ).format(stage=stage, sketch=index.sketch_definition())
         )
         with conn.cursor().copy(
             sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, columns)
         ) as copy:
-            copy.set_types(["text", index.sketch_type, "int8", "bytea", "text"])
+            copy.set_types(["text", index.sketch_type, "int8", "bytea", "text", "int8"])
             for key, value in zip(keys, values, strict=True):
-                copy.write_row((key, value, sizes.get(key), hashes.get(key), extensions.get(key)))
+                row = (key, value, sizes.get(key), hashes.get(key), extensions.get(key), mtimes.get(key))
+                copy.write_row(row)
         # The permuted or band-key columns are generated from the sketch by PostgreSQL.
         counts = conn.execute(
             sql.SQL(
@@ -220,14 +263,31 @@ def store(
                 " ON CONFLICT (key) DO UPDATE"
                 " SET {sketch} = excluded.{sketch}, size = excluded.size,"
                 " content_hash = excluded.content_hash, extension = excluded.extension,"
-                " added_at = excluded.added_at"
-                " WHERE (t.{sketch}, t.size, t.content_hash, t.extension) IS DISTINCT FROM"
-                " (excluded.{sketch}, excluded.size, excluded.content_hash, excluded.extension)"
+                " mtime_ns = excluded.mtime_ns, added_at = excluded.added_at"
+                " WHERE (t.{sketch}, t.size, t.content_hash, t.extension, t.mtime_ns)"
+                " IS DISTINCT FROM (excluded.{sketch}, excluded.size, excluded.content_hash,"
+                " excluded.extension, excluded.mtime_ns)"
                 " RETURNING (xmax = 0) AS inserted)"
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
         ).fetchone()
     return (counts[0], counts[1]) if counts else (0, 0)
+
+
+FileTimes = dict[str, tuple[int | None, int | None]]  # key: (size, mtime_ns)
+
+
+def file_times(conn: Connection, index: Index) -> Callable[[list[str]], FileTimes]:
+    """A lookup of the (size, mtime_ns) stored for file keys, for readers.Options.known: ingest
+    then passes over files whose size and modification time are unchanged, unread."""
+    statement = sql.SQL(
+        "SELECT key, size, mtime_ns FROM {} WHERE key = ANY(%s) AND mtime_ns IS NOT NULL"
+    ).format(index.table)
+
+    def known(keys: list[str]) -> FileTimes:
+        return {key: (size, mtime) for key, size, mtime in conn.execute(statement, (keys,))}
+
+    return known
 
 
 def vacuum(conn: Connection, index: Index) -> None:
@@ -300,7 +360,9 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
 
     Building a B-tree once from sorted input is far cheaper than inserting millions of random
     keys into it. Keys must be unique (a repeated one is refused and nothing is stored); for
-    updates and re-runs use `store` / `ingest`.
+    updates and re-runs use `store` / `ingest`. On an autocommit connection the table is then
+    vacuumed and analysed (`vacuum`); in a transaction of the caller's that is left to autovacuum,
+    and until it comes each candidate a query finds costs a visit to the table's heap.
     """
     if conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is not None:
         raise InvalidParameter(
@@ -338,4 +400,5 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
         for statement in index.btrees():
             conn.execute(statement)
         built = time.perf_counter()
+    vacuum(conn, index)
     return BulkLoad(count, copied - started, built - copied)

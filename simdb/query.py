@@ -98,8 +98,10 @@ def near(
     filters: Filters | None = None,
     *,
     min_similarity: float | None = None,
+    limit: int | None = None,
 ) -> list[Match]:
-    """Rows near a sketch (an unsigned fingerprint, or a signature), nearest first, then by key.
+    """Rows near a sketch (an unsigned fingerprint, or a signature), nearest first, then by key;
+    the first `limit` of them, if given.
 
     simhash indexes take `max_distance` (default: the index's k), jaccard indexes
     `min_similarity` (default: the index's threshold).
@@ -109,7 +111,7 @@ def near(
     if conditions:
         statement = sql.SQL(
             "SELECT n.key, n.{score} FROM {near}(%s, %s) WITH ORDINALITY AS n"
-            " JOIN {table} AS r ON r.key = n.key WHERE {conditions} ORDER BY n.ordinality"
+            " JOIN {table} AS r ON r.key = n.key WHERE {conditions} ORDER BY n.ordinality LIMIT %s"
         ).format(
             score=sql.Identifier(index.score_column),
             near=index.near_function,
@@ -117,8 +119,8 @@ def near(
             conditions=sql.SQL(" AND ").join(conditions),
         )
     else:
-        statement = sql.SQL("SELECT * FROM {}(%s, %s)").format(index.near_function)
-    rows = conn.execute(statement, (index.to_sql(value), cutoff), prepare=not conditions).fetchall()
+        statement = sql.SQL("SELECT * FROM {}(%s, %s) LIMIT %s").format(index.near_function)
+    rows = conn.execute(statement, (index.to_sql(value), cutoff, limit), prepare=not conditions).fetchall()
     return [Match(key, *index.scored(score)) for key, score in rows]
 
 

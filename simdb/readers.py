@@ -6,12 +6,14 @@ input raises InputError naming the file and line, unless the caller asked to ski
 
 from __future__ import annotations
 
+import codecs
 import csv
+import itertools
 import json
 import os
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -41,14 +43,18 @@ class Document:
     repaired: bool = False
     data: bytes | None = None  # a file's raw content, read for bytes features
     extension: str | None = None  # a file's extension, lower-case without the dot
+    sketch: object | None = None  # a fingerprint or signature computed elsewhere (--fingerprint-field)
+    mtime_ns: int | None = None  # a file's modification time when it was read
 
     @property
     def content(self) -> str | bytes:
         return self.data if self.data is not None else self.text
 
     @property
-    def size(self) -> int:
-        """Bytes of the document: the file's raw size, or its text in UTF-8."""
+    def size(self) -> int | None:
+        """Bytes of the document: the file's raw size, or its text in UTF-8 (None: not given)."""
+        if self.sketch is not None:
+            return None
         return len(self.data) if self.data is not None else len(self.text.encode("utf-8"))
 
 
@@ -73,10 +79,20 @@ class Options:
     text_field: str = "text"
     skip_errors: bool = False
     raw: bool = False  # keep files' raw bytes (bytes features) instead of decoding them
+    root: str | None = None  # files' keys relative to this folder; absolute paths when None
+    delimiter: str = ","  # CSV field separator
+    fingerprint_field: str | None = None  # records give their sketch in this field, not their text
+    parse_sketch: Callable[[object], object] | None = None  # the index's check of such a field
+    # (size, mtime_ns) stored for these file keys: files where both are unchanged are not read
+    known: Callable[[list[str]], Mapping[str, tuple[int | None, int | None]]] | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise InvalidParameter(f"unknown format {self.format!r}", f"use one of {', '.join(FORMATS)}")
+        if len(self.delimiter) != 1 or self.delimiter in '"\r\n':
+            raise InvalidParameter(
+                f"bad CSV delimiter {self.delimiter!r}", "give one character, e.g. ';', or 'tab'"
+            )
 
 
 def decode(data: bytes) -> tuple[str, bool]:
@@ -87,25 +103,57 @@ def decode(data: bytes) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), True
 
 
-def read_document(path: str, raw: bool = False) -> Document:
-    """One file as a single document (for `query --file` and `fingerprint --file`)."""
+def read_document(path: str, raw: bool = False, stdin: BinaryIO | None = None) -> Document:
+    """One file (or `-`: all of stdin) as a single document, for `query --file` and `fingerprint --file`."""
     check_sources([path])
-    for item in _read_file(path, "text", Options(raw=raw)):
+    items = (
+        _read_text(stdin or sys.stdin.buffer, STDIN, Options(raw=raw))
+        if path == STDIN
+        else _read_file(path, "text", Options(raw=raw))
+    )
+    for item in items:
         if isinstance(item, Document):
             return item
         if item.reason == NOT_REGULAR:
             raise InputError(f"{path} is {NOT_REGULAR} (a pipe, socket or device)", "give a regular file")
         raise InputError(
-            f"{path} looks binary (it has NUL bytes)", "give a text file, or use --features bytes:N"
+            f"{'stdin' if path == STDIN else path} looks binary (it has NUL bytes)",
+            "give a text file; binary files need bytes features: --features bytes:4 on "
+            "`simdb create` or `simdb fingerprint`",
         )
     raise InputError(f"cannot read {path}", "check the path")  # pragma: no cover (one item always)
 
 
-def check_sources(paths: Iterable[str]) -> None:
-    """Fail before anything is written when a named path does not exist."""
+def check_sources(paths: Iterable[str], root: str | None = None) -> None:
+    """Fail before anything is written when a named path does not exist or lies outside `root`."""
+    if root is not None and not os.path.isdir(root):
+        raise InputError(f"--relative-to {root}: no such folder", "give the folder that holds the sources")
     for path in paths:
-        if path != STDIN and not os.path.lexists(path):
+        if path == STDIN:
+            continue
+        if not os.path.lexists(path):
             raise InputError(f"no such file or folder: {path}", "check the path")
+        if root is not None and file_key(path, root).startswith(os.pardir + os.sep):
+            raise InputError(
+                f"{path} is outside --relative-to {root}", "give a folder that holds every source"
+            )
+
+
+def check_record_sources(paths: Iterable[str], format_: str) -> None:
+    """Fail before anything is written when a source is not read as records (JSONL or CSV)."""
+    for path in paths:
+        if os.path.isdir(path) or _kind(path, format_) == "text":
+            raise InputError(
+                f"{path} is read as text, which has no fields; --fingerprint-field reads JSONL or CSV",
+                "give .jsonl or .csv files (or --format jsonl|csv)",
+            )
+
+
+def file_key(path: str, root: str | None = None) -> str:
+    """A file's key: its absolute path (normalised: no `.`, `..` or doubled separators), or that
+    path relative to `root`. One file has one key however it was named on the command line."""
+    absolute = os.path.abspath(path)
+    return absolute if root is None else os.path.relpath(absolute, os.path.abspath(root))
 
 
 def total_size(paths: Iterable[str]) -> int | None:
@@ -129,10 +177,37 @@ def read(paths: Iterable[str], options: Options = Options(), stdin: BinaryIO | N
             stream = stdin if stdin is not None else sys.stdin.buffer
             yield from _read_stream(stream, STDIN, kind, options)
         elif os.path.isdir(path):
-            for file in _walk(path):
-                yield from _read_file(file, "text", options)
+            yield from _read_files(_walk(path), options)
+        elif kind == "text":
+            yield from _read_files([path], options)
         else:
             yield from _read_file(path, kind, options)
+
+
+UNCHANGED = "unchanged"  # a file whose size and modification time are those stored: not read
+_KNOWN_CHUNK = 500  # files looked up in the index at once
+
+
+def _read_files(paths: Iterable[str], options: Options) -> Iterator[Item]:
+    """Text files, each one document; with `options.known`, a file whose size and modification
+    time equal the stored ones is passed over unread (looked up in chunks: one query per chunk)."""
+    if options.known is None:
+        for path in paths:
+            yield from _read_file(path, "text", options)
+        return
+    files = iter(paths)
+    while chunk := list(itertools.islice(files, _KNOWN_CHUNK)):
+        keys = [file_key(path, options.root) for path in chunk]
+        known = options.known(keys)
+        for path, key in zip(chunk, keys, strict=True):
+            try:
+                info = os.stat(path)
+            except OSError:
+                info = None
+            if info is not None and known.get(key) == (info.st_size, info.st_mtime_ns):
+                yield Skip(key, UNCHANGED, info.st_size)
+            else:
+                yield from _read_file(path, "text", options)
 
 
 def _kind(path: str, chosen: str) -> str:
@@ -169,7 +244,8 @@ NOT_REGULAR = "not a regular file"  # a named pipe, socket or device: reading it
 
 def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
             yield Skip(path, NOT_REGULAR)
             return
         handle = open(path, "rb")  # noqa: SIM115 (closed below; the generator may stop early)
@@ -177,14 +253,14 @@ def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
         yield from _fail(
             options,
             path,
-            f"cannot read {path}: {error.strerror}",
+            f"cannot read {path}: {_why_unreadable(path, error)}",
             "unreadable",
-            "check the file's permissions",
+            _unreadable_hint(error),
         )
         return
     with handle:
         if kind == "text":
-            yield from _read_text(handle, path, options)
+            yield from _read_text(handle, file_key(path, options.root), options, info.st_mtime_ns)
         else:
             yield from _read_stream(handle, path, kind, options)
 
@@ -198,7 +274,7 @@ def _read_stream(stream: BinaryIO, name: str, kind: str, options: Options) -> It
         yield from _read_text(stream, name, options)
 
 
-def _read_text(stream: BinaryIO, key: str, options: Options) -> Iterator[Item]:
+def _read_text(stream: BinaryIO, key: str, options: Options, mtime_ns: int | None = None) -> Iterator[Item]:
     try:
         data = stream.read()
     except OSError as error:
@@ -206,27 +282,32 @@ def _read_text(stream: BinaryIO, key: str, options: Options) -> Iterator[Item]:
         return
     extension = os.path.splitext(key)[1].lstrip(".").lower() if key != STDIN else None
     if options.raw:
-        yield Document(key, "", len(data), data=data, extension=extension)
+        yield Document(key, "", len(data), data=data, extension=extension, mtime_ns=mtime_ns)
         return
     if b"\0" in data[:_BINARY_SNIFF]:
         yield Skip(key, "binary", len(data))
         return
     text, repaired = decode(data)
-    yield Document(key, text, len(data), repaired, extension=extension)
+    yield Document(key, text, len(data), repaired, extension=extension, mtime_ns=mtime_ns)
+
+
+def _without_bom(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines, with a UTF-8 byte-order mark removed from the first (editors on Windows add one)."""
+    for number, line in enumerate(lines):
+        yield line.removeprefix(codecs.BOM_UTF8) if number == 0 else line
 
 
 def _read_jsonl(stream: BinaryIO, name: str, options: Options) -> Iterator[Item]:
-    for number, line in enumerate(stream, start=1):
+    for number, line in enumerate(_without_bom(stream), start=1):
         where = f"{name}:{number}"
         if not line.strip():
             continue
         text, repaired = decode(line)
         try:
-            record = json.loads(text)
+            record = json.loads(text.rstrip("\r\n"))
         except json.JSONDecodeError as error:
-            yield from _fail(
-                options, where, f"{where}: not valid JSON ({error.msg})", "malformed", _SKIP_HINT, len(line)
-            )
+            message = f"{where}: not valid JSON ({error.msg} at column {error.colno})"
+            yield from _fail(options, where, message, "malformed", _SKIP_HINT, len(line))
             continue
         if not isinstance(record, dict):
             yield from _fail(
@@ -240,12 +321,12 @@ def _read_csv(stream: BinaryIO, name: str, options: Options) -> Iterator[Item]:
     repaired_lines: list[bool] = []
 
     def lines() -> Iterator[str]:
-        for raw in stream:
+        for raw in _without_bom(stream):
             text, repaired = decode(raw)
             repaired_lines.append(repaired)
             yield text
 
-    reader = csv.reader(lines(), strict=True)
+    reader = csv.reader(lines(), strict=True, delimiter=options.delimiter)
     header: list[str] | None = None
     while True:
         where = f"{name}:{reader.line_num + 1}"
@@ -277,9 +358,12 @@ def _read_csv(stream: BinaryIO, name: str, options: Options) -> Iterator[Item]:
 
 def _record(record: dict[str, object], where: str, options: Options, consumed: int, repaired: bool) -> Item:
     """A Document from a JSONL object or CSV row, or InputError for a missing or wrong field."""
-    for field in (options.key_field, options.text_field):
+    flags = {options.key_field: "--key-field"}
+    flags[options.fingerprint_field or options.text_field] = (
+        "--fingerprint-field" if options.fingerprint_field else "--text-field"
+    )
+    for field, flag in flags.items():
         if field not in record:
-            flag = "--key-field" if field == options.key_field else "--text-field"
             fields = ", ".join(record) or "none"
             return _refuse(
                 options,
@@ -288,10 +372,18 @@ def _record(record: dict[str, object], where: str, options: Options, consumed: i
                 f"name the right one with {flag}",
                 consumed,
             )
-    key, text = record[options.key_field], record[options.text_field]
+    key = record[options.key_field]
     if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
         message = f"{where}: the key {options.key_field!r} must be a non-empty string or integer"
         return _refuse(options, where, message, "fix the record or pick another --key-field", consumed)
+    if options.fingerprint_field is not None and options.parse_sketch is not None:
+        try:
+            sketch = options.parse_sketch(record[options.fingerprint_field])
+        except InvalidParameter as error:
+            message = f"{where}: field {options.fingerprint_field!r}: {error.message}"
+            return _refuse(options, where, message, error.hint or _SKIP_HINT, consumed)
+        return Document(str(key), "", consumed, repaired, sketch=sketch)
+    text = record[options.text_field]
     if not isinstance(text, str):
         return _refuse(
             options,
@@ -307,6 +399,22 @@ def _refuse(options: Options, where: str, message: str, hint: str, consumed: int
     if not options.skip_errors:
         raise InputError(message, hint)
     return Skip(where, "malformed", consumed)
+
+
+def _why_unreadable(path: str, error: OSError) -> str:
+    """The OS's reason, naming a broken symbolic link as one (the OS says only that nothing is there)."""
+    if os.path.islink(path) and not os.path.exists(path):
+        return f"it is a symbolic link to {os.readlink(path)}, which does not exist"
+    return error.strerror or str(error)
+
+
+def _unreadable_hint(error: OSError) -> str:
+    """What to do about a file that could not be opened, by the OS's reason."""
+    if isinstance(error, PermissionError):
+        return "check the file's permissions"
+    if isinstance(error, FileNotFoundError):
+        return "check the path, or pass --skip-errors to count such files and go on"
+    return "check the file, or pass --skip-errors to count such files and go on"
 
 
 def _fail(

@@ -116,7 +116,7 @@ def test_attach_errors(capsys: pytest.CaptureFixture[str], articles: Conn) -> No
         "simdb: error: the --where condition does not work on public.articles: "
     )
     assert simdb(capsys, "sync", "arts")[2] == (
-        "simdb: error: no index named 'arts' (create it with `simdb create arts`; `simdb list` shows the indexes)\n"
+        "simdb: error: no index named 'arts' (check the name and the database: `simdb list` shows the indexes there)\n"
     )
     simdb(capsys, "create", "plain")
     assert simdb(capsys, "sync", "plain")[2] == (
@@ -210,3 +210,63 @@ def test_without_cascade_nothing_stands_in_the_way_of_the_users_table(
     )
     assert code == 1 and "--cascade needs a primary or unique key column" in err
     assert conn.execute("SELECT to_regclass('simdb.loose')").fetchone() == (None,)  # nothing left behind
+
+
+def _nothing_named(conn: Conn, name: str) -> bool:
+    """No index table and no catalog row: a refused attach left nothing behind."""
+    table = conn.execute("SELECT to_regclass(%s)", (f"simdb.{name}",)).fetchone()
+    listed = conn.execute("SELECT count(*) FROM simdb._indexes WHERE name = %s", (name,)).fetchone()
+    return table == (None,) and listed == (0,)
+
+
+def test_a_bad_attach_is_refused_before_anything_is_created(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    """Issue 14, item 4: a text column that is not text, or a --where that reaches outside its
+    place, is refused up front (also with --no-sync); a corrected attach then works."""
+    conn.execute("CREATE TABLE public.docs (id int PRIMARY KEY, n int, meta jsonb, body varchar(200))")
+    conn.execute("INSERT INTO public.docs VALUES (1, 7, '{}', 'one text here'), (2, 8, '{}', 'another')")
+    base = ["attach", "d", "--table", "docs", "--key-column", "id"]
+    for column, kind in (("n", "integer"), ("meta", "jsonb")):
+        code, out, err = simdb(capsys, *base, "--text-column", column, "--no-sync")
+        assert code == 1 and out == "", err
+        assert err == (
+            f"simdb: error: --text-column {column!r} of public.docs is {kind}, not text"
+            " (give a text or varchar column (a view can cast another type with ::text))\n"
+        )
+        assert _nothing_named(conn, "d")
+    for condition, why in (
+        ("id < 100) OR (true", "it closes a parenthesis it did not open"),
+        ("true; DROP TABLE docs", "';' is not allowed in it"),
+        ("id > 0 --", "'--' is not allowed in it"),
+        ("body = 'open", "a ' quote in it is not closed"),
+    ):
+        code, _, err = simdb(capsys, *base, "--text-column", "body", "--where", condition)
+        assert code == 1 and f"is refused: {why}" in err, err
+        assert _nothing_named(conn, "d")
+    # a condition naming a column both tables have (`key`-like names) runs in the table's own scope
+    conn.execute("ALTER TABLE public.docs ADD COLUMN key text DEFAULT 'k'")
+    code, out, err = simdb(capsys, *base, "--text-column", "body", "--where", "(id < 100) OR (key = 'x')")
+    assert code == 0 and out.splitlines()[1].startswith("synced: 2 new"), err
+    assert simdb(capsys, "sync", "d")[1].startswith("synced: 0 new, 0 updated, 0 removed")
+
+
+def test_a_key_column_that_is_not_unique_is_refused(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
+    """Issue 14, item 5: rows sharing a key would merge into one index row (and sync would report
+    them updated forever): attach refuses such a column, and sync says so when duplicates appear."""
+    conn.execute("CREATE TABLE public.notes (ref text, body text)")
+    conn.execute("INSERT INTO public.notes VALUES ('a', 'first note'), ('a', 'second note'), ('b', 'x y z')")
+    attach_notes = ["attach", "notes", "--table", "notes", "--key-column", "ref", "--text-column", "body"]
+    code, _, err = simdb(capsys, *attach_notes)
+    assert code == 1 and err == (
+        "simdb: error: key column 'ref' of public.notes is not unique: more than one row has 'a', and"
+        " simdb keeps one index row per key (give a unique --key-column (a primary key), or a --where"
+        " that keeps one row per key)\n"
+    )
+    assert _nothing_named(conn, "notes")
+    conn.execute("DELETE FROM public.notes WHERE body = 'second note'")
+    assert simdb(capsys, *attach_notes)[0] == 0
+    conn.execute("INSERT INTO public.notes VALUES ('b', 'a different note')")
+    code, _, err = simdb(capsys, "sync", "notes")
+    assert code == 1 and "key column 'ref' of public.notes is not unique: more than one row has 'b'" in err
+    assert sorted(key for (key,) in conn.execute("SELECT key FROM simdb.notes")) == ["a", "b"]

@@ -88,3 +88,32 @@ def test_calibrate_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert code == 0 and out.splitlines()[-1].startswith(
         ("recommended: --max-distance", "no k up to 8 reaches")
     )
+
+
+def test_the_sample_is_random_over_all_documents_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 14, item 18: --sample N measures a uniform random sample of all documents, not the
+    first N; the same seed gives the same sample."""
+    from simdb.measure.calibrate import random_sample
+
+    chosen, read = random_sample(range(10_000), 100, seed=1)
+    assert read == 10_000 and len(chosen) == 100 and chosen == sorted(chosen)
+    assert max(chosen) > 5_000 and sum(n < 100 for n in chosen) < 10  # the first 100 would be all
+    assert (
+        random_sample(range(10_000), 100, seed=1)[0] == chosen != random_sample(range(10_000), 100, seed=2)[0]
+    )
+    assert random_sample(range(5), 100) == ([0, 1, 2, 3, 4], 5)
+    hits = [0] * 10
+    for seed in range(2000):  # every position is kept with the same probability, 3/10
+        for n in random_sample(range(10), 3, seed)[0]:
+            hits[n] += 1
+    assert all(abs(count / 2000 - 0.3) < 0.05 for count in hits), hits
+
+    for number, text in enumerate(_corpus()):
+        (tmp_path / f"doc{number}.txt").write_text(text)
+    code, out, _ = simdb(capsys, "calibrate", str(tmp_path), "--sample", "10", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["documents"] == 10 and report["documents_read"] == 40
+    code, out, _ = simdb(capsys, "calibrate", str(tmp_path), "--sample", "10")
+    assert out.startswith("10 documents (a random sample of the 40 read), features word:3;")

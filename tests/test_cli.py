@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from pathlib import Path
@@ -107,8 +108,8 @@ def test_query_errors(capsys: pytest.CaptureFixture[str], dsn: str) -> None:
         ("query", "docs", "--text", "hello", "-k", "3"): "simdb: error: max distance 3 is outside 0..2 for "
         "index 'docs' (an index answers exactly up to the distance it was created with; create one with "
         "--max-distance 3 for more)\n",
-        ("query", "nope", "--text", "hello"): "simdb: error: no index named 'nope' (create it with "
-        "`simdb create nope`; `simdb list` shows the indexes)\n",
+        ("query", "nope", "--text", "hello"): "simdb: error: no index named 'nope' (check the name "
+        "and the database: `simdb list` shows the indexes there)\n",
         ("query", "docs", "--key", "missing"): "simdb: error: index 'docs' has no key 'missing' "
         "(check the key, e.g. with SQL)\n",
         ("create", "docs"): "simdb: error: index 'docs' already exists (pick another name, or drop it "
@@ -162,7 +163,7 @@ def test_malformed_jsonl_stops_and_stores_nothing(
     code, out, err = simdb(capsys, "ingest", "docs", str(bad))
     assert (code, out) == (1, "")
     assert err == (
-        f"simdb: error: {bad}:3: not valid JSON (Expecting value) "
+        f"simdb: error: {bad}:3: not valid JSON (Expecting value at column 22) "
         "(fix it, or pass --skip-errors to skip bad records and go on)\n"
     )
     assert rows(conn) == before
@@ -216,7 +217,8 @@ def test_encoding_binary_and_unreadable_files(
     code, _, err = simdb(capsys, "ingest", "docs", str(folder))
     assert code == 1
     assert err == (
-        f"simdb: error: cannot read {folder / 'broken'}: No such file or directory (check the file's permissions)\n"
+        f"simdb: error: cannot read {folder / 'broken'}: it is a symbolic link to {folder / 'does-not-exist'}, "
+        "which does not exist (check the path, or pass --skip-errors to count such files and go on)\n"
     )
     assert rows(conn) == []
     code, out, _ = simdb(capsys, "ingest", "docs", str(folder), "--skip-errors")
@@ -368,3 +370,47 @@ def test_parallel_ingest_equals_serial(
     assert rows(conn, "serial") == rows(conn, "parallel")
     stored = {key: value & (2**64 - 1) for key, value in rows(conn, "parallel")}
     assert stored["k299"] == fingerprint("a later record with an earlier key replaces it")
+
+
+def test_dsn_is_accepted_after_the_command(
+    capsys: pytest.CaptureFixture[str], dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14, item 14: `simdb COMMAND --dsn URL` works like `simdb --dsn URL COMMAND`, and wins."""
+    monkeypatch.delenv("SIMDB_DSN")
+    assert simdb(capsys, "create", "docs", "--dsn", dsn)[0] == 0
+    assert simdb(capsys, "list", "--dsn", dsn, "--json")[1].startswith('[{"name": "docs"')
+    unreachable = "postgresql://postgres@127.0.0.1:1/nowhere"
+    assert simdb(capsys, "--dsn", unreachable, "list", "--dsn", dsn)[0] == 0
+    code, _, err = simdb(capsys, "--dsn", dsn, "list", "--dsn", unreachable)
+    assert code == 1 and "127.0.0.1" in err and "port 1" in err
+
+
+def test_csv_with_a_byte_order_mark_and_other_delimiters(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    """Issue 14, item 17: a UTF-8 BOM does not become part of the first field's name (CSV and
+    JSONL), and --delimiter reads ';' or tab separated files."""
+    text = "a document about rivers, bridges and the towns along them"
+    (tmp_path / "bom.csv").write_bytes(codecs.BOM_UTF8 + f'key,text\nk1,"{text}"\n'.encode())
+    (tmp_path / "bom.jsonl").write_bytes(codecs.BOM_UTF8 + json.dumps({"key": "j1", "text": text}).encode())
+    (tmp_path / "semi.csv").write_text(f"key;text\ns1;{text}, again\n")
+    (tmp_path / "tabs.tsv").write_text(f"key\ttext\nt1\t{text}; and more\n")
+    assert (
+        simdb(capsys, "ingest", "docs", str(tmp_path / "bom.csv"), str(tmp_path / "bom.jsonl"), "--create")[0]
+        == 0
+    )
+    assert simdb(capsys, "ingest", "docs", str(tmp_path / "semi.csv"), "--delimiter", ";")[0] == 0
+    done = simdb(
+        capsys, "ingest", "docs", str(tmp_path / "tabs.tsv"), "--format", "csv", "--delimiter", "tab"
+    )
+    assert done[0] == 0, done
+    assert sorted(str(key) for (key,) in conn.execute("SELECT key FROM simdb.docs")) == [
+        "j1",
+        "k1",
+        "s1",
+        "t1",
+    ]
+    code, _, err = simdb(capsys, "ingest", "docs", str(tmp_path / "semi.csv"), "--delimiter", ";;")
+    assert (
+        code == 1 and err == "simdb: error: bad CSV delimiter ';;' (give one character, e.g. ';', or 'tab')\n"
+    )

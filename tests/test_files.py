@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -73,3 +74,75 @@ def test_pairs_filters(capsys: pytest.CaptureFixture[str], conn: Conn, binaries:
         ("a_patched.bin", "a_twice.bin"),
     ]
     assert pairs("--same-extension", "--size-ratio", "1.5") == [("a.bin", "a_patched.bin")]
+
+
+def test_a_file_has_one_key_however_it_is_named(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14, item 9: `bad/ok.txt`, `./bad/ok.txt` and the absolute path are one row, and
+    ingesting `.` from two projects keeps both READMEs; --relative-to keys by a stated root."""
+    for project in ("proj1", "proj2"):
+        (tmp_path / project / "bad").mkdir(parents=True)
+        (tmp_path / project / "README").write_text(f"the readme of {project} with a few more words")
+        (tmp_path / project / "bad" / "ok.txt").write_text(f"an ordinary file in {project}, words")
+    monkeypatch.chdir(tmp_path / "proj1")
+    for named in (
+        "bad/ok.txt",
+        "./bad/ok.txt",
+        str(tmp_path / "proj1" / "bad" / "ok.txt"),
+        "bad/../bad/ok.txt",
+    ):
+        assert simdb(capsys, "ingest", "docs", named, "--create")[0] == 0
+    assert simdb(capsys, "ingest", "docs", ".")[0] == 0
+    monkeypatch.chdir(tmp_path / "proj2")
+    assert simdb(capsys, "ingest", "docs", ".")[0] == 0
+    stored = sorted(str(key) for (key,) in conn.execute("SELECT key FROM simdb.docs"))
+    assert stored == sorted(
+        str(tmp_path / project / name) for project in ("proj1", "proj2") for name in ("README", "bad/ok.txt")
+    )
+    code, _, err = simdb(capsys, "query", "docs", "--key", "./README")
+    assert code == 1 and f"try --key {tmp_path / 'proj2' / 'README'}" in err
+
+    assert simdb(capsys, "ingest", "rel", ".", "--relative-to", str(tmp_path), "--create")[0] == 0
+    assert sorted(str(key) for (key,) in conn.execute("SELECT key FROM simdb.rel")) == [
+        "proj2/README",
+        "proj2/bad/ok.txt",
+    ]
+    code, _, err = simdb(capsys, "ingest", "rel", ".", "--relative-to", str(tmp_path / "proj1"))
+    assert code == 1 and err == (
+        f"simdb: error: . is outside --relative-to {tmp_path / 'proj1'}"
+        " (give a folder that holds every source)\n"
+    )
+
+
+def test_unchanged_files_are_not_read_again(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    """Issue 14, item 20: a re-ingest passes over files whose size and modification time are the
+    stored ones, unread; a changed or touched file is read; --force reads them all."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(30):
+        (folder / f"d{number}.txt").write_text(f"document {number} " + "with words of its own " * 20)
+    assert simdb(capsys, "ingest", "docs", str(folder), "--create")[1].startswith(
+        "ingested 30 documents: 30 new"
+    )
+    before = conn.execute("SELECT key, fingerprint, added_at FROM simdb.docs ORDER BY key").fetchall()
+    same = folder / "d3.txt"  # new words of the same size under the old time: if read, it would change
+    times = same.stat().st_atime_ns, same.stat().st_mtime_ns
+    same.write_text(same.read_text().replace("words", "birds"))
+    os.utime(same, ns=times)
+    (folder / "d4.txt").write_text("document 4 rewritten: other words entirely, and more of them")
+    os.utime(folder / "d5.txt", ns=(10**18, 10**18))  # touched: same content, new time
+    code, out, err = simdb(capsys, "ingest", "docs", str(folder))
+    assert (code, out) == (0, "ingested 30 documents: 0 new, 2 updated, 28 unchanged; skipped 0\n"), err
+    after = dict(
+        (key, (fp, at)) for key, fp, at in conn.execute("SELECT key, fingerprint, added_at FROM simdb.docs")
+    )
+    changed = {key for key, fp, at in before if after[key] != (fp, at)}
+    assert changed == {str(folder / "d4.txt"), str(folder / "d5.txt")}
+    assert conn.execute(
+        "SELECT mtime_ns FROM simdb.docs WHERE key = %s", (str(folder / "d5.txt"),)
+    ).fetchone() == (10**18,)
+    code, out, _ = simdb(capsys, "ingest", "docs", str(folder), "--force")
+    assert (code, out) == (0, "ingested 30 documents: 0 new, 1 updated, 29 unchanged; skipped 0\n")  # d3

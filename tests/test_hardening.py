@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import psycopg
+from psycopg import sql
 
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
 
@@ -103,3 +105,88 @@ def test_the_cli_starts_without_alembic_or_sqlalchemy() -> None:
     probe = "import sys, simdb.cli; print(sorted(m for m in ('alembic', 'sqlalchemy') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_cli_loads_without_posix_only_modules(dsn: str) -> None:
+    """Item 22: with fcntl and pwd missing (as on Windows), `simdb --help` and a command on a
+    server given by DSN still work; only the embedded server's start needs them."""
+    probe = (
+        "import sys; sys.modules['fcntl'] = None; sys.modules['pwd'] = None\nfrom simdb.cli import run; run()"
+    )
+    for args in (["--help"], ["--dsn", dsn, "list"]):
+        done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_dropped_connection_is_told_apart_from_a_refused_statement() -> None:
+    """libpq reports a server that vanished mid-statement (as a Citus coordinator can when a worker
+    is stopped) as an error without SQLSTATE; the CLI must say the connection was lost."""
+    from simdb.cli import _connection_lost
+
+    assert _connection_lost(psycopg.DatabaseError("SSL SYSCALL error: EOF detected"))
+    assert _connection_lost(psycopg.errors.lookup("08006")("connection failure"))
+    assert not _connection_lost(psycopg.errors.lookup("23505")("duplicate key value"))
+    assert not _connection_lost(psycopg.errors.lookup("42P01")("relation does not exist"))
+    assert not _connection_lost(psycopg.ProgrammingError("the query has 2 placeholders but 1 parameters"))
+
+
+def test_ctrl_c_ends_an_ingest_with_130_and_a_watch_normally(dsn: str, tmp_path: Path) -> None:
+    """Item 8: Ctrl-C (SIGINT) during an ingest exits 130 saying a rerun completes the work;
+    `sync --watch` prints only rounds that changed something and ends normally on Ctrl-C."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(3000):
+        (folder / f"d{number}.txt").write_text(" ".join(f"w{(number * 7 + i) % 5000}" for i in range(400)))
+    assert _run("create", "docs").returncode == 0
+    running = subprocess.Popen(  # a session of its own: Ctrl-C on a terminal signals the whole group
+        [*SIMDB, "ingest", "docs", str(folder), "--batch-size", "20", "--jobs", "2"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        deadline = time.monotonic() + 60
+        while _rows(conn, "docs") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.killpg(running.pid, signal.SIGINT)  # parent and workers, as a terminal's Ctrl-C does
+        _, err = running.communicate(timeout=60)
+        assert running.returncode == 130, err
+        assert err.strip() == (
+            "simdb: interrupted (batches already committed are kept; running the same command again"
+            " completes the work)"
+        )
+        assert 0 < _rows(conn, "docs") < 3000
+
+        conn.execute("CREATE TABLE public.feed (id int PRIMARY KEY, body text NOT NULL)")
+        conn.execute("INSERT INTO public.feed VALUES (1, 'first item in the feed')")
+        assert (
+            _run(
+                "attach", "feed", "--table", "feed", "--key-column", "id", "--text-column", "body"
+            ).returncode
+            == 0
+        )
+        watching = subprocess.Popen(
+            [*SIMDB, "sync", "feed", "--watch", "--interval", "0.1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        time.sleep(2)  # some twenty rounds with nothing to do
+        conn.execute("INSERT INTO public.feed VALUES (2, 'another item, arriving later')")
+        deadline = time.monotonic() + 30
+        while _rows(conn, "feed") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(watching.pid, signal.SIGINT)
+        out, err = watching.communicate(timeout=30)
+    assert watching.returncode == 0 and err == "", err
+    assert out.splitlines() == [
+        "synced: 0 new, 0 updated, 0 removed, 0 without text skipped; unchanged rows were not read",
+        "synced: 1 new, 0 updated, 0 removed, 0 without text skipped; unchanged rows were not read",
+    ]
+
+
+def _rows(conn: psycopg.Connection[tuple[object, ...]], table: str) -> int:
+    row = conn.execute(sql.SQL("SELECT count(*) FROM simdb.{}").format(sql.Identifier(table))).fetchone()
+    return int(row[0]) if row else 0

@@ -55,5 +55,5 @@ def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:
     assert result.stdout.split() == [
         str(unpacked / "simdb" / "sql"),
         str(unpacked / "simdb" / "migrations"),
-        "0007",
+        "0009",
     ]

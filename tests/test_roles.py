@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 
@@ -73,3 +74,23 @@ def test_grant_errors(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
         "simdb: error: no role named 'nobody_here' (create it first, e.g. CREATE ROLE nobody_here LOGIN)\n",
     )
     assert simdb(capsys, "grant", "docs")[0] == 2
+
+
+def test_a_reader_lists_the_indexes_it_was_granted(
+    capsys: pytest.CaptureFixture[str],
+    dsn: str,
+    conn: Conn,
+    roles: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 14, item 7: `simdb list` as a role granted one index shows that index, not an error."""
+    reader, _ = roles
+    conn.execute(sql.SQL("ALTER ROLE {} LOGIN").format(sql.Identifier(reader)))
+    ingest.store(conn, index.create(conn, "mine"), {"a": 1, "b": 3})
+    index.create(conn, "theirs")
+    assert simdb(capsys, "grant", "mine", "--reader", reader)[0] == 0
+    monkeypatch.setenv("SIMDB_DSN", psycopg.conninfo.make_conninfo(dsn, user=reader))
+    code, out, err = simdb(capsys, "list", "--json")
+    assert code == 0, err
+    listed = json.loads(out)
+    assert [entry["name"] for entry in listed] == ["mine"] and listed[0]["rows"] == 2

@@ -7,6 +7,7 @@ import subprocess
 
 import psycopg
 import pytest
+from psycopg import sql
 from support import Conn, btree_values
 
 from simdb import index, ingest, query, schema
@@ -212,7 +213,11 @@ def test_bulk_load_equals_store(conn: Conn) -> None:
         == conn.execute("SELECT key, fingerprint FROM simdb.docs ORDER BY key").fetchall()
     )
     assert btree_values(conn, bulk) == btree_values(conn, stored)
-    ingest.vacuum(conn, bulk)
+    visible = conn.execute(
+        "SELECT relallvisible = relpages AND relpages > 0, reltuples FROM pg_class"
+        " WHERE oid = 'simdb.bulk'::regclass"
+    )
+    assert visible.fetchone() == (True, len(rows))  # vacuumed (every page all-visible) and analysed
     plan = "\n".join(str(line) for (line,) in conn.execute("SELECT simdb.explain_near('bulk', 1)"))
     assert plan.count("Bitmap Index Scan on bulk_p") == len(bulk.plan.tables)
     assert [m.key for m in query.near(conn, bulk, rows["r5"])] == ["r5", "twin"]
@@ -224,3 +229,56 @@ def test_bulk_load_equals_store(conn: Conn) -> None:
     assert conn.execute("SELECT count(*) FROM simdb.again").fetchone() == (0,)  # nothing stored
     assert ingest.bulk_load(conn, again, [("x", 1), ("y", 2)]).rows == 2  # and the index is whole
     assert [m.key for m in query.near(conn, again, 3)] == ["x", "y"]
+
+
+def _plan_shape(lines: list[str]) -> list[str]:
+    """The plan's node names, top to bottom (what explain_near and auto_explain both print)."""
+    nodes = []
+    for line in lines:
+        text = line.strip().removeprefix("->").strip()
+        details = (
+            "duration:",
+            "Query Text",
+            "Index Cond",
+            "Recheck",
+            "Filter",
+            "Rows Removed",
+            "Heap ",
+            "Sort ",
+        )
+        if text and not text.startswith(details):
+            nodes.append(text.split(" on ")[0].split("  (")[0].split(" (actual")[0])
+    return nodes
+
+
+def test_explain_near_shows_the_plan_the_function_runs(conn: Conn) -> None:
+    """Issue 14, item 23: on a table filled by plain INSERT and not yet vacuumed, explain_near
+    shows the generic plan simdb."NAME__near" runs (seen by auto_explain), not a plan made for
+    the one value."""
+    rng = random.Random(5)
+    made = index.create(conn, "docs", SimhashSpec(max_distance=3))
+    conn.execute(
+        "INSERT INTO simdb.docs (key, fingerprint) SELECT 'r' || n, (random() * 9e18)::bigint"
+        " FROM generate_series(1, 20000) AS n"
+    )
+    conn.execute("ANALYZE simdb.docs")
+    probe = to_signed(rng.getrandbits(64))
+    shown = [str(line) for (line,) in conn.execute("SELECT simdb.explain_near('docs', %s)", (probe,))]
+    notices: list[str] = []
+    conn.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    for setting, value in (
+        ("log_min_duration", "0"),
+        ("log_analyze", "on"),
+        ("log_nested_statements", "on"),
+        ("log_timing", "off"),
+        ("log_level", "notice"),
+    ):
+        conn.execute("SELECT set_config(%s, %s, false)", (f"auto_explain.{setting}", value))
+    conn.execute(sql.SQL("SELECT * FROM {}(%s, 3)").format(made.near_function), (probe,)).fetchall()
+    conn.execute("RESET auto_explain.log_min_duration")
+    inner = [notice for notice in notices if "docs_p" in notice]
+    assert len(inner) == 1, notices
+    ran = inner[0].splitlines()
+    assert _plan_shape(shown) == _plan_shape(ran), (shown, ran)
+    assert any("$1" in line for line in shown), shown  # a generic plan: the value is a parameter

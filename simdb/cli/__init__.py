@@ -7,6 +7,7 @@ errors exit 2.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -14,7 +15,7 @@ import click
 import psycopg
 
 from simdb.cli import admin, data, measure, search, server
-from simdb.cli.common import Settings
+from simdb.cli.common import DSN_HELP, Settings
 from simdb.errors import DatabaseUnavailable, SimdbError
 
 
@@ -36,8 +37,7 @@ class _Commands(click.Group):
 @click.option(
     "--dsn",
     metavar="DSN",
-    help="PostgreSQL connection (URL or key=value). Default: SIMDB_DSN, DATABASE_URL, the PG* "
-    "variables, else simdb's own embedded server.",
+    help=DSN_HELP + " Also accepted after the command.",
 )
 @click.version_option(package_name="simdb")
 @click.pass_context
@@ -60,9 +60,15 @@ for module in (admin, data, search, measure, server):
 
 def run(args: list[str] | None = None) -> None:
     """Entry point: simdb's errors become one line with a hint, never a traceback."""
+    # psycopg warns when a transaction it was leaving could not be rolled back (a Ctrl-C or a lost
+    # connection mid-statement); the server rolls it back anyway, and the line below says what happened.
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     try:
         main.main(args=args, prog_name="simdb", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as aborted:
+        if isinstance(aborted.__context__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+            click.echo(f"simdb: interrupted ({_RERUN})", err=True)
+            sys.exit(130)
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as error:
@@ -77,7 +83,11 @@ def run(args: list[str] | None = None) -> None:
         click.echo(f"simdb: error: {DatabaseUnavailable(_first_line(error), _RERUN)}", err=True)
         sys.exit(1)
     except psycopg.Error as error:
-        click.echo(f"simdb: error: the database refused: {_first_line(error)} ({_ROLLED_BACK})", err=True)
+        if _connection_lost(error):
+            lost = f"the connection to the database was lost: {_first_line(error)}"
+            click.echo(f"simdb: error: {DatabaseUnavailable(lost, _RERUN)}", err=True)
+        else:
+            click.echo(f"simdb: error: the database refused: {_first_line(error)} ({_ROLLED_BACK})", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo(f"simdb: interrupted ({_RERUN})", err=True)
@@ -89,6 +99,18 @@ def run(args: list[str] | None = None) -> None:
 
 _ROLLED_BACK = "the failed statement's transaction was rolled back; work committed before it is kept"
 _RERUN = "batches already committed are kept; running the same command again completes the work"
+
+
+def _connection_lost(error: psycopg.Error) -> bool:
+    """True when the server went away mid-statement rather than refusing it.
+
+    libpq reports a dropped connection (a server that crashed or was stopped) as a result without
+    an SQLSTATE; the server itself says so with class 08 or the shutdown codes 57P01 to 57P03.
+    """
+    state = error.sqlstate
+    if state is None:
+        return isinstance(error, psycopg.DatabaseError) and not isinstance(error, psycopg.ProgrammingError)
+    return state.startswith("08") or state in {"57P01", "57P02", "57P03"}
 
 
 def _first_line(error: Exception) -> str:

@@ -13,6 +13,7 @@ from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
     database,
+    dsn_option,
     features_option,
     fingerprint_spec_option,
     json_option,
@@ -30,6 +31,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.command()
+@dsn_option
 @click.pass_context
 def init(ctx: click.Context) -> None:
     """Create or migrate simdb's schema (commands that write do this on first use)."""
@@ -134,6 +136,7 @@ def _shards_option(function: F) -> F:
 )
 @_shards_option
 @json_option
+@dsn_option
 @click.pass_context
 def create(
     ctx: click.Context, /, name: str, distributed: bool, shards: int | None, as_json: bool, **options: Any
@@ -153,6 +156,7 @@ def create(
 @click.argument("name")
 @_shards_option
 @json_option
+@dsn_option
 @click.pass_context
 def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool) -> None:
     """Make index NAME a Citus distributed table, rows included (run on the coordinator).
@@ -168,7 +172,7 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool
 @click.command(name="attach")
 @click.argument("name")
 @click.option("--table", required=True, metavar="SCHEMA.TABLE", help="Your existing table.")
-@click.option("--key-column", required=True, help="Its key column (any type; stored as text).")
+@click.option("--key-column", required=True, help="Its unique key column (any type; stored as text).")
 @click.option("--text-column", required=True, help="Its text column to fingerprint.")
 @click.option("--where", "condition", metavar="SQL", help="Only rows matching this SQL condition.")
 @click.option("--no-sync", is_flag=True, help="Only attach; fingerprint later with `simdb sync`.")
@@ -180,6 +184,7 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool
 )
 @index_options
 @json_option
+@dsn_option
 @click.pass_context
 def attach_(
     ctx: click.Context,
@@ -211,15 +216,30 @@ def attach_(
 
 @click.command(name="sync")
 @click.argument("name")
-@click.option("--watch", is_flag=True, help="Keep syncing, polling every --interval seconds, until Ctrl-C.")
-@click.option("--interval", type=click.FloatRange(0.1), default=5.0, show_default=True)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Keep syncing, polling every --interval seconds, until Ctrl-C; prints the first round "
+    "and each one that changed something.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1),
+    default=5.0,
+    show_default=True,
+    help="--watch: seconds between two syncs.",
+)
 @json_option
+@dsn_option
 @click.pass_context
 def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: bool) -> None:
     """Bring attached index NAME up to date with its table: unchanged rows cost nothing."""
     with database(ctx) as conn:
         if watch:
-            attach.watch(conn, name, interval, lambda report: show(report, as_json))
+            try:
+                attach.watch(conn, name, interval, lambda report: show(report, as_json))
+            except KeyboardInterrupt:  # the documented way to stop watching: a normal end
+                return
         else:
             show(attach.sync(conn, name), as_json)
 
@@ -227,6 +247,7 @@ def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: 
 @click.command(name="reindex")
 @click.argument("name")
 @json_option
+@dsn_option
 @click.pass_context
 def reindex_(ctx: click.Context, name: str, as_json: bool) -> None:
     """Move attached index NAME to the newest fingerprint spec, in place, while queries run.
@@ -278,6 +299,7 @@ def plan_(
 
 @click.command(name="list")
 @json_option
+@dsn_option
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
     """List the indexes with their row counts and parameters."""
@@ -292,6 +314,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @click.command()
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@dsn_option
 @click.pass_context
 def drop(ctx: click.Context, name: str, yes: bool) -> None:
     """Drop index NAME and all its rows."""
@@ -311,6 +334,7 @@ def drop(ctx: click.Context, name: str, yes: bool) -> None:
 @click.option(
     "--writer", "writers", multiple=True, metavar="ROLE", help="May also ingest and delete (repeatable)."
 )
+@dsn_option
 @click.pass_context
 def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tuple[str, ...]) -> None:
     """Let database roles query index NAME (--reader) or also write it (--writer), and nothing more."""

@@ -27,6 +27,28 @@ class Settings:
     dsn: str | None
 
 
+DSN_HELP = (
+    "PostgreSQL connection (URL or key=value). Default: SIMDB_DSN, DATABASE_URL, the PG* "
+    "variables, else simdb's own embedded server."
+)
+
+
+def _take_dsn(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+    """--dsn given after the command name: it counts as if given before it (and wins over it)."""
+    if value is not None:
+        settings = ctx.find_object(Settings)
+        if settings is None:
+            ctx.obj = Settings(value)
+        else:
+            settings.dsn = value
+
+
+def dsn_option(function: F) -> F:
+    """--dsn on a command that connects: `simdb ingest --dsn URL ...` = `simdb --dsn URL ingest ...`."""
+    option = click.option("--dsn", metavar="DSN", expose_value=False, callback=_take_dsn, help=DSN_HELP)
+    return option(function)
+
+
 @contextmanager
 def database(ctx: click.Context, *, create_schema: bool = False) -> Iterator[connection.Connection]:
     """Connect (starting the embedded server if no DSN is given) and migrate simdb's schema. Only
@@ -63,22 +85,50 @@ def emit_json(value: object) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=None))
 
 
-def row_writer(format_: str, header: tuple[str, ...]) -> Callable[[tuple[object, ...]], None]:
-    """A row printer for streamed results: --format csv (with a header line) or jsonl."""
+@contextmanager
+def row_writer(format_: str, header: tuple[str, ...]) -> Iterator[Callable[[tuple[object, ...]], None]]:
+    """A row printer for streamed results: csv (with a header line), jsonl (an object a line) or
+    json (one array of objects, written as the rows come, closed when the block ends)."""
+    if format_ == "csv":
+        out = csv.writer(sys.stdout, lineterminator="\n")
+        out.writerow(header)
+        yield out.writerow
+        return
+
+    def as_json(row: tuple[object, ...]) -> str:
+        return json.dumps(dict(zip(header, row, strict=True)), ensure_ascii=False)
+
     if format_ == "jsonl":
-        return lambda row: click.echo(json.dumps(dict(zip(header, row, strict=True)), ensure_ascii=False))
-    out = csv.writer(sys.stdout, lineterminator="\n")
-    out.writerow(header)
-    return lambda row: out.writerow(row)
+        yield lambda row: click.echo(as_json(row))
+        return
+    written = 0
+
+    def element(row: tuple[object, ...]) -> None:
+        nonlocal written
+        click.echo(("[" if written == 0 else ",") + as_json(row))
+        written += 1
+
+    yield element
+    click.echo("]" if written else "[]")
 
 
 def json_option(function: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(function)
 
 
-format_option = click.option(
-    "--format", "format_", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True
-)
+def format_option(function: F) -> F:
+    """--format csv|jsonl|json for streamed rows, and --json as the short form of --format json."""
+    function = click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON array (the same as --format json)."
+    )(function)
+    return click.option(
+        "--format",
+        "format_",
+        type=click.Choice(["csv", "jsonl", "json"]),
+        default="csv",
+        show_default=True,
+        help="csv with a header line, jsonl (an object a line) or json (one array).",
+    )(function)
 
 
 def features_option(function: F) -> F:
@@ -86,7 +136,8 @@ def features_option(function: F) -> F:
         "--features",
         default="word:3",
         show_default=True,
-        help="Shingles: word:N (word n-grams) or char:N (character n-grams).",
+        help="Shingles: word:N (word n-grams), char:N (character n-grams) or bytes:N (byte "
+        "n-grams of any file, binary too).",
     )(function)
 
 

@@ -8,7 +8,7 @@ import sys
 import click
 
 from simdb import index, ingest, readers
-from simdb.cli.common import database, json_option, show
+from simdb.cli.common import database, dsn_option, json_option, show
 from simdb.errors import InvalidParameter
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
@@ -27,13 +27,39 @@ PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove withou
 )
 @click.option("--key-field", default="key", show_default=True, help="JSONL/CSV field holding the key.")
 @click.option("--text-field", default="text", show_default=True, help="JSONL/CSV field holding the text.")
+@click.option(
+    "--fingerprint-field",
+    metavar="FIELD",
+    help="JSONL/CSV field holding a fingerprint computed elsewhere, instead of text: hex digits "
+    "(or a JSON integer, unsigned or signed), or for a jaccard index the signature as a JSON list "
+    "or '{...}', as `simdb fingerprint` and `simdb export` print them.",
+)
+@click.option(
+    "--delimiter",
+    default=",",
+    show_default=True,
+    help="CSV field separator: one character (';', '|', ...) or 'tab'.",
+)
 @click.option("--skip-errors", is_flag=True, help="Skip and count bad records or files instead of stopping.")
+@click.option(
+    "--relative-to",
+    "root",
+    metavar="DIR",
+    help="Key files by their path relative to DIR (which must hold them all) instead of their "
+    "absolute path, so a tree keeps its keys when it moves.",
+)
 @click.option(
     "--batch-size",
     type=click.IntRange(1),
     default=ingest.DEFAULT_BATCH,
     show_default=True,
     help="Documents per transaction.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Read and fingerprint every file again, also those whose size and modification time are "
+    "unchanged since they were ingested (which are otherwise counted unchanged, unread).",
 )
 @click.option(
     "--create",
@@ -50,6 +76,7 @@ PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove withou
     help="Worker processes that fingerprint in parallel.",
 )
 @json_option
+@dsn_option
 @click.pass_context
 def ingest_(
     ctx: click.Context,
@@ -58,24 +85,43 @@ def ingest_(
     format_: str,
     key_field: str,
     text_field: str,
+    fingerprint_field: str | None,
+    delimiter: str,
     skip_errors: bool,
+    root: str | None,
     batch_size: int,
+    force: bool,
     create_missing: bool,
     jobs: int,
     as_json: bool,
 ) -> None:
     """Fingerprint files, folders, JSONL or CSV (or - for stdin) into index NAME.
 
-    A file's key is its path; JSONL and CSV records give theirs. Re-ingesting a key replaces
-    its row, so an interrupted run is completed by running it again.
+    A file's key is its absolute path (`docs/a.txt`, `./docs/a.txt` and `/home/me/docs/a.txt`
+    are one key), or its path relative to --relative-to; JSONL and CSV records give theirs.
+    Re-ingesting a key replaces its row, so an interrupted run is completed by running it again.
     """
     from tqdm import tqdm
 
-    readers.Options(format_, key_field, text_field, skip_errors)  # check the options first
-    readers.check_sources(paths)
+    delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter)
+    readers.Options(format_, key_field, text_field, skip_errors, delimiter=delimiter)  # check them first
+    readers.check_sources(paths, root)
+    if fingerprint_field is not None:
+        readers.check_record_sources(paths, format_)
     with database(ctx, create_schema=True) as conn:
         target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
-        options = readers.Options(format_, key_field, text_field, skip_errors, raw=target.features.binary)
+        options = readers.Options(
+            format_,
+            key_field,
+            text_field,
+            skip_errors,
+            raw=target.features.binary,
+            root=root,
+            delimiter=delimiter,
+            fingerprint_field=fingerprint_field,
+            parse_sketch=target.parse_given,
+            known=None if force else ingest.file_times(conn, target),
+        )
         total = readers.total_size(paths)
         with tqdm(
             total=total,
@@ -95,6 +141,7 @@ def ingest_(
 @click.command(name="delete")
 @click.argument("name")
 @click.argument("keys", nargs=-1, required=True)
+@dsn_option
 @click.pass_context
 def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
     """Remove the rows of KEYS from index NAME (in one transaction)."""
@@ -113,6 +160,7 @@ def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
     help="Remove rows last written longer ago than this: 90s, 15m, 12h, 30d, 2w, 1d12h.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask, even when most of the rows would go.")
+@dsn_option
 @click.pass_context
 def prune_(ctx: click.Context, name: str, older_than: str, yes: bool) -> None:
     """Remove the rows of index NAME that were last written more than DURATION ago.

@@ -14,6 +14,7 @@ from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     Result,
     database,
+    dsn_option,
     features_option,
     json_option,
     progress_say,
@@ -28,8 +29,13 @@ from simdb.simhash import Features
 @click.argument("paths", nargs=-1, required=True)
 @features_option
 @click.option(
-    "--sample", type=click.IntRange(2), default=20_000, show_default=True, help="Documents to read."
+    "--sample",
+    type=click.IntRange(2),
+    default=20_000,
+    show_default=True,
+    help="Documents to measure: a uniform random sample of all read (all, if fewer).",
 )
+@click.option("--seed", type=int, default=0, show_default=True, help="The sample's random seed.")
 @click.option(
     "--threshold",
     type=click.Choice(["0.8", "0.9", "0.95"]),
@@ -47,7 +53,13 @@ from simdb.simhash import Features
 )
 @json_option
 def calibrate_(
-    paths: tuple[str, ...], features: str, sample: int, threshold: str, wanted: float, as_json: bool
+    paths: tuple[str, ...],
+    features: str,
+    sample: int,
+    seed: int,
+    threshold: str,
+    wanted: float,
+    as_json: bool,
 ) -> None:
     """How well distance <= k finds your near-duplicates: precision and recall against exact Jaccard.
 
@@ -58,7 +70,7 @@ def calibrate_(
     from simdb.measure import calibrate
 
     documents = text_documents(paths)
-    result = calibrate.calibrate(documents, Features.parse(features), sample, float(threshold), wanted)
+    result = calibrate.calibrate(documents, Features.parse(features), sample, float(threshold), wanted, seed)
     show(result, as_json)
 
 
@@ -172,6 +184,7 @@ def calibrate_(
 )
 @features_option
 @json_option
+@dsn_option
 @click.pass_context
 def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> None:
     """Measure an index on a scratch copy and print the figures with the machine and sizes.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
 import click
 
@@ -11,6 +12,8 @@ from simdb.cli.common import (
     bits_option,
     cutoff_options,
     database,
+    dsn_option,
+    emit_json,
     exactly_one,
     features_option,
     fingerprint_spec_option,
@@ -42,11 +45,12 @@ def _query_document(
     if key is not None:
         found = query.stored(conn, target, key)
         if found is None:
-            raise InputError(f"index {target.name!r} has no key {key!r}", "check the key, e.g. with SQL")
+            raise InputError(f"index {target.name!r} has no key {key!r}", _key_hint(key))
         return found
     if file is not None:
         document = readers.read_document(file, raw=target.features.binary)
-        value = sketch_of(target.sketch, document.content, file, target.features)
+        source = "stdin" if file == readers.STDIN else file
+        value = sketch_of(target.sketch, document.content, source, target.features)
         return query.Stored(value, document.size, document.extension)
     return query.Stored(sketch_of(target.sketch, str(text), "--text", target.features), None, None)
 
@@ -54,12 +58,13 @@ def _query_document(
 @click.command(name="query")
 @click.argument("name")
 @click.option("--text", help="Query with this text.")
-@click.option("--file", type=str, help="Query with this file's text.")
+@click.option("--file", type=str, help="Query with this file's text (- reads stdin).")
 @click.option(
     "--fingerprint",
     "hex_value",
     metavar="HEX",
-    help="Query with a fingerprint (simhash: 16 hex digits, 32 for a 128-bit index).",
+    help="Query with a fingerprint (simhash: up to 16 hex digits, 32 for a 128-bit index; fewer are "
+    "zero-padded on the left).",
 )
 @click.option("--key", help="Query with the fingerprint or signature stored under this key.")
 @cutoff_options
@@ -67,7 +72,17 @@ def _query_document(
 @click.option(
     "--size-ratio", type=float, metavar="R", help="Only rows within a factor R of the query's size."
 )
+@click.option("--limit", type=click.IntRange(1), help="At most N rows, the nearest.", metavar="N")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["table", "csv", "jsonl"]),
+    default="table",
+    show_default=True,
+    help="table for people; csv (with a header) or jsonl, one row per line, for other tools.",
+)
 @json_option
+@dsn_option
 @click.pass_context
 def query_(
     ctx: click.Context,
@@ -80,6 +95,8 @@ def query_(
     threshold: float | None,
     same_extension: bool,
     size_ratio: float | None,
+    limit: int | None,
+    format_: str,
     as_json: bool,
 ) -> None:
     """Rows of index NAME near a document, fingerprint or stored key, nearest first.
@@ -94,7 +111,14 @@ def query_(
         cutoff = target.cutoff(max_distance, threshold)
         document = _query_document(conn, target, text, file, hex_value, key)
         filters = query.Filters(same_extension, document.extension, document.size, size_ratio)
-        matches = query.near(conn, target, document.sketch, max_distance, filters, min_similarity=threshold)
+        matches = query.near(
+            conn, target, document.sketch, max_distance, filters, min_similarity=threshold, limit=limit
+        )
+    if format_ != "table" and not as_json:
+        with row_writer(format_, ("key", target.score_column)) as write:
+            for match in matches:
+                write((match.key, getattr(match, target.score_column)))
+        return
     if not matches and not as_json:
         click.echo(
             f"no rows {target.describe_cutoff(cutoff)}{target.describe_sketch(document.sketch)}", err=True
@@ -109,6 +133,7 @@ def query_(
 @click.option("--same-extension", is_flag=True, help="Only pairs of files with the same extension.")
 @click.option("--size-ratio", type=float, metavar="R", help="Only pairs whose sizes are within a factor R.")
 @format_option
+@dsn_option
 @click.pass_context
 def pairs_(
     ctx: click.Context,
@@ -118,6 +143,7 @@ def pairs_(
     same_extension: bool,
     size_ratio: float | None,
     format_: str,
+    as_json: bool,
 ) -> None:
     """Every pair of near-duplicate rows of index NAME, each once (key_a < key_b).
 
@@ -128,7 +154,6 @@ def pairs_(
         target = index.get(conn, name)
         target.cutoff(max_distance, threshold)
         score = target.score_column  # distance (simhash) or similarity (jaccard)
-        write = row_writer(format_, ("key_a", "key_b", score))
         found = batch.pairs(
             conn,
             target,
@@ -137,7 +162,9 @@ def pairs_(
             same_extension=same_extension,
             size_ratio=size_ratio,
         )
-        with contextlib.closing(found):  # (a closed pipe ends its transaction before the connection)
+        header = ("key_a", "key_b", score)
+        # (closing: a closed pipe ends the pairs' transaction before the connection)
+        with contextlib.closing(found), row_writer("json" if as_json else format_, header) as write:
             for pair in found:
                 write((pair.key_a, pair.key_b, getattr(pair, score)))
 
@@ -146,6 +173,7 @@ def pairs_(
 @click.argument("name")
 @cutoff_options
 @json_option
+@dsn_option
 @click.pass_context
 def clusters_(
     ctx: click.Context, name: str, max_distance: int | None, threshold: float | None, as_json: bool
@@ -172,6 +200,7 @@ def clusters_(
 )
 @cutoff_options
 @format_option
+@dsn_option
 @click.pass_context
 def dedup_(
     ctx: click.Context,
@@ -180,15 +209,16 @@ def dedup_(
     max_distance: int | None,
     threshold: float | None,
     format_: str,
+    as_json: bool,
 ) -> None:
     """One representative per cluster of index NAME, and the keys to drop (action keep|drop)."""
     kept = dropped = 0
     with database(ctx) as conn:
         target = index.get(conn, name)
         target.cutoff(max_distance, threshold)
-        write = row_writer(format_, ("cluster", "key", "action"))
         decisions = batch.dedup(conn, target, keep, max_distance, min_similarity=threshold)
-        with contextlib.closing(decisions):
+        header = ("cluster", "key", "action")
+        with contextlib.closing(decisions), row_writer("json" if as_json else format_, header) as write:
             for decision in decisions:
                 write((decision.cluster, decision.key, "keep" if decision.keep else "drop"))
                 kept += decision.keep
@@ -196,9 +226,29 @@ def dedup_(
     click.echo(f"{kept} clusters: keep {kept} keys, drop {dropped}", err=True)
 
 
+@click.command(name="export")
+@click.argument("name")
+@format_option
+@dsn_option
+@click.pass_context
+def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
+    """Every row of index NAME, by key: key, fingerprint or signature, size, extension.
+
+    Streamed in one snapshot. The fingerprint is printed as `simdb fingerprint` prints it, so an
+    export loads into another index with `simdb ingest NEW FILE --fingerprint-field fingerprint`.
+    """
+    with database(ctx) as conn:
+        target = index.get(conn, name)
+        rows = batch.export(conn, target)
+        header = ("key", target.sketch_column, "size", "extension")
+        with contextlib.closing(rows), row_writer("json" if as_json else format_, header) as write:
+            for row in rows:
+                write(row)
+
+
 @click.command(name="fingerprint")
 @click.option("--text", help="Fingerprint this text.")
-@click.option("--file", type=str, help="Fingerprint this file's text.")
+@click.option("--file", type=str, help="Fingerprint this file's text (- reads stdin).")
 @click.option(
     "--mode",
     type=click.Choice(modes.MODES),
@@ -217,6 +267,7 @@ def dedup_(
 @bits_option
 @signature_spec_option
 @features_option
+@json_option
 def fingerprint_(
     text: str | None,
     file: str | None,
@@ -226,6 +277,7 @@ def fingerprint_(
     bits: int | None,
     signature_spec: int | None,
     features: str,
+    as_json: bool,
 ) -> None:
     """Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 bits) of
     a text, or its MinHash signature (spec v2: the signature, then its 64-word check).
@@ -236,7 +288,7 @@ def fingerprint_(
     exactly_one(text=text, file=file)
     parsed = Features.parse(features)
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
-    source = file or "--text"
+    source = "stdin" if file == readers.STDIN else file or "--text"
     given = {
         "permutations": permutations,
         "fingerprint_spec": fingerprint_spec,
@@ -244,7 +296,19 @@ def fingerprint_(
         "signature_spec": signature_spec,
     }
     spec = spec_from_options(mode, given)
-    click.echo(spec.literal(sketch_of(lambda c: spec.sketch(c, parsed), content, source, parsed)))
+    printed = spec.literal(sketch_of(lambda c: spec.sketch(c, parsed), content, source, parsed))
+    if as_json:  # the field name is the one `simdb export` writes and `ingest --fingerprint-field` reads
+        emit_json({"source": source, "mode": mode, modes.index_class(mode).sketch_column: printed})
+    else:
+        click.echo(printed)
 
 
-COMMANDS = [query_, pairs_, clusters_, dedup_, fingerprint_]
+def _key_hint(key: str) -> str:
+    """What to check about a key that is not stored: a relative path is not a file's key."""
+    absolute = os.path.abspath(key)
+    if os.path.exists(key) and absolute != key:
+        return f"a file's key is its absolute path: try --key {absolute}"
+    return "check the key, e.g. with SQL"
+
+
+COMMANDS = [query_, pairs_, clusters_, dedup_, export_, fingerprint_]

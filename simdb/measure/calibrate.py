@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +24,8 @@ import numpy.typing as npt
 from simdb.minhash import DEFAULT_PERMUTATIONS, Banding, UInt64Array, choose_banding, similarity, sketch
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
+
+T = TypeVar("T")
 
 THRESHOLDS = (0.8, 0.9, 0.95)
 MAX_K = 8
@@ -43,6 +47,7 @@ class Calibration:
     jaccard_mode: dict[float, tuple[float, float]] = field(default_factory=dict)  # t: (precision, recall)
     threshold: float = 0.9  # the Jaccard that counts as a near-duplicate, for the recommendation
     wanted_recall: float = 0.9  # the recall the recommended k must reach
+    read: int = 0  # documents read, of which `documents` were sampled
 
     def recommend(self, threshold: float | None = None, wanted_recall: float | None = None) -> int | None:
         """The smallest k whose recall at `threshold` reaches `wanted_recall`, if any."""
@@ -56,6 +61,7 @@ class Calibration:
     def as_dict(self) -> dict[str, object]:
         return {
             "documents": self.documents,
+            "documents_read": self.read,
             "features": self.features,
             "similar_pairs": {str(t): n for t, n in self.similar.items()},
             "close_pairs": self.close,
@@ -71,9 +77,13 @@ class Calibration:
             },
         }
 
+    @property
+    def _sampled(self) -> str:
+        return f" (a random sample of the {self.read} read)" if self.read > self.documents else ""
+
     def lines(self) -> list[str]:
         lines = [
-            f"{self.documents} documents, features {self.features}; pairs with Jaccard >= "
+            f"{self.documents} documents{self._sampled}, features {self.features}; pairs with Jaccard >= "
             + ", ".join(f"{t}: {n}" for t, n in self.similar.items()),
             f"{'k':>2} {'pairs':>8}  " + "  ".join(f"J>={t:<4} prec  rec" for t in THRESHOLDS),
         ]
@@ -169,21 +179,35 @@ def lsh_pairs(sketches: list[UInt64Array], threshold: float) -> set[tuple[int, i
     }
 
 
+def random_sample(documents: Iterable[T], size: int, seed: int = 0) -> tuple[list[T], int]:
+    """A uniform random sample of `size` of the documents (all of them if fewer), in the order
+    read, and how many were read: reservoir sampling, so only the sample is held in memory."""
+    rng = random.Random(seed)  # noqa: S311 (a reproducible sample, not a secret)
+    kept: list[tuple[int, T]] = []
+    read = 0
+    for read, document in enumerate(documents, start=1):
+        if len(kept) < size:
+            kept.append((read, document))
+        elif (slot := rng.randrange(read)) < size:
+            kept[slot] = (read, document)
+    return [document for _, document in sorted(kept, key=lambda pair: pair[0])], read
+
+
 def calibrate(
     documents: Iterable[Document],
     features: Features,
     sample: int,
     threshold: float = 0.9,
     wanted_recall: float = 0.9,
+    seed: int = 0,
 ) -> Calibration:
-    """Measure on up to `sample` documents (the first ones read); recommend the smallest k whose
-    recall at Jaccard >= `threshold` reaches `wanted_recall`."""
+    """Measure on a uniform random sample of `sample` documents (of all read, by `seed`);
+    recommend the smallest k whose recall at Jaccard >= `threshold` reaches `wanted_recall`."""
     sets: list[frozenset[int]] = []
     prints: list[int] = []
     signatures: list[UInt64Array] = []
-    for document in documents:
-        if len(sets) >= sample:
-            break
+    chosen, read = random_sample(documents, sample, seed)
+    for document in chosen:
         try:
             hashes = feature_hashes(document.text, features)
         except EmptyDocument:
@@ -202,6 +226,7 @@ def calibrate(
         {t: sum(j >= t for j in similar.values()) for t in THRESHOLDS},
         threshold=threshold,
         wanted_recall=wanted_recall,
+        read=read,
     )
     for k in range(MAX_K + 1):
         at = [similar[pair] for pair, distance in close.items() if distance == k]

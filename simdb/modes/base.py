@@ -182,6 +182,11 @@ class Index(ABC):
         """A sketch given as text on the command line (--fingerprint); only simhash has one."""
         raise self.refuse("--fingerprint", "query it with --text, --file or --key")
 
+    @abstractmethod
+    def parse_given(self, value: object) -> Sketch:
+        """A sketch computed elsewhere, as a JSONL/CSV field holds it (`ingest --fingerprint-field`);
+        InvalidParameter if it is not one of this index's shape."""
+
     def describe_sketch(self, value: Sketch) -> str:
         """' of <sketch>' for messages about a query's sketch, where it is short enough to print."""
         return ""
@@ -281,7 +286,8 @@ class Index(ABC):
             sql.SQL(
                 "CREATE TABLE {table} ("
                 " key text NOT NULL, {sketch}, size bigint, content_hash bytea, extension text,"
-                " added_at timestamptz NOT NULL DEFAULT now(), CONSTRAINT {pkey} PRIMARY KEY (key))"
+                " mtime_ns bigint, added_at timestamptz NOT NULL DEFAULT now(),"
+                " CONSTRAINT {pkey} PRIMARY KEY (key))"
             ).format(
                 table=self.table,
                 sketch=self.sketch_definition(),

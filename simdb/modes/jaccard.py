@@ -74,6 +74,26 @@ class JaccardSpec(Spec):
         return "{" + ",".join(map(str, to_stored(value))) + "}"
 
 
+def _integer(word: object) -> int | None:
+    """An integer from a JSON number or a decimal string, else None (booleans are not integers)."""
+    if isinstance(word, bool):
+        return None
+    if isinstance(word, int):
+        return word
+    try:
+        return int(str(word).strip())
+    except ValueError:
+        return None
+
+
+def _shortened(text: str, limit: int = 60) -> str:
+    """`text` for a message: whole up to `limit` characters, else cut at a comma and marked '...'."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(",", 0, limit)
+    return text[: cut if cut > 0 else limit] + "..."
+
+
 def bigint_array(values: npt.ArrayLike) -> list[int]:
     """A signature as a bigint[] parameter. Int8: psycopg then sends bigint[] (a plain list of
     large ints goes as numeric[], which the server must convert on every query: 0.3 ms of a 1 ms
@@ -247,6 +267,24 @@ class JaccardIndex(Index):
     def from_sql(self, value: Any) -> UInt64Array:
         return from_stored(value)
 
+    def parse_given(self, value: object) -> UInt64Array:
+        """A signature as `simdb fingerprint --mode jaccard` prints it (a string '{1,-2,...}') or
+        as a JSON list of integers, of the index's length (its spec and permutations)."""
+        words: list[object] = []
+        if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+            words = [word for word in value[1:-1].split(",") if word.strip()]
+        elif isinstance(value, list):
+            words = value
+        numbers = [_integer(word) for word in words]
+        if not numbers or any(n is None or not -(2**63) <= n < 2**64 for n in numbers):
+            raise InvalidParameter(
+                f"bad signature {_shortened(str(value))!r}",
+                "give a list of integers, or '{...}' as `simdb fingerprint --mode jaccard` prints it",
+            )
+        signature = np.array([n % 2**64 for n in numbers if n is not None], dtype=np.uint64)
+        self.to_sql(signature)  # refuses a signature of another length
+        return signature
+
     def random_sketches(self, rng: np.random.Generator, count: int) -> list[Sketch]:
         return list(rng.integers(0, 2**64, size=(count, self.sketch_size), dtype=np.uint64))
 
@@ -254,7 +292,12 @@ class JaccardIndex(Index):
         """The similarity to search for: the index's threshold by default, up to 1."""
         if min_similarity is None:
             return self.threshold
-        if not self.threshold <= min_similarity <= 1:
+        if not 0 < min_similarity <= 1:
+            raise InvalidParameter(
+                f"min similarity {min_similarity} is not a Jaccard similarity",
+                f"give a value from {self.threshold:g} (the index's threshold) to 1",
+            )
+        if min_similarity < self.threshold:
             raise InvalidParameter(
                 f"min similarity {min_similarity} is outside {self.threshold:g}..1 for index {self.name!r}",
                 "a jaccard index finds pairs at or above the threshold it was created with; "

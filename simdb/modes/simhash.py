@@ -189,6 +189,19 @@ class SimhashIndex(Index):
     def parse_sketch(self, text: str) -> int:
         return self.width.parse_hex(text)
 
+    def parse_given(self, value: object) -> int:
+        """Hex digits as `simdb fingerprint` prints them (a string), or an integer: unsigned, or
+        signed as PostgreSQL's bigint stores it."""
+        bits: int = self.width.bits
+        if isinstance(value, str):
+            return self.width.parse_hex(value)
+        if isinstance(value, int) and not isinstance(value, bool) and -(2 ** (bits - 1)) <= value < 2**bits:
+            return int(value % 2**bits)
+        raise InvalidParameter(
+            f"bad {bits}-bit fingerprint {value!r}",
+            f"give hex digits as a string, or an integer from -2^{bits - 1} to 2^{bits}-1",
+        )
+
     def describe_sketch(self, value: Sketch) -> str:
         return f" of {self.width.to_hex(int(value))}"
 
@@ -197,7 +210,11 @@ class SimhashIndex(Index):
         k = self.plan.max_distance
         if max_distance is None:
             return k
-        if not 0 <= max_distance <= k:
+        if max_distance < 0:
+            raise InvalidParameter(
+                f"max distance {max_distance} is negative", f"give a distance from 0 to {k} (bits)"
+            )
+        if max_distance > k:
             raise InvalidParameter(
                 f"max distance {max_distance} is outside 0..{k} for index {self.name!r}",
                 f"an index answers exactly up to the distance it was created with; "

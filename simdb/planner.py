@@ -87,15 +87,18 @@ def price(plan: BlockPlan, rows: int, costs: Costs = DEFAULT_COSTS) -> Design:
 
 
 def designs(rows: int, max_distance: int, costs: Costs = DEFAULT_COSTS, bits: int = 64) -> list[Design]:
-    """Every design with b > k blocks and at most MAX_TABLES tables."""
+    """Every design with b > k blocks and at most MAX_TABLES tables, each shape once (at k = 0
+    every b gives the same single table keyed by the whole fingerprint: only b = 1 is listed)."""
     if rows < 1:
         raise InvalidParameter(f"expected rows {rows} is not positive", "give a row count of 1 or more")
     check_distance(max_distance, bits)
-    result = []
+    result: list[Design] = []
     for blocks in range(max_distance + 1, bits + 1):
         if math.comb(blocks, max_distance) > MAX_TABLES:
             break
-        result.append(price(BlockPlan(max_distance, blocks, bits), rows, costs))
+        design = price(BlockPlan(max_distance, blocks, bits), rows, costs)
+        if not any((d.tables, d.prefix_bits) == (design.tables, design.prefix_bits) for d in result):
+            result.append(design)
     return result
 
 

@@ -14,7 +14,7 @@ import sys
 import click
 import psycopg
 
-from simdb.cli import admin, data, measure, search, server
+from simdb.cli import admin, data, examples, measure, search, server
 from simdb.cli.common import DSN_HELP, Settings
 from simdb.errors import DatabaseUnavailable, SimdbError
 
@@ -24,6 +24,16 @@ class _ReaderGone(Exception):
 
 
 class _Commands(click.Group):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with its whole first sentence, wrapped (click would cut it at the width)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
@@ -55,6 +65,7 @@ def main(ctx: click.Context, dsn: str | None) -> None:
 
 for module in (admin, data, search, measure, server):
     for command in module.COMMANDS:
+        command.epilog = examples.epilog(str(command.name))
         main.add_command(command)
 
 

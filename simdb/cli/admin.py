@@ -260,8 +260,21 @@ def reindex_(ctx: click.Context, name: str, as_json: bool) -> None:
 
 
 @click.command(name="plan")
-@click.option("--rows", type=click.IntRange(1), default=DEFAULT_EXPECTED_ROWS, show_default=True)
-@click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
+@click.option(
+    "--rows",
+    type=click.IntRange(1),
+    default=DEFAULT_EXPECTED_ROWS,
+    show_default=True,
+    help="Rows the index is to hold.",
+)
+@click.option(
+    "--max-distance",
+    "-k",
+    type=int,
+    default=DEFAULT_MAX_DISTANCE,
+    show_default=True,
+    help="The largest Hamming distance to find exactly (0 to 8 at 64 bits, 16 at 128).",
+)
 @_workload("both")
 @bits_option
 @click.option(

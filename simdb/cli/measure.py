@@ -86,7 +86,14 @@ def calibrate_(
 @click.option(
     "--rows", type=click.IntRange(1), default=100_000, show_default=True, help="Rows in the scratch index."
 )
-@click.option("--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True)
+@click.option(
+    "--max-distance",
+    "-k",
+    type=int,
+    default=DEFAULT_MAX_DISTANCE,
+    show_default=True,
+    help="The scratch index's k: its probes find every row within this distance.",
+)
 @click.option("--queries", type=click.IntRange(1), default=1000, show_default=True, help="Timed queries.")
 @click.option(
     "--brute-force-queries",

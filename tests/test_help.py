@@ -1,0 +1,105 @@
+"""Help texts and hints (issue 14, item 16): every command has help for each option and an example
+that parses, summaries are whole sentences, --json where results are printed, and hints that
+suggest only what can be done."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import click
+import pytest
+from support import simdb
+
+from simdb.cli import main
+from simdb.cli.examples import EXAMPLES
+from simdb.planner import designs
+
+
+def _commands() -> dict[str, click.Command]:
+    return dict(main.commands)
+
+
+def test_every_command_has_an_example_that_parses() -> None:
+    assert set(EXAMPLES) == set(_commands())
+    for name, lines in EXAMPLES.items():
+        for line in lines:
+            shell = next(part for part in line.split("|") if part.strip().startswith("simdb"))
+            words = shlex.split(shell.split(">")[0])[1:]
+            assert words[0] == name, line
+            command = _commands()[name]
+            if isinstance(command, click.Group):
+                assert words[1] in command.commands, line
+                command, words = command.commands[words[1]], words[1:]
+            with command.make_context(words[0], words[1:]):  # raises on an unknown option or bad value
+                pass
+
+
+def test_every_option_has_help_and_the_summaries_are_whole_sentences(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, command in _commands().items():
+        for parameter in command.params:
+            if isinstance(parameter, click.Option) and not parameter.hidden:
+                assert parameter.help, f"simdb {name} {parameter.opts[0]} has no help text"
+        code, out, _ = simdb(capsys, name, "--help")
+        assert code == 0 and "Examples:\n" in out and f"simdb {name}" in out.split("Examples:")[1]
+    code, out, _ = simdb(capsys, "--help")
+    listed = " ".join(out.split("Commands:\n")[1].split())  # as words, however it is wrapped
+    assert code == 0 and "..." not in listed
+    assert (
+        "fingerprint Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 "
+        "bits) of a text, or its MinHash signature (spec v2: the signature, then its 64-word check)."
+    ) in listed
+    assert "bytes:N" in simdb(capsys, "fingerprint", "--help")[1]
+
+
+def test_plan_lists_each_design_once() -> None:
+    assert [(d.plan.blocks, d.tables) for d in designs(10, 0)] == [(1, 1)]
+    assert [d.plan.blocks for d in designs(1_000_000, 3)] == [4, 5, 6, 7, 8]
+
+
+def test_hints_suggest_only_what_can_be_done(
+    capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path
+) -> None:
+    simdb(capsys, "create", "docs")
+    simdb(capsys, "create", "near", "--mode", "jaccard", "--threshold", "0.8")
+    binary = tmp_path / "lib.so"
+    binary.write_bytes(b"\x7fELF\x00\x00\x01")
+    cases = {
+        ("query", "docs", "--text", "a b c", "-k", "-1"): "max distance -1 is negative (give a distance "
+        "from 0 to 3 (bits))",
+        ("query", "near", "--text", "a b c", "--threshold", "1.5"): "min similarity 1.5 is not a Jaccard "
+        "similarity (give a value from 0.8 (the index's threshold) to 1)",
+        ("drop", "nosuch", "--yes"): "no index named 'nosuch' (check the name and the database: "
+        "`simdb list` shows the indexes there)",
+        ("query", "docs", "--file", str(binary)): f"{binary} looks binary (it has NUL bytes) (give a text "
+        "file; binary files need bytes features: --features bytes:4 on `simdb create` or `simdb fingerprint`)",
+    }
+    for args, message in cases.items():
+        assert simdb(capsys, *args) == (1, "", f"simdb: error: {message}\n"), args
+    assert "create one with" not in simdb(capsys, "query", "docs", "--text", "a b c", "-k", "-1")[2]
+
+
+def test_result_commands_take_json(capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path) -> None:
+    text = "the same words stand in every one of these documents " * 3
+    records = [json.dumps({"key": f"k{i}", "text": text}) for i in range(3)]
+    (tmp_path / "same.jsonl").write_text("\n".join(records))
+    assert simdb(capsys, "ingest", "docs", str(tmp_path / "same.jsonl"), "--create")[0] == 0
+    pairs = [{"key_a": a, "key_b": b, "distance": 0} for a, b in (("k0", "k1"), ("k0", "k2"), ("k1", "k2"))]
+    code, out, _ = simdb(capsys, "pairs", "docs", "--json")
+    assert code == 0 and json.loads(out) == pairs
+    assert json.loads(simdb(capsys, "pairs", "docs", "--format", "json")[1]) == pairs
+    code, out, err = simdb(capsys, "dedup", "docs", "--keep", "first", "--json")
+    assert code == 0 and [row["action"] for row in json.loads(out)] == ["keep", "drop", "drop"]
+    assert err == "1 clusters: keep 1 keys, drop 2\n"
+    code, out, _ = simdb(capsys, "pairs", "docs", "--json", "--size-ratio", "1.5", "-k", "0")
+    assert (code, json.loads(out)) == (0, pairs)
+    code, out, _ = simdb(capsys, "fingerprint", "--text", "hello world", "--json")
+    assert (code, json.loads(out)) == (
+        0,
+        {"source": "--text", "mode": "simhash", "fingerprint": "ba9b091b33c2300c"},
+    )
+    code, out, _ = simdb(capsys, "export", "docs", "--json")
+    assert code == 0 and [row["key"] for row in json.loads(out)] == ["k0", "k1", "k2"]

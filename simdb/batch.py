@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,12 +166,14 @@ def clusters(
     max_distance: int | None = None,
     *,
     min_similarity: float | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> Clusters:
     """Compute the clusters and store them in simdb."NAME__clusters" (key, cluster) for SQL joins.
 
     Cluster numbers start at 1, ordered by each cluster's smallest key. Keys without any
     near-duplicate are not listed. The table, whose third column records the cutoff
-    (max_distance or min_similarity, by mode), is replaced in one transaction.
+    (max_distance or min_similarity, by mode), is replaced in one transaction. `progress` is
+    told of each pair as it is joined in.
     """
     cutoff = index.cutoff(max_distance, min_similarity)
     components = _Components()
@@ -179,6 +181,8 @@ def clusters(
     for pair in pairs(conn, index, max_distance, min_similarity=min_similarity):
         components.union(pair.key_a, pair.key_b)
         count += 1
+        if progress is not None:
+            progress(1)
     result = Clusters(
         components.groups(),
         count,
@@ -223,15 +227,16 @@ def dedup(
     max_distance: int | None = None,
     *,
     min_similarity: float | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> Generator[Decision, None, None]:
     """One representative per cluster by the rule `keep`; every other member is to be dropped.
 
     first/last: earliest/latest added (then first/last key); shortest/longest: fewest/most
-    bytes (rows without a size come last), then key.
+    bytes (rows without a size come last), then key. `progress`: as for `clusters`.
     """
     if keep not in KEEP_RULES:
         raise InvalidParameter(f"unknown keep rule {keep!r}", f"use one of {', '.join(KEEP_RULES)}")
-    found = clusters(conn, index, max_distance, min_similarity=min_similarity)
+    found = clusters(conn, index, max_distance, min_similarity=min_similarity, progress=progress)
     order = {
         "first": sql.SQL("r.added_at, r.key"),
         "last": sql.SQL("r.added_at DESC, r.key DESC"),

@@ -26,7 +26,7 @@ from simdb import names
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.modes import Index, Sketch
-from simdb.readers import UNCHANGED, Document, Item, Skip
+from simdb.readers import UNCHANGED, Document, Item
 
 DEFAULT_BATCH = 2000
 
@@ -83,7 +83,8 @@ def ingest(
     Batches are sketched (in `jobs` worker processes when more than one), then copied and
     upserted in order, each in its own transaction, so an error or a kill loses at most the
     batches in flight, and running the same command again completes the work. Memory stays
-    bounded: at most about 2 * jobs batches are read ahead.
+    bounded: at most about 2 * jobs batches are read ahead. `progress` gets the bytes of input
+    done: a skipped item's when it is passed over, a batch's once it is stored (not when read).
     """
     report = Report()
     batches = _batches(items, batch_size, report, progress)
@@ -106,6 +107,8 @@ def ingest(
         if batch:
             stored = store(conn, index, batch, sizes, extensions=extensions, mtimes=mtimes)
             count_stored(report, len(batch), stored)
+        if progress is not None:
+            progress(sum(document.consumed for document in documents))
     if report.inserted or report.updated:
         vacuum(conn, index)
     return report
@@ -114,17 +117,18 @@ def ingest(
 def _batches(
     items: Iterable[Item], size: int, report: Report, progress: Callable[[int], object] | None
 ) -> Iterator[list[Document]]:
-    """Documents in lists of `size`; skips are counted on the way."""
+    """Documents in lists of `size`; skips are counted (and reported to `progress`) on the way."""
     documents: list[Document] = []
     for item in items:
-        if isinstance(item, Skip) and item.reason == UNCHANGED:
-            report.unchanged += 1
-        elif isinstance(item, Skip):
-            report.skipped[item.reason] += 1
-        else:
+        if isinstance(item, Document):
             documents.append(item)
-        if progress is not None:
-            progress(item.consumed)
+        else:
+            if item.reason == UNCHANGED:
+                report.unchanged += 1
+            else:
+                report.skipped[item.reason] += 1
+            if progress is not None:
+                progress(item.consumed)
         if len(documents) >= size:
             yield documents
             documents = []

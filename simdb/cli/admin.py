@@ -12,6 +12,7 @@ from simdb import attach, index, modes, names, planner, scaleplan, schema
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
+    counter,
     database,
     dsn_option,
     features_option,
@@ -211,7 +212,8 @@ def attach_(
         )
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync:
-            show(attach.sync(conn, name), as_json)
+            with counter(f"sync {name}", " rows") as done:
+                show(attach.sync(conn, name, done), as_json)
 
 
 @click.command(name="sync")
@@ -241,7 +243,8 @@ def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: 
             except KeyboardInterrupt:  # the documented way to stop watching: a normal end
                 return
         else:
-            show(attach.sync(conn, name), as_json)
+            with counter(f"sync {name}", " rows") as done:
+                show(attach.sync(conn, name, done), as_json)
 
 
 @click.command(name="reindex")
@@ -255,8 +258,8 @@ def reindex_(ctx: click.Context, name: str, as_json: bool) -> None:
     Rows are re-fingerprinted from the table's text batch by batch; the index switches to the
     new spec when all are done. Indexes ingested from files must be ingested again instead.
     """
-    with database(ctx) as conn:
-        show(attach.reindex(conn, name), as_json)
+    with database(ctx) as conn, counter(f"reindex {name}", " rows") as done:
+        show(attach.reindex(conn, name, done), as_json)
 
 
 @click.command(name="plan")

@@ -176,6 +176,27 @@ def sketch_of(make: Callable[[str | bytes], T], content: str | bytes, source: st
         ) from error
 
 
+@contextmanager
+def counter(
+    description: str, unit: str, total: int | None = None, *, streams_rows: bool = False
+) -> Iterator[Callable[[int], object]]:
+    """A progress bar (or a running count when the total is unknown) on stderr, on a terminal
+    only; the callable adds the work just done. `streams_rows`: the command prints rows as it
+    goes, so the bar shows only while they go elsewhere (`simdb pairs docs > pairs.csv`)."""
+    from tqdm import tqdm  # (loaded only by commands that show progress)
+
+    with tqdm(
+        total=total,
+        desc=description,
+        unit=unit,
+        unit_scale=True,
+        disable=not sys.stderr.isatty() or (streams_rows and sys.stdout.isatty()),
+        file=sys.stderr,
+        leave=False,
+    ) as bar:
+        yield bar.update
+
+
 def progress_say(as_json: bool) -> Callable[[str], None]:
     """Progress lines on stderr, on a terminal only (and never with --json)."""
     if sys.stderr.isatty() and not as_json:

@@ -8,7 +8,7 @@ import sys
 import click
 
 from simdb import index, ingest, readers
-from simdb.cli.common import database, dsn_option, json_option, show
+from simdb.cli.common import counter, database, dsn_option, json_option, show
 from simdb.errors import InvalidParameter
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
@@ -101,8 +101,6 @@ def ingest_(
     are one key), or its path relative to --relative-to; JSONL and CSV records give theirs.
     Re-ingesting a key replaces its row, so an interrupted run is completed by running it again.
     """
-    from tqdm import tqdm
-
     delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter)
     readers.Options(format_, key_field, text_field, skip_errors, delimiter=delimiter)  # check them first
     readers.check_sources(paths, root)
@@ -122,19 +120,9 @@ def ingest_(
             parse_sketch=target.parse_given,
             known=None if force else ingest.file_times(conn, target),
         )
-        total = readers.total_size(paths)
-        with tqdm(
-            total=total,
-            unit="B",
-            unit_scale=True,
-            desc=f"ingest {name}",
-            disable=not sys.stderr.isatty(),
-            file=sys.stderr,
-        ) as bar:
+        with counter(f"ingest {name}", "B", readers.total_size(paths)) as done:
             documents = readers.read(paths, options)
-            report = ingest.ingest(
-                conn, target, documents, batch_size=batch_size, progress=bar.update, jobs=jobs
-            )
+            report = ingest.ingest(conn, target, documents, batch_size=batch_size, progress=done, jobs=jobs)
     show(report, as_json)
 
 

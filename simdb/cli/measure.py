@@ -70,7 +70,9 @@ def calibrate_(
     from simdb.measure import calibrate
 
     documents = text_documents(paths)
-    result = calibrate.calibrate(documents, Features.parse(features), sample, float(threshold), wanted, seed)
+    result = calibrate.calibrate(
+        documents, Features.parse(features), sample, float(threshold), wanted, seed, progress_say(as_json)
+    )
     show(result, as_json)
 
 

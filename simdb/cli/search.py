@@ -10,6 +10,7 @@ import click
 from simdb import batch, connection, index, modes, query, readers
 from simdb.cli.common import (
     bits_option,
+    counter,
     cutoff_options,
     database,
     dsn_option,
@@ -164,9 +165,14 @@ def pairs_(
         )
         header = ("key_a", "key_b", score)
         # (closing: a closed pipe ends the pairs' transaction before the connection)
-        with contextlib.closing(found), row_writer("json" if as_json else format_, header) as write:
+        with (
+            contextlib.closing(found),
+            row_writer("json" if as_json else format_, header) as write,
+            counter(f"pairs {name}", " pairs", streams_rows=True) as done,
+        ):
             for pair in found:
                 write((pair.key_a, pair.key_b, getattr(pair, score)))
+                done(1)
 
 
 @click.command(name="clusters")
@@ -186,7 +192,8 @@ def clusters_(
     """
     with database(ctx) as conn:
         target = index.get(conn, name)
-        found = batch.clusters(conn, target, max_distance, min_similarity=threshold)
+        with counter(f"clusters {name}", " pairs") as done:
+            found = batch.clusters(conn, target, max_distance, min_similarity=threshold, progress=done)
     show(found, as_json)
 
 
@@ -216,9 +223,14 @@ def dedup_(
     with database(ctx) as conn:
         target = index.get(conn, name)
         target.cutoff(max_distance, threshold)
-        decisions = batch.dedup(conn, target, keep, max_distance, min_similarity=threshold)
         header = ("cluster", "key", "action")
-        with contextlib.closing(decisions), row_writer("json" if as_json else format_, header) as write:
+        with (
+            counter(f"dedup {name}", " pairs", streams_rows=True) as done,
+            contextlib.closing(
+                batch.dedup(conn, target, keep, max_distance, min_similarity=threshold, progress=done)
+            ) as decisions,
+            row_writer("json" if as_json else format_, header) as write,
+        ):
             for decision in decisions:
                 write((decision.cluster, decision.key, "keep" if decision.keep else "drop"))
                 kept += decision.keep

@@ -14,7 +14,7 @@ import itertools
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -200,13 +200,18 @@ def calibrate(
     threshold: float = 0.9,
     wanted_recall: float = 0.9,
     seed: int = 0,
+    progress: Callable[[str], object] | None = None,
 ) -> Calibration:
     """Measure on a uniform random sample of `sample` documents (of all read, by `seed`);
-    recommend the smallest k whose recall at Jaccard >= `threshold` reaches `wanted_recall`."""
+    recommend the smallest k whose recall at Jaccard >= `threshold` reaches `wanted_recall`.
+    `progress` is told of each step as it starts (reading, fingerprinting, the three pair searches)."""
+    say = progress or (lambda line: None)
     sets: list[frozenset[int]] = []
     prints: list[int] = []
     signatures: list[UInt64Array] = []
+    say("reading the documents and drawing the sample")
     chosen, read = random_sample(documents, sample, seed)
+    say(f"fingerprinting {len(chosen)} sampled documents of {read} read (SimHash, MinHash, shingle sets)")
     for document in chosen:
         try:
             hashes = feature_hashes(document.text, features)
@@ -215,8 +220,11 @@ def calibrate(
         sets.append(frozenset(hashes.tolist()))
         prints.append(simhash(hashes))
         signatures.append(sketch(hashes, DEFAULT_PERMUTATIONS))
+    say(f"exact Jaccard: every pair of the {len(sets)} shingle sets at >= {min(THRESHOLDS)}")
     similar = similar_pairs(sets, min(THRESHOLDS))
+    say(f"Hamming distances: every pair of fingerprints within {MAX_K} bits")
     close = close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
+    say("the jaccard mode's bands at each threshold")
     banded = {t: lsh_pairs(signatures, t) for t in THRESHOLDS}
     for pair in itertools.chain(close, *banded.values()):  # Jaccard below the lowest threshold too
         similar.setdefault(pair, jaccard(sets[pair[0]], sets[pair[1]]))

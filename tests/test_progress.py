@@ -1,0 +1,116 @@
+"""Progress follows the work done, and shows on a terminal only (issue 14, item 15)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import psycopg
+from support import Conn
+
+from simdb import attach, batch, index, ingest, readers
+from simdb.measure import calibrate
+from simdb.modes.simhash import SimhashSpec
+from simdb.simhash import Features
+
+SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
+
+
+def _stored_bytes(dsn: str) -> int:
+    with psycopg.connect(dsn) as other:  # a second session: it sees committed batches only
+        row = other.execute("SELECT coalesce(sum(size), 0) FROM simdb.docs").fetchone()
+        return int(row[0]) if row else 0
+
+
+def _documents(folder: Path, count: int) -> None:
+    folder.mkdir()
+    for number in range(count):
+        (folder / f"d{number:03d}.txt").write_text(" ".join(f"w{number}x{i}" for i in range(60 + number)))
+
+
+def test_ingest_reports_bytes_once_they_are_stored(dsn: str, conn: Conn, tmp_path: Path) -> None:
+    """Each report comes after the batch's commit: what was reported never runs ahead of what
+    is stored (it used to count bytes as they were read, batches ahead of the work)."""
+    _documents(tmp_path / "docs", 50)
+    made = index.create(conn, "docs", SimhashSpec(max_distance=3))
+    reported: list[tuple[int, int]] = []
+    total = 0
+
+    def progress(done: int) -> None:
+        nonlocal total
+        total += done
+        reported.append((total, _stored_bytes(dsn)))
+
+    items = readers.read([str(tmp_path / "docs")], readers.Options())
+    report = ingest.ingest(conn, made, items, batch_size=7, progress=progress, jobs=2)
+    assert report.inserted == 50 and len(reported) == 8  # 50 documents in batches of 7
+    assert all(done == stored for done, stored in reported), reported
+    assert total == readers.total_size([str(tmp_path / "docs")])
+
+
+def test_sync_clusters_and_calibrate_report_their_work(conn: Conn, tmp_path: Path) -> None:
+    conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
+    conn.execute(
+        "INSERT INTO public.notes SELECT n, 'the same old note, again and again ' || (n % 3)"
+        " FROM generate_series(1, 30) AS n"
+    )
+    attach.attach(conn, "notes", "public.notes", "id", "body")
+    synced: list[int] = []
+    assert attach.sync(conn, "notes", synced.append).added == 30 and sum(synced) == 30
+    joined: list[int] = []
+    found = batch.clusters(conn, index.get(conn, "notes"), progress=joined.append)
+    assert found.pairs > 0 and sum(joined) == found.pairs
+    steps: list[str] = []
+    documents = [readers.Document(f"d{i}", f"alpha beta gamma delta {i} epsilon", 30) for i in range(40)]
+    calibrate.calibrate(documents, Features.parse("word:3"), 25, progress=steps.append)
+    assert steps[0] == "reading the documents and drawing the sample"
+    assert steps[1] == "fingerprinting 25 sampled documents of 40 read (SimHash, MinHash, shingle sets)"
+    assert len(steps) == 5
+
+
+def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run simdb with stderr on a pseudo-terminal and stdout in a pipe: (exit code, out, terminal)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal's size
+    running = subprocess.Popen(
+        [*SIMDB, *args], stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL, env=env
+    )
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the command ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif running.poll() is not None:
+            break
+    os.close(leader)
+    assert running.stdout is not None
+    out = running.stdout.read().decode()
+    return running.wait(timeout=60), out, seen.decode(errors="replace")
+
+
+def test_bars_show_on_a_terminal_and_not_in_a_pipe(dsn: str, tmp_path: Path) -> None:
+    _documents(tmp_path / "docs", 40)
+    env = {**os.environ, "SIMDB_DSN": dsn}
+    code, out, terminal = _on_a_terminal(["ingest", "docs", str(tmp_path / "docs"), "--create"], env)
+    assert code == 0 and out.startswith("ingested 40 documents")
+    assert "ingest docs:   0%" in terminal  # (the run is shorter than the bar's refresh interval)
+    code, out, terminal = _on_a_terminal(["pairs", "docs", "-k", "3"], env)
+    assert code == 0 and out.startswith("key_a,key_b,distance") and "pairs docs:" in terminal
+    piped = subprocess.run([*SIMDB, "pairs", "docs"], capture_output=True, text=True, env=env, timeout=60)
+    assert piped.returncode == 0 and piped.stderr == ""

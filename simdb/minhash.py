@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
 from simdb.errors import InvalidParameter
-from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, feature_hashes, fmix64
+from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, feature_hashes
 
 SIGNATURE_SPECS = (1, 2)
 MINHASH_SPEC_VERSION = 2  # the newest signature spec, which new indexes use
@@ -38,8 +39,6 @@ EXTRA_WORDS = {1: 0, 2: CHECK_WORDS}  # 64-bit words a sketch holds after its si
 _CHECK_SEED = np.uint64(0x243F6A8885A308D3)  # the check's permutation: fmix64(x XOR seed)
 _PROBE_SEED = np.uint64(0x13198A2E03707344)  # densification: where an empty bin looks
 _BIT_SEED = np.uint64(0xA4093822299F31D0)  # the bit kept of a bin's minimum
-_BIN_SHIFT = np.uint64(64 - 12)  # the top 12 bits of a hash pick one of the 4096 bins
-_PROBES_PER_STEP = 32
 _MAX_PROBES = 256  # then a tiny set's empty bin takes the next filled one
 DEFAULT_PERMUTATIONS = 128
 DEFAULT_THRESHOLD = 0.8
@@ -51,7 +50,6 @@ DEFAULT_THRESHOLD = 0.8
 # finer than the signature), 0.05 gives 16 bands of 8 (95% at 0.8): recall 0.949 -> 0.961 for
 # precision 0.976 -> 0.972 on that corpus, 0.920 -> 0.933 on another.
 FALSE_POSITIVE_WEIGHT = 0.05
-_CHUNK = 4096  # shingles per step, so memory is permutations x chunk at most
 
 UInt64Array = npt.NDArray[np.uint64]
 _MASK = (1 << 64) - 1
@@ -91,13 +89,9 @@ def signature(shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS) -
     """The MinHash signature of a set of shingle hashes (duplicates do not matter)."""
     if len(shingles) == 0:
         raise EmptyDocument("the document has no shingles")
-    values = np.unique(shingles)
-    mixers = seeds(permutations)[:, None]
-    result = np.full(permutations, np.iinfo(np.uint64).max, dtype=np.uint64)
-    for start in range(0, len(values), _CHUNK):
-        chunk = values[None, start : start + _CHUNK]
-        result = np.minimum(result, fmix64(chunk ^ mixers).min(axis=1))
-    return result
+    from simdb import kernels  # (numba loads on the first signature, not with the CLI)
+
+    return kernels.minima(shingles, seeds(permutations))
 
 
 def document_signature(
@@ -126,34 +120,19 @@ def check_words(shingles: UInt64Array) -> UInt64Array:
     """
     if len(shingles) == 0:
         raise EmptyDocument("the document has no shingles")
-    mixed = np.sort(fmix64(np.unique(shingles) ^ _CHECK_SEED))
-    filled, first = np.unique((mixed >> _BIN_SHIFT).astype(np.int64), return_index=True)
-    values = np.zeros(CHECK_BINS, dtype=np.uint64)
-    values[filled] = mixed[first]
-    full = np.zeros(CHECK_BINS, dtype=bool)
-    full[filled] = True
-    pending = np.flatnonzero(~full)
-    for attempt in range(0, _MAX_PROBES, _PROBES_PER_STEP):
-        probes = _probes(attempt)[pending]
-        hit = full[probes]
-        found = hit.any(axis=1)
-        values[pending[found]] = values[probes[found, hit[found].argmax(axis=1)]]
-        pending = pending[~found]
-    # Tiny sets: what is still empty takes the next non-empty bin after it, circularly.
-    values[pending] = values[filled[np.searchsorted(filled, pending) % len(filled)]]
-    bits = (fmix64(values ^ _BIT_SEED) & np.uint64(1)).astype(np.uint8)
+    from simdb import kernels
+
+    probes = _probe_index()
+    bits = kernels.check_bits(shingles, CHECK_BINS, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES, probes)
     return np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
 
 
 @functools.cache
-def _probes(first: int) -> npt.NDArray[np.int64]:
-    """The bins empty bin i probes at attempts first .. first + _PROBES_PER_STEP - 1, for every i
-    (one table per step, computed once: most documents need only the first)."""
-    bins = np.arange(CHECK_BINS, dtype=np.uint64)[:, None] << np.uint64(32)
-    tries = np.arange(first, first + _PROBES_PER_STEP, dtype=np.uint64)[None, :]
-    table = (fmix64((bins | tries) ^ _PROBE_SEED) >> _BIN_SHIFT).astype(np.int64)
-    table.flags.writeable = False
-    return table
+def _probe_index() -> tuple[Any, Any, Any]:
+    """Where every bin's densification probes land, inverted (kernels.probe_index), made once."""
+    from simdb import kernels
+
+    return kernels.probe_index(CHECK_BINS, _MAX_PROBES, _PROBE_SEED)
 
 
 def check_similarity(a: UInt64Array, b: UInt64Array) -> float:

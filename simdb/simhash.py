@@ -7,8 +7,9 @@ counts each distinct shingle once, so the fingerprint tracks the overlap of shin
 Steps 1-4 are the same in both. A 128-bit fingerprint keeps the 64-bit one as its low half and
 folds a second word per shingle, fmix64(hash XOR WIDE_KEY), into its high half.
 
-Pure code (numpy and xxhash only), so it is fast to test and easy to port; the README gives the
-spec step by step and tests pin it with known-answer vectors.
+Pure code (numpy, xxhash and the compiled loops of simdb.kernels), so it is fast to test and easy
+to port; the README gives the spec step by step, tests pin it with known-answer vectors and
+check it against a plain loop-by-loop reading of the spec.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ WIDTHS = (64, 128)  # fingerprint widths in bits; 64 is the default
 WORD = 64  # bits of one shingle hash
 
 TOKEN_PATTERN = re.compile(r"\w+")
+_HIGH_BYTE = re.compile(rb"[\x80-\xff]")  # a byte of a non-ASCII character in UTF-8
 SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -41,8 +43,6 @@ MAX_SHINGLE = 32
 
 # _BIT_TABLE[v, b] is bit b of byte value v: turns per-byte value histograms into bit counts.
 _BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
-# Byte j of a hash is counted in histogram bins 256*j .. 256*j + 255.
-_BYTE_OFFSETS = (np.arange(8, dtype=np.uint16) * 256)[None, :]
 
 UInt64Array = npt.NDArray[np.uint64]
 
@@ -103,39 +103,40 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def tokens(text: str) -> list[bytes]:
-    """Step 2: runs of word characters (Python's Unicode \\w) of the normalised text, as UTF-8.
+def token_text(text: str) -> bytes:
+    """Step 2: runs of word characters (Python's Unicode \\w) of the normalised text, as UTF-8,
+    separated by spaces (runs of them; a token never holds one).
 
-    Byte-level fast path, exact for any text: ASCII non-word characters become spaces and the
-    bytes are split there; only the pieces holding non-ASCII characters (which may be word
-    characters or not) go through the regular expression.
+    Byte-level fast path, exact for any text: ASCII non-word characters become spaces and ASCII
+    letters lower case; only the pieces holding non-ASCII characters (found by their bytes above
+    0x7F) are case-folded and go through the regular expression. Case folding maps character by
+    character and never touches the ASCII separators, so folding those pieces alone is folding
+    the text; NFKC runs only on text that is not NFKC already.
     """
     if text.isascii():  # NFKC is the identity on ASCII and casefold is lower-casing
-        return text.encode("ascii").translate(_ASCII_WORDS).split()
-    pieces = normalize(text).encode("utf-8").translate(_ASCII_WORDS).split()
-    if all(piece.isascii() for piece in pieces):
-        return pieces
-    words: list[bytes] = []
-    for piece in pieces:
-        if piece.isascii():
-            words.append(piece)
-        else:
-            words.extend(word.encode("utf-8") for word in TOKEN_PATTERN.findall(piece.decode("utf-8")))
-    return words
+        return text.encode("ascii").translate(_ASCII_WORDS)
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    spaced = text.encode("utf-8").translate(_ASCII_WORDS)
+    parts: list[bytes] = []
+    done = 0  # spaced[:done] is in parts
+    for high in _HIGH_BYTE.finditer(spaced):
+        at = high.start()
+        if at < done:  # in the piece just split
+            continue
+        start = spaced.rfind(b" ", 0, at) + 1
+        end = spaced.find(b" ", at)
+        end = len(spaced) if end < 0 else end
+        words = TOKEN_PATTERN.findall(spaced[start:end].decode("utf-8").casefold())
+        parts += [spaced[done:start], " ".join(words).encode("utf-8")]
+        done = end
+    parts.append(spaced[done:])
+    return b"".join(parts)
 
 
-def _unit_hashes_of_words(words: list[bytes]) -> UInt64Array:
-    """xxh3_64 (seed 0) of each token's UTF-8 bytes."""
-    return np.fromiter(map(xxhash.xxh3_64_intdigest, words), dtype=np.uint64, count=len(words))
-
-
-def _unit_hashes_of_chars(words: list[bytes]) -> UInt64Array:
-    """xxh3_64 of each character's UTF-8 bytes, over the tokens joined by single spaces."""
-    joined = b" ".join(words).decode("utf-8")
-    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-    distinct, order = np.unique(points, return_inverse=True)
-    hashes = [xxhash.xxh3_64_intdigest(chr(c).encode("utf-8")) for c in distinct.tolist()]
-    return np.array(hashes, dtype=np.uint64)[order.reshape(-1)]
+def tokens(text: str) -> list[bytes]:
+    """Step 2's tokens as a list (the fingerprint itself reads token_text)."""
+    return token_text(text).split()
 
 
 def fmix64(values: UInt64Array) -> UInt64Array:
@@ -153,28 +154,18 @@ def shingle_hashes(unit_hashes: UInt64Array, n: int) -> UInt64Array:
 
     A document with fewer than n units forms one shingle of all its units.
     """
-    size = min(n, len(unit_hashes))
-    count = len(unit_hashes) - size + 1
-    acc = unit_hashes[0:count].copy()
-    for j in range(1, size):
-        acc = acc * SHINGLE_MULTIPLIER + unit_hashes[j : j + count]
-    return fmix64(acc)
+    from simdb import kernels  # (numba loads on the first fingerprint, not with the CLI)
 
-
-def bit_counts(hashes: UInt64Array) -> npt.NDArray[np.int64]:
-    """How many of the hashes have each of the 64 bits set."""
-    as_bytes = hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
-    histogram = np.bincount((as_bytes + _BYTE_OFFSETS).ravel(), minlength=8 * 256)
-    return (histogram.reshape(8, 256) @ _BIT_TABLE).ravel()
+    return kernels.shingles(unit_hashes, n, SHINGLE_MULTIPLIER)
 
 
 def wide_bit_counts(hashes: UInt64Array, bits: int) -> npt.NDArray[np.int64]:
     """How many shingles have each of the `bits` bits set: word 0 is the shingle hash itself,
-    word 1 (for 128 bits) is fmix64(hash XOR WIDE_KEY)."""
-    counts = [bit_counts(hashes)]
-    if bits > WORD:
-        counts.append(bit_counts(fmix64(hashes ^ WIDE_KEY)))
-    return np.concatenate(counts)
+    word 1 (for 128 bits) is fmix64(hash XOR WIDE_KEY). Counted per byte value, then per bit."""
+    from simdb import kernels
+
+    histogram = kernels.byte_histogram(hashes, bits // WORD, WIDE_KEY)
+    return (histogram.reshape(-1, 256) @ _BIT_TABLE).ravel()
 
 
 def fold(ones: npt.NDArray[np.int64], total: int) -> int:
@@ -199,7 +190,10 @@ def _fold_occurrences(chunks: Iterable[UInt64Array], bits: int) -> int:
 
 def _fold_distinct(chunks: Iterable[UInt64Array], bits: int) -> int:
     """Spec v2, step 5: bit i is 1 exactly when more distinct shingles have it set than clear."""
-    distinct = np.unique(np.concatenate([np.unique(hashes) for hashes in chunks]))
+    from simdb import kernels
+
+    parts = [kernels.distinct(hashes) for hashes in chunks]
+    distinct = parts[0] if len(parts) == 1 else kernels.distinct(np.concatenate(parts))
     return fold(wide_bit_counts(distinct, bits), len(distinct))
 
 
@@ -268,10 +262,15 @@ def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) 
         return shingle_hashes(_BYTE_HASHES[data], features.n)
     if isinstance(content, bytes):
         raise TypeError("text features need text, not bytes")
-    words = tokens(content)
-    if not words:
+    from simdb import kernels
+
+    text = token_text(content)
+    if features.kind == "word":
+        units = kernels.word_units(text)
+    else:  # the characters of the tokens joined by single spaces
+        units = kernels.char_units(b" ".join(text.split()))
+    if len(units) == 0:
         raise EmptyDocument("the document has no word characters")
-    units = _unit_hashes_of_words(words) if features.kind == "word" else _unit_hashes_of_chars(words)
     return shingle_hashes(units, features.n)
 
 

@@ -1,0 +1,454 @@
+"""Compiled loops (numba) behind the fingerprint and signature specs: what numpy cannot do
+without a Python call per token or a sort per document.
+
+- xxh3_64 of byte ranges (XXH3's published algorithm with its default secret and seed 0, the
+  same values as the xxhash package's xxh3_64_intdigest), so tokens are hashed inside one loop;
+- the unit hashes of a document's tokens (word features) or characters (char features);
+- shingle windows, the distinct values of an array (a hash set instead of a sort), byte
+  histograms of hashes (bit counting, as simhash.bit_counts does with bincount);
+- MinHash minima over the permutations, and signature spec v2's check.
+
+Pure code over numpy arrays: simhash.py and minhash.py call it and keep their specs; the plain
+references in the tests judge both. Compiled on first use and cached beside this file (or in
+numba's per-user cache where that is not writable), so a later process only loads the machine code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+F = TypeVar("F", bound=Callable[..., Any])
+UInt64Array = npt.NDArray[np.uint64]
+UInt8Array = npt.NDArray[np.uint8]
+
+
+def _compiled(function: F) -> F:
+    """numba's nopython compilation, cached on disk; typed as the function it wraps."""
+    return cast(F, numba.njit(cache=True, nogil=True)(function))
+
+
+def _inline(function: F) -> F:
+    """A helper compiled into its callers."""
+    return cast(F, numba.njit(inline="always", cache=True)(function))
+
+
+# XXH3's default secret (192 bytes) and constants, as published with xxHash.
+_SECRET = np.frombuffer(
+    bytes.fromhex(
+        "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671f"
+        "cb79e64eccc0e578825ad07dccff7221b8084674f743248ee03590e6813a264c"
+        "3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
+        "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364"
+        "eac5ac8334d3ebc3c581a0fffa1363eb170ddd51b7f0da49d316552629d4689e"
+        "2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e"
+    ),
+    dtype=np.uint8,
+)
+_P32_1 = np.uint64(0x9E3779B1)
+_P32_2 = np.uint64(0x85EBCA77)
+_P32_3 = np.uint64(0xC2B2AE3D)
+_P64_1 = np.uint64(0x9E3779B185EBCA87)
+_P64_2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P64_3 = np.uint64(0x165667B19E3779F9)
+_P64_4 = np.uint64(0x85EBCA77C2B2AE63)
+_P64_5 = np.uint64(0x27D4EB2F165667C5)
+_MX1 = np.uint64(0x165667919E3779F9)
+_MX2 = np.uint64(0x9FB21C651E98DF25)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
+_FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SPACE = 32
+
+
+@_inline
+def _read64(data: UInt8Array, at: int) -> np.uint64:
+    value = np.uint64(0)
+    for byte in range(8):
+        value |= np.uint64(data[at + byte]) << np.uint64(8 * byte)
+    return value
+
+
+@_inline
+def _read32(data: UInt8Array, at: int) -> np.uint64:
+    value = np.uint64(0)
+    for byte in range(4):
+        value |= np.uint64(data[at + byte]) << np.uint64(8 * byte)
+    return value
+
+
+@_inline
+def _rotl(value: np.uint64, bits: int) -> np.uint64:
+    return (value << np.uint64(bits)) | (value >> np.uint64(64 - bits))
+
+
+@_inline
+def _swap64(value: np.uint64) -> np.uint64:
+    swapped = np.uint64(0)
+    for byte in range(8):
+        swapped = (swapped << np.uint64(8)) | ((value >> np.uint64(8 * byte)) & np.uint64(0xFF))
+    return swapped
+
+
+@_inline
+def _mul128_fold64(a: np.uint64, b: np.uint64) -> np.uint64:
+    """The 128-bit product of a and b, its two halves XORed (from four 32-bit products)."""
+    a_lo, a_hi = a & _LOW32, a >> np.uint64(32)
+    b_lo, b_hi = b & _LOW32, b >> np.uint64(32)
+    lo_lo, hi_lo, lo_hi, hi_hi = a_lo * b_lo, a_hi * b_lo, a_lo * b_hi, a_hi * b_hi
+    cross = (lo_lo >> np.uint64(32)) + (hi_lo & _LOW32) + lo_hi
+    upper = (hi_lo >> np.uint64(32)) + (cross >> np.uint64(32)) + hi_hi
+    lower = (cross << np.uint64(32)) | (lo_lo & _LOW32)
+    return lower ^ upper
+
+
+@_inline
+def _avalanche(h: np.uint64) -> np.uint64:
+    h ^= h >> np.uint64(37)
+    h *= _MX1
+    return h ^ (h >> np.uint64(32))
+
+
+@_inline
+def _xxh64_avalanche(h: np.uint64) -> np.uint64:
+    h ^= h >> np.uint64(33)
+    h *= _P64_2
+    h ^= h >> np.uint64(29)
+    h *= _P64_3
+    return h ^ (h >> np.uint64(32))
+
+
+@_inline
+def _mix16(data: UInt8Array, at: int, secret: UInt8Array, key_at: int) -> np.uint64:
+    return _mul128_fold64(
+        _read64(data, at) ^ _read64(secret, key_at), _read64(data, at + 8) ^ _read64(secret, key_at + 8)
+    )
+
+
+@_inline
+def _accumulate_512(acc: UInt64Array, data: UInt8Array, at: int, secret: UInt8Array, key_at: int) -> None:
+    for lane in range(8):
+        value = _read64(data, at + 8 * lane)
+        keyed = value ^ _read64(secret, key_at + 8 * lane)
+        acc[lane ^ 1] += value
+        acc[lane] += (keyed & _LOW32) * (keyed >> np.uint64(32))
+
+
+@_inline
+def _scramble(acc: UInt64Array, secret: UInt8Array, key_at: int) -> None:
+    for lane in range(8):
+        value = acc[lane]
+        value ^= value >> np.uint64(47)
+        value ^= _read64(secret, key_at + 8 * lane)
+        acc[lane] = value * _P32_1
+
+
+@_compiled
+def _xxh3_long(data: UInt8Array, start: int, length: int, secret: UInt8Array) -> np.uint64:
+    """XXH3-64 of more than 240 bytes: 64-byte stripes into eight accumulators, scrambled per block."""
+    acc = np.empty(8, dtype=np.uint64)
+    acc[0], acc[1], acc[2], acc[3] = _P32_3, _P64_1, _P64_2, _P64_3
+    acc[4], acc[5], acc[6], acc[7] = _P64_4, _P32_2, _P64_5, _P32_1
+    stripes_per_block = (len(secret) - 64) // 8
+    block = 64 * stripes_per_block
+    blocks = (length - 1) // block
+    for number in range(blocks):
+        for stripe in range(stripes_per_block):
+            _accumulate_512(acc, data, start + number * block + stripe * 64, secret, stripe * 8)
+        _scramble(acc, secret, len(secret) - 64)
+    stripes = ((length - 1) - block * blocks) // 64
+    for stripe in range(stripes):
+        _accumulate_512(acc, data, start + blocks * block + stripe * 64, secret, stripe * 8)
+    _accumulate_512(acc, data, start + length - 64, secret, len(secret) - 64 - 7)
+    result = np.uint64(length) * _P64_1
+    for pair in range(4):
+        key_at = 11 + 16 * pair
+        result += _mul128_fold64(
+            acc[2 * pair] ^ _read64(secret, key_at), acc[2 * pair + 1] ^ _read64(secret, key_at + 8)
+        )
+    return _avalanche(result)
+
+
+@_compiled
+def _xxh3_over_16(data: UInt8Array, start: int, length: int, secret: UInt8Array) -> np.uint64:
+    """XXH3-64 of 17 bytes or more: 16-byte pairs mixed with the secret (up to 240), else stripes."""
+    if length > 240:
+        return _xxh3_long(data, start, length, secret)
+    acc = np.uint64(length) * _P64_1
+    if length > 128:
+        for round_ in range(8):
+            acc += _mix16(data, start + 16 * round_, secret, 16 * round_)
+        acc = _avalanche(acc)
+        for round_ in range(8, length // 16):
+            acc += _mix16(data, start + 16 * round_, secret, 16 * (round_ - 8) + 3)
+        acc += _mix16(data, start + length - 16, secret, 136 - 17)
+        return _avalanche(acc)
+    if length > 32:
+        if length > 64:
+            if length > 96:
+                acc += _mix16(data, start + 48, secret, 96)
+                acc += _mix16(data, start + length - 64, secret, 112)
+            acc += _mix16(data, start + 32, secret, 64)
+            acc += _mix16(data, start + length - 48, secret, 80)
+        acc += _mix16(data, start + 16, secret, 32)
+        acc += _mix16(data, start + length - 32, secret, 48)
+    acc += _mix16(data, start, secret, 0)
+    acc += _mix16(data, start + length - 16, secret, 16)
+    return _avalanche(acc)
+
+
+@_inline
+def _xxh3_short(data: UInt8Array, start: int, length: int, secret: UInt8Array) -> np.uint64:
+    """XXH3-64 (seed 0) of data[start : start + length] for at most 16 bytes (most tokens),
+    compiled into each caller. Callers branch to _xxh3_over_16 themselves: a call inside this
+    function, even one not taken, made the token loop five times slower."""
+    if length > 8:
+        low = _read64(data, start) ^ (_read64(secret, 24) ^ _read64(secret, 32))
+        high = _read64(data, start + length - 8) ^ (_read64(secret, 40) ^ _read64(secret, 48))
+        acc = np.uint64(length) + _swap64(low) + high + _mul128_fold64(low, high)
+        return _avalanche(acc)
+    if length >= 4:
+        first, last = _read32(data, start), _read32(data, start + length - 4)
+        h = (last + (first << np.uint64(32))) ^ (_read64(secret, 8) ^ _read64(secret, 16))
+        h ^= _rotl(h, 49) ^ _rotl(h, 24)
+        h *= _MX2
+        h ^= (h >> np.uint64(35)) + np.uint64(length)
+        h *= _MX2
+        return h ^ (h >> np.uint64(28))
+    if length > 0:
+        combined = (
+            (np.uint64(data[start]) << np.uint64(16))
+            | (np.uint64(data[start + (length >> 1)]) << np.uint64(24))
+            | np.uint64(data[start + length - 1])
+            | (np.uint64(length) << np.uint64(8))
+        )
+        return _xxh64_avalanche(combined ^ (_read32(secret, 0) ^ _read32(secret, 4)))
+    return _xxh64_avalanche(_read64(secret, 56) ^ _read64(secret, 64))
+
+
+@_compiled
+def _xxh3_whole(data: UInt8Array, secret: UInt8Array) -> np.uint64:
+    if len(data) > 16:
+        return _xxh3_over_16(data, 0, len(data), secret)
+    return _xxh3_short(data, 0, len(data), secret)
+
+
+def xxh3_64(data: bytes) -> int:
+    """XXH3-64 (seed 0) of `data`: xxhash.xxh3_64_intdigest's value (for tests and checks)."""
+    return int(_xxh3_whole(np.frombuffer(data, dtype=np.uint8), _SECRET))
+
+
+@_compiled
+def _word_units(text: UInt8Array, secret: UInt8Array) -> UInt64Array:
+    out = np.empty(len(text) // 2 + 1, dtype=np.uint64)
+    count, at, end = 0, 0, len(text)
+    while at < end:
+        while at < end and text[at] == _SPACE:
+            at += 1
+        if at == end:
+            break
+        stop = at
+        while stop < end and text[stop] != _SPACE:
+            stop += 1
+        if stop - at > 16:
+            out[count] = _xxh3_over_16(text, at, stop - at, secret)
+        else:
+            out[count] = _xxh3_short(text, at, stop - at, secret)
+        count += 1
+        at = stop
+    return out[:count].copy()
+
+
+def word_units(text: bytes) -> UInt64Array:
+    """xxh3_64 of each token of `text`: UTF-8 tokens separated by runs of spaces (0x20)."""
+    return _word_units(np.frombuffer(text, dtype=np.uint8), _SECRET)
+
+
+@_compiled
+def _char_units(text: UInt8Array, secret: UInt8Array) -> UInt64Array:
+    ascii_hashes = np.empty(128, dtype=np.uint64)
+    one = np.empty(1, dtype=np.uint8)
+    for value in range(128):
+        one[0] = value
+        ascii_hashes[value] = _xxh3_short(one, 0, 1, secret)
+    out = np.empty(len(text), dtype=np.uint64)
+    count, at = 0, 0
+    while at < len(text):
+        lead = text[at]
+        size = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        out[count] = ascii_hashes[lead] if size == 1 else _xxh3_short(text, at, size, secret)
+        count += 1
+        at += size
+    return out[:count].copy()
+
+
+def char_units(text: bytes) -> UInt64Array:
+    """xxh3_64 of each character's UTF-8 bytes, for the characters of valid UTF-8 `text`."""
+    return _char_units(np.frombuffer(text, dtype=np.uint8), _SECRET)
+
+
+@_inline
+def _fmix64(h: np.uint64) -> np.uint64:
+    h ^= h >> np.uint64(33)
+    h *= _FMIX_C1
+    h ^= h >> np.uint64(33)
+    h *= _FMIX_C2
+    return h ^ (h >> np.uint64(33))
+
+
+@_compiled
+def shingles(units: UInt64Array, n: int, multiplier: np.uint64) -> UInt64Array:
+    """fmix64 of each window of n units, acc = acc * multiplier + unit (fewer units: one window)."""
+    size = min(n, len(units))
+    out = np.empty(len(units) - size + 1, dtype=np.uint64)
+    for start in range(len(out)):
+        acc = units[start]
+        for offset in range(1, size):
+            acc = acc * multiplier + units[start + offset]
+        out[start] = _fmix64(acc)
+    return out
+
+
+@_compiled
+def distinct(values: UInt64Array) -> UInt64Array:
+    """The distinct values, in order of first appearance (an open-addressing hash set: the values
+    are hashes already, so their low bits pick the slot)."""
+    slots = 1
+    while slots < 2 * len(values):
+        slots *= 2
+    mask = np.uint64(slots - 1)
+    table = np.empty(slots, dtype=np.uint64)
+    used = np.zeros(slots, dtype=np.bool_)
+    out = np.empty(len(values), dtype=np.uint64)
+    count = 0
+    for value in values:
+        slot = np.int64(value & mask)
+        while used[slot] and table[slot] != value:
+            slot = (slot + 1) & (slots - 1)
+        if not used[slot]:
+            used[slot] = True
+            table[slot] = value
+            out[count] = value
+            count += 1
+    return out[:count].copy()
+
+
+@_compiled
+def byte_histogram(values: UInt64Array, words: int, wide_key: np.uint64) -> npt.NDArray[np.int64]:
+    """counts[256 * j + v]: how many values have byte j equal to v. Bytes 0-7 are the value's;
+    with words = 2, bytes 8-15 are those of fmix64(value XOR wide_key) (128-bit fingerprints)."""
+    counts = np.zeros(256 * 8 * words, dtype=np.int64)
+    for value in values:
+        for byte in range(8):
+            counts[256 * byte + np.int64((value >> np.uint64(8 * byte)) & np.uint64(0xFF))] += 1
+        if words == 2:
+            second = _fmix64(value ^ wide_key)
+            for byte in range(8):
+                counts[2048 + 256 * byte + np.int64((second >> np.uint64(8 * byte)) & np.uint64(0xFF))] += 1
+    return counts
+
+
+@_compiled
+def minima(values: UInt64Array, seeds: UInt64Array) -> UInt64Array:
+    """For each seed, the least fmix64(value XOR seed) over the values (MinHash's signature)."""
+    out = np.full(len(seeds), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    for value in values:
+        for position in range(len(seeds)):
+            mixed = _fmix64(value ^ seeds[position])
+            if mixed < out[position]:
+                out[position] = mixed
+    return out
+
+
+@_compiled
+def probe_index(bins: int, max_probes: int, probe_seed: np.uint64) -> tuple[Any, Any, Any]:
+    """Where the check's densification probes go, inverted: for each bin b, the (empty bin,
+    attempt) pairs whose probe lands on b, rows [starts[b], starts[b + 1]) of `slots` and
+    `attempts`. The same for every document, so it is computed once (1 MiB of probes)."""
+    shift = np.uint64(64 - int(np.log2(bins)))
+    targets = np.empty(bins * max_probes, dtype=np.int64)
+    starts = np.zeros(bins + 1, dtype=np.int64)
+    for slot in range(bins):
+        for attempt in range(max_probes):
+            key = (np.uint64(slot) << np.uint64(32)) | np.uint64(attempt)
+            target = np.int64(_fmix64(key ^ probe_seed) >> shift)
+            targets[slot * max_probes + attempt] = target
+            starts[target + 1] += 1
+    starts = np.cumsum(starts)
+    at = starts[:-1].copy()
+    slots = np.empty(bins * max_probes, dtype=np.int32)
+    attempts = np.empty(bins * max_probes, dtype=np.int32)
+    for row in range(bins * max_probes):
+        target = targets[row]
+        slots[at[target]] = row // max_probes
+        attempts[at[target]] = row % max_probes
+        at[target] += 1
+    return starts, slots, attempts
+
+
+@_compiled
+def check_bits(
+    values: UInt64Array,
+    bins: int,
+    check_seed: np.uint64,
+    probe_seed: np.uint64,
+    bit_seed: np.uint64,
+    max_probes: int,
+    probes: tuple[Any, Any, Any],
+) -> npt.NDArray[np.uint8]:
+    """Signature spec v2's check, one byte (0 or 1) per bin: bins by the top bits of
+    fmix64(x XOR check_seed) keeping the least, empty bins filled by probing (then by the next
+    filled bin, circularly), and the lowest bit of fmix64(bin value XOR bit_seed). See
+    minhash.check_words for the spec; `probes` is probe_index(bins, max_probes, probe_seed).
+
+    An empty bin takes the filled bin its earliest probe lands on. With many filled bins that is
+    found by probing forward (a few probes each); with few (a short document), by walking the
+    probes that land on each filled bin (probe_index), where forward probing would compute up to
+    max_probes probes for nearly every bin. Both give the same bins.
+    """
+    shift = np.uint64(64 - int(np.log2(bins)))
+    least = np.zeros(bins, dtype=np.uint64)
+    full = np.zeros(bins, dtype=np.bool_)
+    for value in values:
+        mixed = _fmix64(value ^ check_seed)
+        landing = np.int64(mixed >> shift)
+        if not full[landing] or mixed < least[landing]:
+            least[landing] = mixed
+            full[landing] = True
+    filled = np.count_nonzero(full)
+    source = np.full(bins, -1, dtype=np.int64)  # the filled bin whose value an empty bin takes
+    if filled * max_probes < (bins - filled) * (bins // filled):  # few filled bins: walk the index
+        starts, slots, attempts = probes
+        earliest = np.full(bins, max_probes, dtype=np.int64)
+        for target in range(bins):
+            if full[target]:
+                for row in range(starts[target], starts[target + 1]):
+                    empty = slots[row]
+                    if attempts[row] < earliest[empty]:
+                        earliest[empty] = attempts[row]
+                        source[empty] = target
+    else:
+        for slot in range(bins):
+            if not full[slot]:
+                for attempt in range(max_probes):
+                    key = (np.uint64(slot) << np.uint64(32)) | np.uint64(attempt)
+                    probe = np.int64(_fmix64(key ^ probe_seed) >> shift)
+                    if full[probe]:
+                        source[slot] = probe
+                        break
+    following = -1  # no probe landed on a filled bin: the next filled bin, circularly
+    for step in range(2 * bins - 1, -1, -1):
+        at = step % bins
+        if source[at] < 0 and following >= 0 and step < bins:
+            source[at] = following
+        if full[at]:
+            following = at
+            source[at] = at
+    out = np.empty(bins, dtype=np.uint8)
+    for slot in range(bins):
+        out[slot] = np.uint8(_fmix64(least[source[slot]] ^ bit_seed) & np.uint64(1))
+    return out

@@ -1,0 +1,67 @@
+"""The compiled kernels against what they replace: XXH3-64 against the xxhash package (every
+length class: 0-3, 4-8, 9-16, 17-128, 129-240 and the long path past one 1,024-byte block),
+the hash set against numpy's unique, tokens and characters against Python's own splitting."""
+
+from __future__ import annotations
+
+import numpy as np
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import reference_fingerprint
+
+from simdb import kernels
+from simdb.measure import previous
+from simdb.minhash import document_signature
+from simdb.simhash import Features, fingerprint, token_text
+
+
+def test_xxh3_equals_xxhash_at_every_length_up_to_three_blocks() -> None:
+    data = np.random.default_rng(7).integers(0, 256, size=3300, dtype=np.uint8).tobytes()
+    for length in range(3300):
+        assert kernels.xxh3_64(data[:length]) == xxhash.xxh3_64_intdigest(data[:length]), length
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2100))
+def test_xxh3_equals_xxhash(data: bytes) -> None:
+    assert kernels.xxh3_64(data) == xxhash.xxh3_64_intdigest(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=2**64 - 1), max_size=300), st.integers(1, 4))
+def test_distinct_keeps_each_value_once_in_first_seen_order(values: list[int], repeat: int) -> None:
+    array = np.array(values * repeat, dtype=np.uint64)
+    found = kernels.distinct(array).tolist()
+    assert found == list(dict.fromkeys(values)) and sorted(found) == np.unique(array).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=120))
+def test_units_of_any_text_are_the_xxh3_of_its_tokens_and_characters(text: str) -> None:
+    buffer = token_text(text)
+    words = buffer.split()
+    assert kernels.word_units(buffer).tolist() == [xxhash.xxh3_64_intdigest(w) for w in words]
+    joined = b" ".join(words)
+    assert kernels.char_units(joined).tolist() == [
+        xxhash.xxh3_64_intdigest(c.encode("utf-8")) for c in joined.decode("utf-8")
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=150), st.sampled_from(["word", "char"]), st.integers(1, 4), st.sampled_from([1, 2]))
+def test_any_unicode_text_fingerprints_as_the_reference_says(text: str, kind: str, n: int, spec: int) -> None:
+    expected = reference_fingerprint(text, kind, n, spec)
+    if expected is not None:
+        assert fingerprint(text, Features(kind, n), spec) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab cd EF é ß ﬁ 1 _ .\n日本"), min_size=1, max_size=300))
+def test_the_kernels_give_what_the_numpy_code_before_them_gave(text: str) -> None:
+    """simdb.measure.previous is bench's baseline: it must compute the same values."""
+    if not token_text(text).split():
+        return
+    for spec in (1, 2):
+        assert previous.fingerprint(text, 3, spec) == fingerprint(text, Features("word", 3), spec)
+    assert previous.signature(text).tolist() == document_signature(text).tolist()

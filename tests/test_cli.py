@@ -292,6 +292,14 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
     if figures["hnsw"] is not None:  # the embedded PostgreSQL ships pgvector
         assert 0.0 <= figures["hnsw"]["recall"] <= 1.0 and figures["hnsw"]["build_s"] > 0
     assert report["fingerprint"]["files"] == 1
+    rates = report["fingerprint"]["rates"]  # the kernels beside the code before them and the textbook method
+    assert len(rates) == 7 and all(rate > 0 for rate in rates.values())
+    assert set(report["fingerprint"]["ratios"]) == {
+        "fingerprint v2 / before the kernels",
+        "fingerprint v1 / before the kernels",
+        "signature / before the kernels",
+        "fingerprint v2 / textbook",
+    }
     for name in (
         "load_rows_per_s",
         "query_p50_ms",

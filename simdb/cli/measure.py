@@ -109,7 +109,8 @@ def calibrate_(
     "text_paths",
     multiple=True,
     metavar="PATH",
-    help="Also time fingerprinting of the text files below PATH (repeatable).",
+    help="Also time fingerprints and signatures of the text files below PATH on one core, beside "
+    "the code before the kernels and the textbook method (repeatable).",
 )
 @click.option(
     "--hnsw/--no-hnsw",
@@ -204,8 +205,8 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
       trip, pgvector's HNSW where available); recall against the exact answer from numpy.
     --mode jaccard: a jaccard and a simhash index over the same real text with planted word
       edits: precision and recall against exact Jaccard, bytes/row, load, query and pairs time.
-    Scratch indexes are dropped afterwards. With --text, also measure fingerprinting MB/s on
-    one core against the straightforward per-shingle method.
+    Scratch indexes are dropped afterwards. With --text, also measure fingerprints and
+    signatures per core (MB/s) beside the numpy code before the kernels and the textbook method.
     --distributed: on a Citus coordinator, the same random fingerprints in a local index, in one
     distributed by key, and in tables distributed by prefix (Manku's layout), side by side.
     --quality PATH...: sketch quality on your folders (k = 0..6 at 64 bits, 0..16 at 128) against

@@ -6,6 +6,7 @@ Nothing here asserts a timing; `simdb bench` reports what it measured.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import platform
 import re
@@ -24,6 +25,7 @@ from simdb import batch, catalog, index, ingest, names, readers
 from simdb.bits import to_signed
 from simdb.connection import Connection
 from simdb.measure.baseline import HandTable, hand_table
+from simdb.minhash import document_signature
 from simdb.modes import Index, SimhashIndex, SimhashSpec
 from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint
 
@@ -381,21 +383,51 @@ def server_side_ms(conn: Connection, made: Index, arguments: Sequence[tuple[obje
 
 @dataclass
 class FingerprintBench:
-    """Fingerprinting throughput on real files, one core, against a straightforward method."""
+    """One-core sketching throughput on real files, in MB/s, beside the same-run baselines: the
+    numpy code before the compiled kernels (simdb.measure.previous, word features only) and the
+    textbook per-shingle SimHash."""
 
     files: int
     megabytes: float
     features: str
-    mb_per_s: float
-    straightforward_mb_per_s: float
+    rates: dict[str, float]  # method: MB/s
     machine: dict[str, object] = field(default_factory=machine)
 
-    @property
-    def speedup(self) -> float:
-        return self.mb_per_s / self.straightforward_mb_per_s
+    def ratio(self, method: str, baseline: str) -> float | None:
+        if method in self.rates and baseline in self.rates:
+            return self.rates[method] / self.rates[baseline]
+        return None
+
+    def ratios(self) -> dict[str, float]:
+        pairs = {
+            "fingerprint v2 / before the kernels": (FINGERPRINT_V2, PREVIOUS_V2),
+            "fingerprint v1 / before the kernels": (FINGERPRINT_V1, PREVIOUS_V1),
+            "signature / before the kernels": (SIGNATURE, PREVIOUS_SIGNATURE),
+            "fingerprint v2 / textbook": (FINGERPRINT_V2, TEXTBOOK),
+        }
+        found = {name: self.ratio(*methods) for name, methods in pairs.items()}
+        return {name: value for name, value in found.items() if value is not None}
 
     def as_dict(self) -> dict[str, object]:
-        return {**asdict(self), "speedup_vs_straightforward": self.speedup}
+        return {**asdict(self), "ratios": self.ratios()}
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"sketching on one core ({self.features}): {self.files} files, {self.megabytes:.1f} MB, "
+            "best of 3 passes over texts in memory:"
+        ]
+        lines += [f"  {method:<52}{rate:>8.1f} MB/s" for method, rate in self.rates.items()]
+        lines.append("  " + "; ".join(f"{name} x{value:.2f}" for name, value in self.ratios().items()))
+        return lines
+
+
+FINGERPRINT_V2 = "simdb fingerprint, spec v2 (kernels)"
+FINGERPRINT_V1 = "simdb fingerprint, spec v1 (kernels)"
+SIGNATURE = "simdb signature, spec v2, 128 permutations (kernels)"
+PREVIOUS_V2 = "before the kernels (numpy): fingerprint spec v2"
+PREVIOUS_V1 = "before the kernels (numpy): fingerprint spec v1"
+PREVIOUS_SIGNATURE = "before the kernels (numpy): signature"
+TEXTBOOK = "textbook SimHash (xxh3 of each shingle's text)"
 
 
 def straightforward_fingerprint(text: str, n: int = 3) -> int:
@@ -413,24 +445,38 @@ def straightforward_fingerprint(text: str, n: int = 3) -> int:
 
 
 def bench_fingerprint(paths: Sequence[str], features: Features, rounds: int = 3) -> FingerprintBench:
-    """Best of `rounds` passes over the text files below `paths`, already read into memory."""
+    """Best of `rounds` passes over the text files below `paths`, already read into memory; the
+    methods interleaved round by round, so that the machine's drift touches each alike."""
+    from simdb.measure import previous
+
     items = readers.read(paths, readers.Options(skip_errors=True))
     texts = [item.text for item in items if isinstance(item, readers.Document)]
     size = sum(len(text.encode("utf-8")) for text in texts)
-
-    def best(function: Callable[[str], int]) -> float:
-        times = []
-        for _ in range(rounds):
+    methods: dict[str, Callable[[str], object]] = {
+        FINGERPRINT_V2: lambda text: fingerprint(text, features, 2),
+        FINGERPRINT_V1: lambda text: fingerprint(text, features, 1),
+        SIGNATURE: lambda text: document_signature(text, features),
+    }
+    if features.kind == "word":
+        methods |= {
+            PREVIOUS_V2: lambda text: previous.fingerprint(text, features.n, 2),
+            PREVIOUS_V1: lambda text: previous.fingerprint(text, features.n, 1),
+            PREVIOUS_SIGNATURE: lambda text: previous.signature(text, n=features.n),
+        }
+    methods[TEXTBOOK] = lambda text: straightforward_fingerprint(text, features.n)
+    for function in methods.values():  # the first call loads (or compiles) the kernels
+        with contextlib.suppress(EmptyDocument):
+            function("warm up the kernels")
+    best = dict.fromkeys(methods, math.inf)
+    for _ in range(rounds):
+        for name, function in methods.items():
             began = time.perf_counter()
             for text in texts:
                 with contextlib.suppress(EmptyDocument):
                     function(text)
-            times.append(time.perf_counter() - began)
-        return size / 1e6 / min(times)
-
-    ours = best(lambda text: fingerprint(text, features))
-    baseline = best(lambda text: straightforward_fingerprint(text, features.n))
-    return FingerprintBench(len(texts), size / 1e6, str(features), ours, baseline)
+            best[name] = min(best[name], time.perf_counter() - began)
+    rates = {name: size / 1e6 / seconds for name, seconds in best.items()}
+    return FingerprintBench(len(texts), size / 1e6, str(features), rates)
 
 
 @dataclass
@@ -455,12 +501,7 @@ def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None =
     host = figures.machine
     lines = [f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}, {figures.server}"]
     if fingerprinting is not None:
-        fp = fingerprinting
-        lines.append(
-            f"fingerprint ({fp.features}, one core): {fp.files} files, {fp.megabytes:.1f} MB: "
-            f"{fp.mb_per_s:.1f} MB/s; straightforward method {fp.straightforward_mb_per_s:.1f} MB/s "
-            f"(x{fp.speedup:.2f})"
-        )
+        lines += fingerprinting.lines()
     f = figures
     ratio = f.against_hand()
     hand_blocks = f.max_distance + 1

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from multiprocessing import get_context
-from typing import cast
+from typing import TypeVar, cast
 
 import psycopg
 from psycopg import sql
@@ -29,6 +29,7 @@ from simdb.modes import Index, Sketch
 from simdb.readers import UNCHANGED, Document, Item
 
 DEFAULT_BATCH = 2000
+T = TypeVar("T")
 
 
 @dataclass
@@ -40,6 +41,9 @@ class Report:
     unchanged: int = 0
     repaired: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    # where the time went (ingest only): read (files and records), sketch (fingerprinting, or
+    # with --jobs waiting for the workers beyond reading), store (COPY and upsert), vacuum
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def stored(self) -> int:
@@ -60,13 +64,16 @@ class Report:
         return [self.summary()]
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        counts: dict[str, object] = {
             "inserted": self.inserted,
             "updated": self.updated,
             "unchanged": self.unchanged,
             "skipped": dict(self.skipped),
             "repaired": self.repaired,
         }
+        if self.seconds:
+            counts["seconds"] = {step: round(value, 4) for step, value in self.seconds.items()}
+        return counts
 
 
 def ingest(
@@ -87,8 +94,9 @@ def ingest(
     done: a skipped item's when it is passed over, a batch's once it is stored (not when read).
     """
     report = Report()
-    batches = _batches(items, batch_size, report, progress)
-    for documents, values in _sketched(batches, index, jobs):
+    clock = report.seconds
+    batches = _batches(_timed(items, clock, "read"), batch_size, report, progress)
+    for documents, values in _timed(_sketched(batches, index, jobs), clock, "sketch"):
         batch: dict[str, Sketch] = {}
         sizes: dict[str, int | None] = {}
         extensions: dict[str, str | None] = {}
@@ -105,13 +113,32 @@ def ingest(
             extensions[document.key] = document.extension
             mtimes[document.key] = document.mtime_ns
         if batch:
+            began = time.perf_counter()
             stored = store(conn, index, batch, sizes, extensions=extensions, mtimes=mtimes)
+            clock["store"] = clock.get("store", 0.0) + time.perf_counter() - began
             count_stored(report, len(batch), stored)
         if progress is not None:
             progress(sum(document.consumed for document in documents))
+    clock["sketch"] = clock.get("sketch", 0.0) - clock.get("read", 0.0)  # reading ran inside it
     if report.inserted or report.updated:
+        began = time.perf_counter()
         vacuum(conn, index)
+        clock["vacuum"] = time.perf_counter() - began
     return report
+
+
+def _timed(items: Iterable[T], clock: dict[str, float], step: str) -> Iterator[T]:
+    """The items, adding the time spent producing each to clock[step]."""
+    iterator = iter(items)
+    while True:
+        began = time.perf_counter()
+        try:
+            item = next(iterator)
+        except StopIteration:
+            clock[step] = clock.get(step, 0.0) + time.perf_counter() - began
+            return
+        clock[step] = clock.get(step, 0.0) + time.perf_counter() - began
+        yield item
 
 
 def _batches(

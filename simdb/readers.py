@@ -260,7 +260,8 @@ def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
         return
     with handle:
         if kind == "text":
-            yield from _read_text(handle, file_key(path, options.root), options, info.st_mtime_ns)
+            key = file_key(path, options.root)
+            yield from _read_text(handle, key, options, info.st_mtime_ns, info.st_size)
         else:
             yield from _read_stream(handle, path, kind, options)
 
@@ -274,18 +275,24 @@ def _read_stream(stream: BinaryIO, name: str, kind: str, options: Options) -> It
         yield from _read_text(stream, name, options)
 
 
-def _read_text(stream: BinaryIO, key: str, options: Options, mtime_ns: int | None = None) -> Iterator[Item]:
+def _read_text(
+    stream: BinaryIO, key: str, options: Options, mtime_ns: int | None = None, size: int | None = None
+) -> Iterator[Item]:
+    """One document of all the stream's bytes. A text read that finds a NUL byte in the first
+    _BINARY_SNIFF bytes skips the file as binary without reading the rest (`size`: the file's)."""
     try:
-        data = stream.read()
+        data = stream.read() if options.raw else stream.read(_BINARY_SNIFF)
+        if not options.raw and b"\0" in data:
+            yield Skip(key, "binary", len(data) if size is None else size)
+            return
+        if not options.raw:
+            data += stream.read()
     except OSError as error:
         yield from _fail(options, key, f"cannot read {key}: {error.strerror}", "unreadable", "check the file")
         return
     extension = os.path.splitext(key)[1].lstrip(".").lower() if key != STDIN else None
     if options.raw:
         yield Document(key, "", len(data), data=data, extension=extension, mtime_ns=mtime_ns)
-        return
-    if b"\0" in data[:_BINARY_SNIFF]:
-        yield Skip(key, "binary", len(data))
         return
     text, repaired = decode(data)
     yield Document(key, text, len(data), repaired, extension=extension, mtime_ns=mtime_ns)

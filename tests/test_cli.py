@@ -294,6 +294,9 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
     assert report["fingerprint"]["files"] == 1
     rates = report["fingerprint"]["rates"]  # the kernels beside the code before them and the textbook method
     assert len(rates) == 7 and all(rate > 0 for rate in rates.values())
+    ingested = report["fingerprint"]["ingest"]  # end to end, with the time breakdown
+    assert set(ingested) == {"1", "2"} and all(rate > 0 for rate, _ in ingested.values())
+    assert all(set(seconds) == {"read", "sketch", "store", "vacuum"} for _, seconds in ingested.values())
     assert set(report["fingerprint"]["ratios"]) == {
         "fingerprint v2 / before the kernels",
         "fingerprint v1 / before the kernels",
@@ -367,14 +370,21 @@ def test_parallel_ingest_equals_serial(
     simdb(capsys, "create", "parallel")
     serial = simdb(capsys, "ingest", "serial", str(source), "--jobs", "1", "--batch-size", "50", "--json")
     parallel = simdb(capsys, "ingest", "parallel", str(source), "--jobs", "2", "--batch-size", "50", "--json")
-    assert serial == parallel
-    assert json.loads(serial[1]) == {
-        "inserted": 698,
-        "updated": 1,  # k299 again, in a later batch
-        "unchanged": 0,
-        "skipped": {"empty": 1},
-        "repaired": 0,
-    }
+    serial_report, parallel_report = json.loads(serial[1]), json.loads(parallel[1])
+    for report in (serial_report, parallel_report):  # where the time went, in seconds
+        seconds = report.pop("seconds")
+        assert set(seconds) == {"read", "sketch", "store", "vacuum"} and seconds["store"] > 0
+    assert (
+        serial_report
+        == parallel_report
+        == {
+            "inserted": 698,
+            "updated": 1,  # k299 again, in a later batch
+            "unchanged": 0,
+            "skipped": {"empty": 1},
+            "repaired": 0,
+        }
+    )
     assert rows(conn, "serial") == rows(conn, "parallel")
     stored = {key: value & (2**64 - 1) for key, value in rows(conn, "parallel")}
     assert stored["k299"] == fingerprint("a later record with an earlier key replaces it")

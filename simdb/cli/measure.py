@@ -241,6 +241,9 @@ def _bench_index(
         readers.check_sources(text_paths)
         fingerprinting = bench.bench_fingerprint(text_paths, Features.parse(features))
     with database(ctx, create_schema=True) as conn:
+        if fingerprinting is not None:
+            say("ingesting the same files end to end with --jobs 1 and 2")
+            bench.bench_ingest(conn, text_paths, Features.parse(features), fingerprinting, (1, 2))
         measured = bench.bench_index(
             conn,
             hnsw=hnsw,

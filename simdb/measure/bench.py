@@ -23,6 +23,7 @@ from psycopg import sql
 
 from simdb import batch, catalog, index, ingest, names, readers
 from simdb.bits import to_signed
+from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.connection import Connection
 from simdb.measure.baseline import HandTable, hand_table
 from simdb.minhash import document_signature
@@ -392,6 +393,8 @@ class FingerprintBench:
     features: str
     rates: dict[str, float]  # method: MB/s
     machine: dict[str, object] = field(default_factory=machine)
+    # --jobs N: end-to-end MB/s of `simdb ingest` into a scratch index, and where its time went
+    ingest: dict[int, tuple[float, dict[str, float]]] = field(default_factory=dict)
 
     def ratio(self, method: str, baseline: str) -> float | None:
         if method in self.rates and baseline in self.rates:
@@ -418,7 +421,36 @@ class FingerprintBench:
         ]
         lines += [f"  {method:<52}{rate:>8.1f} MB/s" for method, rate in self.rates.items()]
         lines.append("  " + "; ".join(f"{name} x{value:.2f}" for name, value in self.ratios().items()))
+        one_core = self.rates[FINGERPRINT_V2]
+        for jobs, (rate, seconds) in self.ingest.items():
+            spent = ", ".join(f"{step} {value:.2f}" for step, value in seconds.items())
+            lines.append(
+                f"  ingest end to end, --jobs {jobs}: {rate:.1f} MB/s, x{rate / one_core:.2f} the one-core "
+                f"fingerprint v2 rate (seconds: {spent})"
+            )
         return lines
+
+
+def bench_ingest(
+    conn: Connection,
+    paths: Sequence[str],
+    features: Features,
+    measured: FingerprintBench,
+    jobs: Sequence[int],
+) -> None:
+    """`simdb ingest` of the same files into a fresh scratch index per --jobs value, from the
+    files on disk (so reading is timed too); the MB are the text's, as for the one-core rates."""
+    for count in jobs:
+        name = f"simdb_bench_ingest_{os.getpid()}_{count}"
+        made = index.create(conn, name, SimhashSpec(DEFAULT_MAX_DISTANCE), features=features)
+        try:
+            began = time.perf_counter()
+            items = readers.read(paths, readers.Options(skip_errors=True))
+            report = ingest.ingest(conn, made, items, jobs=count)
+            elapsed = time.perf_counter() - began
+            measured.ingest[count] = (measured.megabytes / elapsed, dict(report.seconds))
+        finally:
+            index.drop(conn, name)
 
 
 FINGERPRINT_V2 = "simdb fingerprint, spec v2 (kernels)"

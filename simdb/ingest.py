@@ -135,9 +135,9 @@ def _timed(items: Iterable[T], clock: dict[str, float], step: str) -> Iterator[T
         try:
             item = next(iterator)
         except StopIteration:
-            clock[step] = clock.get(step, 0.0) + time.perf_counter() - began
             return
-        clock[step] = clock.get(step, 0.0) + time.perf_counter() - began
+        finally:
+            clock[step] = clock.get(step, 0.0) + time.perf_counter() - began
         yield item
 
 

@@ -5,7 +5,7 @@ without a Python call per token or a sort per document.
   same values as the xxhash package's xxh3_64_intdigest), so tokens are hashed inside one loop;
 - the unit hashes of a document's tokens (word features) or characters (char features);
 - shingle windows, the distinct values of an array (a hash set instead of a sort), byte
-  histograms of hashes (bit counting, as simhash.bit_counts does with bincount);
+  histograms of hashes (bit counting without numpy's bincount over a copy of every byte);
 - MinHash minima over the permutations, and signature spec v2's check.
 
 Pure code over numpy arrays: simhash.py and minhash.py call it and keep their specs; the plain
@@ -60,8 +60,8 @@ _P64_5 = np.uint64(0x27D4EB2F165667C5)
 _MX1 = np.uint64(0x165667919E3779F9)
 _MX2 = np.uint64(0x9FB21C651E98DF25)
 _LOW32 = np.uint64(0xFFFFFFFF)
-_FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
-_FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
+FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)  # MurmurHash3's 64-bit finaliser, fmix64
+FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SPACE = 32
 
 
@@ -294,9 +294,9 @@ def char_units(text: bytes) -> UInt64Array:
 @_inline
 def _fmix64(h: np.uint64) -> np.uint64:
     h ^= h >> np.uint64(33)
-    h *= _FMIX_C1
+    h *= FMIX_C1
     h ^= h >> np.uint64(33)
-    h *= _FMIX_C2
+    h *= FMIX_C2
     return h ^ (h >> np.uint64(33))
 
 

@@ -33,9 +33,6 @@ WORD = 64  # bits of one shingle hash
 TOKEN_PATTERN = re.compile(r"\w+")
 _HIGH_BYTE = re.compile(rb"[\x80-\xff]")  # a byte of a non-ASCII character in UTF-8
 SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-_FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
-_FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
-_SHIFT_33 = np.uint64(33)
 WIDE_KEY = np.uint64(0x6A09E667F3BCC908)  # frac(sqrt(2)) * 2^64: the second word's hashes for 128 bits
 FEATURE_KINDS = ("word", "char", "bytes")
 BYTES_CHUNK = 1 << 22  # bytes features are counted in chunks of 4 MiB, so memory stays bounded
@@ -137,16 +134,6 @@ def token_text(text: str) -> bytes:
 def tokens(text: str) -> list[bytes]:
     """Step 2's tokens as a list (the fingerprint itself reads token_text)."""
     return token_text(text).split()
-
-
-def fmix64(values: UInt64Array) -> UInt64Array:
-    """MurmurHash3's 64-bit finaliser, applied element-wise (wrapping uint64 arithmetic)."""
-    h = values ^ (values >> _SHIFT_33)
-    h = h * _FMIX_C1
-    h ^= h >> _SHIFT_33
-    h = h * _FMIX_C2
-    h ^= h >> _SHIFT_33
-    return h
 
 
 def shingle_hashes(unit_hashes: UInt64Array, n: int) -> UInt64Array:

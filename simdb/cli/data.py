@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -102,21 +103,23 @@ def ingest_(
     Re-ingesting a key replaces its row, so an interrupted run is completed by running it again.
     """
     delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter)
-    readers.Options(format_, key_field, text_field, skip_errors, delimiter=delimiter)  # check them first
+    checked = readers.Options(  # checked before anything connects
+        format_,
+        key_field,
+        text_field,
+        skip_errors,
+        root=root,
+        delimiter=delimiter,
+        fingerprint_field=fingerprint_field,
+    )
     readers.check_sources(paths, root)
     if fingerprint_field is not None:
         readers.check_record_sources(paths, format_)
     with database(ctx, create_schema=True) as conn:
         target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
-        options = readers.Options(
-            format_,
-            key_field,
-            text_field,
-            skip_errors,
+        options = dataclasses.replace(  # what the index decides
+            checked,
             raw=target.features.binary,
-            root=root,
-            delimiter=delimiter,
-            fingerprint_field=fingerprint_field,
             parse_sketch=target.parse_given,
             known=None if force else ingest.file_times(conn, target),
         )

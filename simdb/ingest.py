@@ -3,20 +3,14 @@ them with COPY (one transaction per batch, idempotent per key), delete keys, pru
 
 from __future__ import annotations
 
-import ctypes
 import itertools
-import os
 import re
-import signal
-import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from multiprocessing import get_context
 from typing import TypeVar, cast
 
 import psycopg
@@ -42,7 +36,7 @@ class Report:
     repaired: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     # where the time went (ingest only): read (files and records), sketch (fingerprinting, or
-    # with --jobs waiting for the workers beyond reading), store (COPY and upsert), vacuum
+    # with --jobs waiting for the threads beyond reading), store (COPY and upsert), vacuum
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -87,10 +81,10 @@ def ingest(
 ) -> Report:
     """Store every document of `items` in `index`; a re-run with the same input changes nothing.
 
-    Batches are sketched (in `jobs` worker processes when more than one), then copied and
-    upserted in order, each in its own transaction, so an error or a kill loses at most the
-    batches in flight, and running the same command again completes the work. Memory stays
-    bounded: at most about 2 * jobs batches are read ahead. `progress` gets the bytes of input
+    Batches are sketched (by `jobs` threads when more than one), then copied and upserted in
+    order, each in its own transaction, so an error or a kill loses at most the batches in
+    flight, and running the same command again completes the work. Memory stays bounded: at
+    most two batches are read ahead. `progress` gets the bytes of input
     done: a skipped item's when it is passed over, a batch's once it is stored (not when read).
     """
     report = Report()
@@ -166,70 +160,51 @@ def _batches(
 def _sketched(
     batches: Iterator[list[Document]], index: Index, jobs: int
 ) -> Iterator[tuple[list[Document], list[Sketch | None]]]:
-    """Each batch with its sketches, in input order; worker processes only past one batch."""
+    """Each batch with its sketches, in input order.
+
+    With jobs > 1, `jobs` threads sketch each batch in parts while this thread reads the next one
+    and the caller stores the last: the compiled kernels release the GIL, so threads use every
+    core with nothing to start and no text to copy between processes (numba's nogil).
+    """
     first = next(batches, None)
     if first is None:
         return
+    chained = itertools.chain([first], batches)
     if first[0].sketch is not None:  # computed elsewhere (ingest --fingerprint-field): nothing to do
-        for documents in itertools.chain([first], batches):
+        for documents in chained:
             yield documents, [cast(Sketch, document.sketch) for document in documents]
         return
-    second = next(batches, None) if jobs > 1 else None
-    if second is None:
-        yield first, index.sketches([d.content for d in first])
-        for documents in batches:
-            yield documents, index.sketches([d.content for d in documents])
+    if jobs == 1:
+        for documents in chained:
+            yield documents, index.sketches([document.content for document in documents])
         return
-    with ProcessPoolExecutor(
-        jobs, mp_context=get_context("spawn"), initializer=_die_with_parent, initargs=(os.getpid(),)
-    ) as pool:
-        pending: deque[tuple[list[Document], Future[list[Sketch | None]]]] = deque()
+    with ThreadPoolExecutor(jobs, thread_name_prefix="simdb-sketch") as pool:
+        pending: deque[tuple[list[Document], list[Future[list[Sketch | None]]]]] = deque()
         try:
-            for documents in itertools.chain([first, second], batches):
-                with _sigint_held():  # (a worker may be started here: it must not take Ctrl-C while starting)
-                    future = pool.submit(index.sketches, [d.content for d in documents])
-                pending.append((documents, future))
-                if len(pending) >= 2 * jobs:
-                    done, future = pending.popleft()
-                    yield done, future.result()
+            for documents in chained:
+                contents = [document.content for document in documents]
+                pending.append(
+                    (documents, [pool.submit(index.sketches, part) for part in _parts(contents, jobs)])
+                )
+                if len(pending) == 2:  # the batch before this one is stored while this one is sketched
+                    yield _joined(*pending.popleft())
             while pending:
-                done, future = pending.popleft()
-                yield done, future.result()
-        except BaseException:  # Ctrl-C, an error, or the consumer stopped: drop the batches queued
+                yield _joined(*pending.popleft())
+        except BaseException:  # Ctrl-C, an error, or the consumer stopped: drop the parts queued
             pool.shutdown(cancel_futures=True)
             raise
 
 
-@contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Hold back SIGINT while workers may be started: they inherit the blocked signal and ignore it
-    from their start (see _die_with_parent); the parent gets a Ctrl-C held here right after."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+def _parts(contents: list[str | bytes], jobs: int) -> list[list[str | bytes]]:
+    """A batch in 4 parts per thread, so that the threads finish a batch at about the same time."""
+    size = -(-len(contents) // (4 * jobs))
+    return [contents[at : at + size] for at in range(0, len(contents), size)]
 
 
-def _die_with_parent(parent: int) -> None:
-    """A worker's start: end it when the process that started it ends, even by kill -9 (Linux's
-    PR_SET_PDEATHSIG; elsewhere a worker ends when its pipe to the parent closes), so that no
-    worker, nor multiprocessing's resource tracker that waits for them, outlives an ingest.
-    Ctrl-C reaches the whole process group: only the parent acts on it (and stops the pool), so a
-    worker ignores it, including one held back while it started."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent ended before the line above took effect
-        os._exit(1)
-
-
-_PR_SET_PDEATHSIG = 1
+def _joined(
+    documents: list[Document], parts: list[Future[list[Sketch | None]]]
+) -> tuple[list[Document], list[Sketch | None]]:
+    return documents, [sketch for part in parts for sketch in part.result()]
 
 
 def count_stored(report: Report, size: int, counts: tuple[int, int]) -> None:

@@ -243,29 +243,31 @@ def xxh3_64(data: bytes) -> int:
 
 
 @_compiled
-def _word_units(text: UInt8Array, secret: UInt8Array) -> UInt64Array:
-    out = np.empty(len(text) // 2 + 1, dtype=np.uint64)
-    count, at, end = 0, 0, len(text)
+def _word_units(text: UInt8Array, mapping: UInt8Array, secret: UInt8Array) -> UInt64Array:
+    mapped = mapping[text]
+    out = np.empty(len(mapped) // 2 + 1, dtype=np.uint64)
+    count, at, end = 0, 0, len(mapped)
     while at < end:
-        while at < end and text[at] == _SPACE:
+        while at < end and mapped[at] == _SPACE:
             at += 1
         if at == end:
             break
         stop = at
-        while stop < end and text[stop] != _SPACE:
+        while stop < end and mapped[stop] != _SPACE:
             stop += 1
         if stop - at > 16:
-            out[count] = _xxh3_over_16(text, at, stop - at, secret)
+            out[count] = _xxh3_over_16(mapped, at, stop - at, secret)
         else:
-            out[count] = _xxh3_short(text, at, stop - at, secret)
+            out[count] = _xxh3_short(mapped, at, stop - at, secret)
         count += 1
         at = stop
     return out[:count].copy()
 
 
-def word_units(text: bytes) -> UInt64Array:
-    """xxh3_64 of each token of `text`: UTF-8 tokens separated by runs of spaces (0x20)."""
-    return _word_units(np.frombuffer(text, dtype=np.uint8), _SECRET)
+def word_units(text: bytes, mapping: bytes = bytes(range(256))) -> UInt64Array:
+    """xxh3_64 of each token of `text` after mapping each byte through `mapping` (256 bytes):
+    UTF-8 tokens separated by runs of spaces (0x20). The mapping runs here, outside the GIL."""
+    return _word_units(np.frombuffer(text, dtype=np.uint8), np.frombuffer(mapping, dtype=np.uint8), _SECRET)
 
 
 @_compiled
@@ -452,3 +454,60 @@ def check_bits(
     for slot in range(bins):
         out[slot] = np.uint8(_fmix64(least[source[slot]] ^ bit_seed) & np.uint64(1))
     return out
+
+
+@_compiled
+def _bit_counts(
+    buffer: UInt8Array,
+    starts: npt.NDArray[np.int64],
+    chars: bool,
+    mapping: UInt8Array,
+    secret: UInt8Array,
+    n: int,
+    multiplier: np.uint64,
+    distinct_only: bool,
+    words: int,
+    wide_key: np.uint64,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    documents = len(starts) - 1
+    ones = np.zeros((documents, 64 * words), dtype=np.int64)
+    totals = np.zeros(documents, dtype=np.int64)
+    for document in range(documents):
+        text = buffer[starts[document] : starts[document + 1]]
+        units = _char_units(text, secret) if chars else _word_units(text, mapping, secret)
+        if len(units) == 0:
+            continue
+        hashes = shingles(units, n, multiplier)
+        if distinct_only:
+            hashes = distinct(hashes)
+        totals[document] = len(hashes)
+        histogram = byte_histogram(hashes, words, wide_key)
+        for byte in range(8 * words):
+            for value in range(256):
+                count = histogram[256 * byte + value]
+                if count:
+                    for bit in range(8):
+                        if (value >> bit) & 1:
+                            ones[document, 8 * byte + bit] += count
+    return ones, totals
+
+
+def bit_counts(
+    texts: list[bytes],
+    chars: bool,
+    mapping: bytes,
+    n: int,
+    multiplier: np.uint64,
+    distinct_only: bool,
+    words: int,
+    wide_key: np.uint64,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """For each text, in one call outside the GIL: how many of its shingles have each of the
+    64 * `words` bits set, and how many shingles it has (0: none). Units are the tokens of the
+    text mapped through `mapping` (word features) or its characters (`chars`); then shingles of
+    `n`, only the distinct ones if `distinct_only`, counted as byte_histogram counts them."""
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(text) for text in texts], out=starts[1:])
+    buffer = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    table = np.frombuffer(mapping, dtype=np.uint8)
+    return _bit_counts(buffer, starts, chars, table, _SECRET, n, multiplier, distinct_only, words, wide_key)

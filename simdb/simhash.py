@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,18 +247,24 @@ def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) 
         if len(data) == 0:
             raise EmptyDocument("the document is empty")
         return shingle_hashes(_BYTE_HASHES[data], features.n)
-    if isinstance(content, bytes):
-        raise TypeError("text features need text, not bytes")
     from simdb import kernels
 
-    text = token_text(content)
-    if features.kind == "word":
-        units = kernels.word_units(text)
-    else:  # the characters of the tokens joined by single spaces
-        units = kernels.char_units(b" ".join(text.split()))
+    text = _unit_text(content, features)
+    units = kernels.char_units(text) if features.kind == "char" else kernels.word_units(text, _ASCII_WORDS)
     if len(units) == 0:
         raise EmptyDocument("the document has no word characters")
     return shingle_hashes(units, features.n)
+
+
+def _unit_text(content: str | bytes, features: Features) -> bytes:
+    """Steps 1-2 for text features: the UTF-8 bytes the kernels take units from. Word features
+    get ASCII text as it is (the kernel maps its bytes through _ASCII_WORDS, outside the GIL);
+    char features get the tokens joined by single spaces."""
+    if isinstance(content, bytes):
+        raise TypeError("text features need text, not bytes")
+    if features.kind == "char":
+        return b" ".join(token_text(content).split())
+    return content.encode() if content.isascii() else token_text(content)
 
 
 def fingerprint(
@@ -273,6 +279,46 @@ def fingerprint(
     if features.binary:
         raw = content.encode("utf-8") if isinstance(content, str) else content
         return fingerprint_bytes(raw, features.n, spec, bits)
-    if isinstance(content, bytes):
-        raise TypeError("text features need text, not bytes")
-    return simhash(feature_hashes(content, features), spec, bits)
+    found = fingerprints([content], features, spec, bits)[0]
+    if found is None:
+        raise EmptyDocument("the document has no word characters")
+    return found
+
+
+def fingerprints(
+    contents: Sequence[str | bytes],
+    features: Features = DEFAULT_FEATURES,
+    spec: int = SPEC_VERSION,
+    bits: int = 64,
+) -> list[int | None]:
+    """fingerprint() of each document, None where it has no shingles.
+
+    Text features take one compiled call for all the documents (steps 3-5), which runs outside
+    the GIL: threads that each fingerprint a part of a batch use every core.
+    """
+    if features.binary:
+        return [_or_none(fingerprint, content, features, spec, bits) for content in contents]
+    from simdb import kernels
+
+    ones, totals = kernels.bit_counts(
+        [_unit_text(content, features) for content in contents],
+        features.kind == "char",
+        _ASCII_WORDS,
+        features.n,
+        SHINGLE_MULTIPLIER,
+        check_spec(spec) == 2,  # v2 counts each distinct shingle once, v1 every occurrence
+        check_bits(bits) // WORD,
+        WIDE_KEY,
+    )
+    majority = np.packbits(2 * ones > totals[:, None], axis=1, bitorder="little")  # step 5, row by row
+    return [
+        int.from_bytes(row.tobytes(), "little") if total else None
+        for row, total in zip(majority, totals, strict=True)
+    ]
+
+
+def _or_none(function: Callable[..., int], *arguments: object) -> int | None:
+    try:
+        return function(*arguments)
+    except EmptyDocument:
+        return None

@@ -61,25 +61,29 @@ def test_a_reader_that_closes_the_pipe_is_a_normal_end(dsn: str, tmp_path: Path)
         assert running.stderr.read() == ""
 
 
-def test_workers_die_with_a_killed_ingest(dsn: str, tmp_path: Path) -> None:
-    """Item 3: after `kill -9` of `simdb ingest --jobs 2`, no worker and no resource tracker
-    is left running."""
+def test_a_killed_parallel_ingest_leaves_nothing_running_and_a_rerun_completes(dsn: str, tmp_path: Path) -> None:
+    """Item 3: `simdb ingest --jobs 2` sketches in threads of its own process (no worker process
+    can outlive a `kill -9`), and running the same command again stores every document."""
     folder = tmp_path / "docs"
     folder.mkdir()
     for number in range(3000):
         (folder / f"d{number}.txt").write_text(" ".join(f"w{(number * 7 + i) % 5000}" for i in range(400)))
     assert _run("create", "docs").returncode == 0
-    running = subprocess.Popen([*SIMDB, "ingest", "docs", str(folder), "--jobs", "2", "--batch-size", "20"])
-    parent = psutil.Process(running.pid)
-    deadline = time.monotonic() + 60
-    while len(parent.children()) < 3 and time.monotonic() < deadline:  # 2 workers and the tracker
-        time.sleep(0.05)
-    children = parent.children(recursive=True)
-    assert len(children) >= 2 and running.poll() is None, "the ingest ended before its workers started"
-    running.kill()
-    running.wait()
-    _, alive = psutil.wait_procs(children, timeout=20)
-    assert alive == [], f"left running after kill -9 of their parent: {alive}"
+    command = [*SIMDB, "ingest", "docs", str(folder), "--jobs", "2", "--batch-size", "20"]
+    running = subprocess.Popen(command)
+    process = psutil.Process(running.pid)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        deadline = time.monotonic() + 60
+        while _rows(conn, "docs") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        threads, children = process.num_threads(), process.children(recursive=True)
+        assert running.poll() is None, "the ingest ended before it could be killed"
+        running.kill()
+        running.wait()
+        assert children == [] and threads >= 3, (children, threads)  # itself and 2 sketching threads
+        assert 0 < _rows(conn, "docs") < 3000
+        assert subprocess.run(command, capture_output=True).returncode == 0
+        assert _rows(conn, "docs") == 3000
 
 
 def test_reading_commands_never_create_the_schema(empty_db: str, tmp_path: Path) -> None:
@@ -148,7 +152,7 @@ def test_ctrl_c_ends_an_ingest_with_130_and_a_watch_normally(dsn: str, tmp_path:
         deadline = time.monotonic() + 60
         while _rows(conn, "docs") == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
-        os.killpg(running.pid, signal.SIGINT)  # parent and workers, as a terminal's Ctrl-C does
+        os.killpg(running.pid, signal.SIGINT)  # the whole group, as a terminal's Ctrl-C does
         _, err = running.communicate(timeout=60)
         assert running.returncode == 130, err
         assert err.strip() == (

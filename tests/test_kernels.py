@@ -13,7 +13,7 @@ from reference import reference_fingerprint
 from simdb import kernels
 from simdb.measure import previous
 from simdb.minhash import document_signature
-from simdb.simhash import Features, fingerprint, token_text
+from simdb.simhash import EmptyDocument, Features, fingerprint, fingerprints, token_text
 
 
 def test_xxh3_equals_xxhash_at_every_length_up_to_three_blocks() -> None:
@@ -46,6 +46,30 @@ def test_units_of_any_text_are_the_xxh3_of_its_tokens_and_characters(text: str) 
     assert kernels.char_units(joined).tolist() == [
         xxhash.xxh3_64_intdigest(c.encode("utf-8")) for c in joined.decode("utf-8")
     ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(alphabet=st.sampled_from("ab cd EF é ß ﬁ 1 _ .\n日本"), max_size=80), max_size=12),
+    st.sampled_from(["word", "char"]),
+    st.integers(1, 4),
+    st.sampled_from([1, 2]),
+    st.sampled_from([64, 128]),
+)
+def test_many_documents_in_one_call_are_each_fingerprinted_alone(
+    texts: list[str], kind: str, n: int, spec: int, bits: int
+) -> None:
+    """fingerprints() sketches a batch in one compiled call; each value is fingerprint()'s, and
+    a document without shingles is None (where fingerprint() raises EmptyDocument)."""
+    features = Features(kind, n)
+    expected: list[int | None] = []
+    for text in texts:
+        try:
+            expected.append(fingerprint(text, features, spec, bits))
+        except EmptyDocument:
+            expected.append(None)
+    assert fingerprints(texts, features, spec, bits) == expected
+    assert [reference_fingerprint(text, kind, n, spec, bits) for text in texts] == expected
 
 
 @settings(max_examples=150, deadline=None)

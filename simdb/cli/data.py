@@ -74,7 +74,7 @@ PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove withou
     type=click.IntRange(1),
     default=os.cpu_count() or 1,
     show_default="all cores",
-    help="Worker processes that fingerprint in parallel.",
+    help="Threads that fingerprint in parallel (the compiled kernels run outside the GIL).",
 )
 @json_option
 @dsn_option

@@ -48,6 +48,17 @@ class Spec(ABC):
     def sketch(self, content: str | bytes, features: Features) -> Sketch:
         """A document's fingerprint or signature; raises EmptyDocument if it has no shingles."""
 
+    def sketches(self, contents: list[str | bytes], features: Features) -> list[Sketch | None]:
+        """Sketches of many documents (None for an empty one): the unit of work of a sketching
+        thread. A mode whose kernels take many documents at once overrides it."""
+        result: list[Sketch | None] = []
+        for content in contents:
+            try:
+                result.append(self.sketch(content, features))
+            except EmptyDocument:
+                result.append(None)
+        return result
+
     @abstractmethod
     def literal(self, value: Sketch) -> str:
         """A sketch as `simdb fingerprint` prints it: what SQL users paste into a query."""
@@ -157,14 +168,8 @@ class Index(ABC):
         return self.spec.sketch(content, self.features)
 
     def sketches(self, contents: list[str | bytes]) -> list[Sketch | None]:
-        """Sketches of many documents (None for an empty one): the unit of work of a worker."""
-        result: list[Sketch | None] = []
-        for content in contents:
-            try:
-                result.append(self.sketch(content))
-            except EmptyDocument:
-                result.append(None)
-        return result
+        """Sketches of many documents (None for an empty one): the unit of work of a sketching thread."""
+        return self.spec.sketches(contents, self.features)
 
     @abstractmethod
     def to_sql(self, value: Sketch) -> SqlSketch:

@@ -30,7 +30,16 @@ from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes.base import CUTOFF, MISMATCH_HINT, SKETCH, Index, Sketch, Spec
 from simdb.modes.widths import Width, width
 from simdb.planner import WORKLOADS, plan_for
-from simdb.simhash import SPEC_VERSION, SPEC_VERSIONS, WIDTHS, Features, check_bits, check_spec, fingerprint
+from simdb.simhash import (
+    SPEC_VERSION,
+    SPEC_VERSIONS,
+    WIDTHS,
+    Features,
+    check_bits,
+    check_spec,
+    fingerprint,
+    fingerprints,
+)
 
 PAIRS_MAX_DISTANCE = sql.SQL("$1")  # the only parameter of the pairs statement
 
@@ -64,6 +73,9 @@ class SimhashSpec(Spec):
 
     def sketch(self, content: str | bytes, features: Features) -> int:
         return fingerprint(content, features, self.fingerprint_spec, self.bits)
+
+    def sketches(self, contents: list[str | bytes], features: Features) -> list[Sketch | None]:
+        return list(fingerprints(contents, features, self.fingerprint_spec, self.bits))
 
     def literal(self, value: Sketch) -> str:
         return width(self.bits).to_hex(int(value))

@@ -106,26 +106,25 @@ def token_text(text: str) -> bytes:
 
     Byte-level fast path, exact for any text: ASCII non-word characters become spaces and ASCII
     letters lower case; only the pieces holding non-ASCII characters (found by their bytes above
-    0x7F) are case-folded and go through the regular expression. Case folding maps character by
-    character and never touches the ASCII separators, so folding those pieces alone is folding
-    the text; NFKC runs only on text that is not NFKC already.
+    0x7F, up to the ASCII separators around them) are normalised, case-folded and go through the
+    regular expression. That is the same as normalising the whole text: NFKC has a boundary
+    before every ASCII character (each is a starter that nothing before it composes with), so it
+    works piece by piece, and a piece is normalised with the separator before it, which a
+    combining mark can compose with ("<" and U+0338 make U+226E). Case folding maps character
+    by character.
     """
+    raw = text.encode("utf-8")
+    spaced = raw.translate(_ASCII_WORDS)
     if text.isascii():  # NFKC is the identity on ASCII and casefold is lower-casing
-        return text.encode("ascii").translate(_ASCII_WORDS)
-    if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
-    spaced = text.encode("utf-8").translate(_ASCII_WORDS)
+        return spaced
     parts: list[bytes] = []
     done = 0  # spaced[:done] is in parts
-    for high in _HIGH_BYTE.finditer(spaced):
-        at = high.start()
-        if at < done:  # in the piece just split
-            continue
-        start = spaced.rfind(b" ", 0, at) + 1
-        end = spaced.find(b" ", at)
+    while high := _HIGH_BYTE.search(spaced, done):
+        start = spaced.rfind(b" ", 0, high.start()) + 1
+        end = spaced.find(b" ", high.start())
         end = len(spaced) if end < 0 else end
-        words = TOKEN_PATTERN.findall(spaced[start:end].decode("utf-8").casefold())
-        parts += [spaced[done:start], " ".join(words).encode("utf-8")]
+        piece = unicodedata.normalize("NFKC", raw[max(start - 1, 0) : end].decode("utf-8"))
+        parts += [spaced[done:start], " ".join(TOKEN_PATTERN.findall(piece.casefold())).encode("utf-8")]
         done = end
     parts.append(spaced[done:])
     return b"".join(parts)

@@ -124,6 +124,19 @@ def test_ascii_fast_path_tokenises_like_the_regex(text: str) -> None:
     assert tokens(text) == expected
 
 
+# Characters that NFKC composes with what comes before them (U+0338 with "<", "=", ">"; accents
+# with letters; Hangul vowels with consonants), expands (ﬁ, ², U+2024, NBSP) or folds (İ, ß, K).
+_NORMALISING = "<=>\u0338eE\u0301\u0327ﬁ²İßK\u212a\u00a0\u2024Å\u212b\u1100\u1161日_1 .\n"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_NORMALISING), max_size=60))
+def test_pieces_are_normalised_as_the_whole_text_would_be(text: str) -> None:
+    """token_text normalises only the pieces around non-ASCII characters (see its docstring)."""
+    expected = [t.encode() for t in re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())]
+    assert tokens(text) == expected
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.text(alphabet=st.sampled_from("ab cd EF é ß ﬁ 1 _ .\n日本"), max_size=200),

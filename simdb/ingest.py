@@ -235,7 +235,9 @@ def store(
     """
     sizes, hashes, extensions, mtimes = sizes or {}, hashes or {}, extensions or {}, mtimes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
-    values = [index.to_sql(batch[key]) for key in keys]
+    cursor = conn.cursor()
+    to_copy = index.copy_sketches(cursor)
+    values = [to_copy(batch[key]) for key in keys]
     stage = names.stage_table(index.mode, index.sketch_size, index.name)
     sketch = sql.Identifier(index.sketch_column)
     columns = sql.SQL(", ").join(
@@ -253,9 +255,7 @@ def store(
                 " ON COMMIT DELETE ROWS"
             ).format(stage=stage, sketch=index.sketch_definition())
         )
-        with conn.cursor().copy(
-            sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, columns)
-        ) as copy:
+        with cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, columns)) as copy:
             copy.set_types(["text", index.sketch_type, "int8", "bytea", "text", "int8"])
             for key, value in zip(keys, values, strict=True):
                 row = (key, value, sizes.get(key), hashes.get(key), extensions.get(key), mtimes.get(key))
@@ -381,14 +381,16 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
         conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(index.table, primary_key))
         started = time.perf_counter()
         count = 0
-        with conn.cursor().copy(
+        cursor = conn.cursor()
+        to_copy = index.copy_sketches(cursor)
+        with cursor.copy(
             sql.SQL("COPY {} (key, {}) FROM STDIN (FORMAT BINARY)").format(
                 index.table, sql.Identifier(index.sketch_column)
             )
         ) as copy:
             copy.set_types(["text", index.sketch_type])
             for key, value in rows:
-                copy.write_row((key, index.to_sql(value)))
+                copy.write_row((key, to_copy(value)))
                 count += 1
         copied = time.perf_counter()
         try:

@@ -8,11 +8,12 @@ never asks which mode it has; a new mode or fingerprint width is one new module 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import psycopg
 from psycopg import sql
 
 from simdb import names
@@ -174,6 +175,11 @@ class Index(ABC):
     @abstractmethod
     def to_sql(self, value: Sketch) -> SqlSketch:
         """A sketch as PostgreSQL stores it (signed bigint bits)."""
+
+    def copy_sketches(self, cursor: psycopg.Cursor[Any]) -> Callable[[Sketch], object]:
+        """How binary COPY on `cursor` writes this index's sketches: the value to write for each
+        (to_sql's, unless the mode registers a faster dumper of its type on the cursor alone)."""
+        return self.to_sql
 
     @abstractmethod
     def from_sql(self, value: Any) -> Sketch:

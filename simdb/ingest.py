@@ -3,6 +3,7 @@ them with COPY (one transaction per batch, idempotent per key), delete keys, pru
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import time
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import sql
@@ -86,8 +87,40 @@ def ingest(
     flight, and running the same command again completes the work. Memory stays bounded: at
     most two batches are read ahead. `progress` gets the bytes of input
     done: a skipped item's when it is passed over, a batch's once it is stored (not when read).
+
+    A first load (the index is empty) copies its batches straight into the table and builds the
+    B-trees once at the end (see _first_load); an interrupted one leaves that to the next run.
     """
     report = Report()
+    clock = report.seconds
+    empty, deferred = _first_load(conn, index)
+    try:
+        _ingest(conn, index, items, report, batch_size, progress, jobs, empty)
+    except Exception:
+        if deferred:  # the error is the one to report; a rerun builds the B-trees if this fails
+            with contextlib.suppress(psycopg.Error):
+                _build_btrees(conn, index, clock)
+        raise
+    if deferred:
+        _build_btrees(conn, index, clock)
+    if report.inserted or report.updated:
+        began = time.perf_counter()
+        vacuum(conn, index)
+        clock["vacuum"] = time.perf_counter() - began
+    return report
+
+
+def _ingest(
+    conn: Connection,
+    index: Index,
+    items: Iterable[Item],
+    report: Report,
+    batch_size: int,
+    progress: Callable[[int], object] | None,
+    jobs: int,
+    new_keys: bool,
+) -> None:
+    """ingest's loop: read, sketch and store the batches, counting into `report`."""
     clock = report.seconds
     batches = _batches(_timed(items, clock, "read"), batch_size, report, progress)
     for documents, values in _timed(_sketched(batches, index, jobs), clock, "sketch"):
@@ -108,17 +141,51 @@ def ingest(
             mtimes[document.key] = document.mtime_ns
         if batch:
             began = time.perf_counter()
-            stored = store(conn, index, batch, sizes, extensions=extensions, mtimes=mtimes)
+            stored = store(conn, index, batch, sizes, extensions=extensions, mtimes=mtimes, new_keys=new_keys)
             clock["store"] = clock.get("store", 0.0) + time.perf_counter() - began
             count_stored(report, len(batch), stored)
         if progress is not None:
             progress(sum(document.consumed for document in documents))
     clock["sketch"] = clock.get("sketch", 0.0) - clock.get("read", 0.0)  # reading ran inside it
-    if report.inserted or report.updated:
-        began = time.perf_counter()
-        vacuum(conn, index)
-        clock["vacuum"] = time.perf_counter() - began
-    return report
+
+
+def _first_load(conn: Connection, index: Index) -> tuple[bool, bool]:
+    """(empty, deferred): whether the index is empty, so that batches are copied straight into
+    its table (store's new_keys), and whether this ingest builds the index's B-trees once at its
+    end instead of updating them row by row, in which case they are dropped now.
+
+    The B-trees are deferred when the index is empty (one build from all the rows costs far less
+    than inserting each into every B-tree) or one of them is missing (a first load was
+    interrupted); queries stay exact meanwhile, only slower. Both only on autocommit connections:
+    in a caller's transaction the B-trees are left alone.
+    """
+    if not conn.autocommit:
+        return False, False
+    btrees = [names.btree(index.name, column).as_string(conn) for column in index.columns]
+    found = conn.execute(
+        sql.SQL(
+            "SELECT NOT EXISTS (SELECT FROM {}),"
+            " EXISTS (SELECT FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL)"
+        ).format(index.table),
+        (btrees,),
+    ).fetchone()
+    empty, missing = found if found else (False, False)
+    if empty or missing:
+        _drop_btrees(conn, index)
+    return empty, empty or missing
+
+
+def _drop_btrees(conn: Connection, index: Index) -> None:
+    for column in index.columns:
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(names.btree(index.name, column)))
+
+
+def _build_btrees(conn: Connection, index: Index, clock: dict[str, float]) -> None:
+    """Build the B-trees _defer_btrees dropped (each one that is missing)."""
+    began = time.perf_counter()
+    for statement in index.btrees(if_missing=True):
+        conn.execute(statement)
+    clock["btrees"] = time.perf_counter() - began
 
 
 def _timed(items: Iterable[T], clock: dict[str, float], step: str) -> Iterator[T]:
@@ -223,6 +290,8 @@ def store(
     hashes: Mapping[str, bytes] | None = None,
     extensions: Mapping[str, str | None] | None = None,
     mtimes: Mapping[str, int | None] | None = None,
+    *,
+    new_keys: bool = False,
 ) -> tuple[int, int]:
     """Upsert {key: sketch} in one transaction; returns (inserted, updated).
 
@@ -231,7 +300,10 @@ def store(
     to skip unchanged rows), `extensions` a file's extension and `mtimes` its modification time
     in ns (ingest skips files whose size and mtime are unchanged); each is NULL where missing.
     The rows are copied (binary COPY) into a staging table, then inserted; an existing key gets
-    the new values, and a key whose values are all unchanged is left alone.
+    the new values, and a key whose values are all unchanged is left alone. With `new_keys` (the
+    keys are most likely not stored yet: a first load) the rows are first copied straight into
+    the table, several times faster; if a key is there after all, that is undone and the batch
+    goes the usual way.
     """
     sizes, hashes, extensions, mtimes = sizes or {}, hashes or {}, extensions or {}, mtimes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
@@ -247,6 +319,18 @@ def store(
             *map(sql.Identifier, ("size", "content_hash", "extension", "mtime_ns")),
         ]
     )
+    types = ["text", index.sketch_type, "int8", "bytea", "text", "int8"]
+    rows = [
+        (key, value, sizes.get(key), hashes.get(key), extensions.get(key), mtimes.get(key))
+        for key, value in zip(keys, values, strict=True)
+    ]
+    if new_keys:
+        try:
+            with conn.transaction():
+                _copy(cursor, index.table, columns, types, rows)
+            return len(rows), 0
+        except psycopg.errors.UniqueViolation:
+            pass  # a key stored already: upsert as below
     with conn.transaction():
         conn.execute(
             sql.SQL(
@@ -255,12 +339,7 @@ def store(
                 " ON COMMIT DELETE ROWS"
             ).format(stage=stage, sketch=index.sketch_definition())
         )
-        with cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(stage, columns)) as copy:
-            copy.set_types(["text", index.sketch_type, "int8", "bytea", "text", "int8"])
-            for key, value in zip(keys, values, strict=True):
-                row = (key, value, sizes.get(key), hashes.get(key), extensions.get(key), mtimes.get(key))
-                copy.write_row(row)
-        # The permuted or band-key columns are generated from the sketch by PostgreSQL.
+        _copy(cursor, stage, columns, types, rows)
         counts = conn.execute(
             sql.SQL(
                 "WITH up AS ("
@@ -278,6 +357,20 @@ def store(
             ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
         ).fetchone()
     return (counts[0], counts[1]) if counts else (0, 0)
+
+
+def _copy(
+    cursor: psycopg.Cursor[Any],
+    table: sql.Composable,
+    columns: sql.Composable,
+    types: list[str],
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """Binary COPY of `rows` into `table`'s `columns`, of PostgreSQL `types`."""
+    with cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(table, columns)) as copy:
+        copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
 
 
 FileTimes = dict[str, tuple[int | None, int | None]]  # key: (size, mtime_ns)
@@ -376,8 +469,7 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
         )
     primary_key = sql.Identifier(names.primary_key_name(index.name))
     with conn.transaction():
-        for column in index.columns:
-            conn.execute(sql.SQL("DROP INDEX {}").format(names.btree(index.name, column)))
+        _drop_btrees(conn, index)
         conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(index.table, primary_key))
         started = time.perf_counter()
         count = 0

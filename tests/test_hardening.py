@@ -61,7 +61,9 @@ def test_a_reader_that_closes_the_pipe_is_a_normal_end(dsn: str, tmp_path: Path)
         assert running.stderr.read() == ""
 
 
-def test_a_killed_parallel_ingest_leaves_nothing_running_and_a_rerun_completes(dsn: str, tmp_path: Path) -> None:
+def test_a_killed_parallel_ingest_leaves_nothing_running_and_a_rerun_completes(
+    dsn: str, tmp_path: Path
+) -> None:
     """Item 3: `simdb ingest --jobs 2` sketches in threads of its own process (no worker process
     can outlive a `kill -9`), and running the same command again stores every document."""
     folder = tmp_path / "docs"

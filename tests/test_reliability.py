@@ -16,12 +16,14 @@ import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from psycopg import sql
 from support import Conn, simdb, traversable_tempdir
 
-from simdb import readers
+from simdb import index, ingest, names, query, readers
 from simdb.embedded import EmbeddedServer
 from simdb.errors import InputError
 from simdb.minhash import document_signature
+from simdb.modes import SimhashSpec
 from simdb.simhash import EmptyDocument, fingerprint
 
 
@@ -184,3 +186,36 @@ def test_nested_folders_symlink_loops_and_dangling_links(
         "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 1 (1 unreadable); "
         "1 had invalid UTF-8 replaced by U+FFFD\n"
     )
+
+
+def _btrees(conn: Conn) -> list[str]:
+    rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'simdb' AND tablename = 'docs'")
+    return sorted(str(row[0]) for row in rows)
+
+
+def test_a_first_load_is_copied_and_its_btrees_built_once_at_the_end(conn: Conn) -> None:
+    """Issue 15: an ingest into an empty index copies its batches straight into the table and
+    builds the B-trees at its end; a key repeated in a later batch still replaces its row; a
+    B-tree missing after an interrupted first load is built by the next ingest."""
+    made = index.create(conn, "docs", SimhashSpec())
+    complete = _btrees(conn)
+    texts = [f"document {number} with words {number * 7} and {number % 13}" for number in range(200)]
+    documents = [readers.Document(f"k{number % 150}", text, 10) for number, text in enumerate(texts)]
+    report = ingest.ingest(conn, made, documents, batch_size=60)
+    assert (report.inserted, report.updated, report.unchanged) == (150, 50, 0)
+    assert _btrees(conn) == complete and "btrees" in report.seconds
+    stored = {
+        str(key): made.from_sql(value)
+        for key, value in conn.execute("SELECT key, fingerprint FROM simdb.docs")
+    }
+    assert stored == {
+        f"k{number % 150}": made.sketch(text) for number, text in enumerate(texts)
+    }  # the last text
+    found = query.near(conn, made, made.sketch(texts[199]), max_distance=0)
+    assert [match.key for match in found] == ["k49"]
+
+    conn.execute(sql.SQL("DROP INDEX {}").format(names.btree("docs", made.columns[0])))  # as if interrupted
+    report = ingest.ingest(conn, made, [readers.Document("new", "one more document of words", 10)])
+    assert report.inserted == 1 and _btrees(conn) == complete and "btrees" in report.seconds
+    report = ingest.ingest(conn, made, [readers.Document("newer", "and another document of words", 10)])
+    assert report.inserted == 1 and "btrees" not in report.seconds  # nothing missing: updated in place

@@ -235,14 +235,19 @@ class Index(ABC):
         """What each B-tree is on, in the order of `columns`, as an expression of a sketch: a
         permuted table's prefix of a fingerprint, or a band's key of a signature."""
 
-    def btrees(self) -> list[sql.Composed]:
-        """CREATE INDEX NAME_<column> on each B-tree's expression of the stored sketch. Nothing
-        derived is stored in the row; where many rows share a key (short prefixes), PostgreSQL
-        stores it once with the list of those rows (B-tree deduplication)."""
+    def btrees(self, *, if_missing: bool = False) -> list[sql.Composed]:
+        """CREATE INDEX NAME_<column> on each B-tree's expression of the stored sketch (IF NOT
+        EXISTS with `if_missing`). Nothing derived is stored in the row; where many rows share a
+        key (short prefixes), PostgreSQL stores it once with the list of those rows (B-tree
+        deduplication)."""
         stored = sql.Identifier(self.sketch_column)
+        create = sql.SQL("CREATE INDEX IF NOT EXISTS" if if_missing else "CREATE INDEX")
         return [
-            sql.SQL("CREATE INDEX {name} ON {table} (({key}))").format(
-                name=sql.Identifier(names.btree_name(self.name, column)), table=self.table, key=key
+            sql.SQL("{create} {name} ON {table} (({key}))").format(
+                create=create,
+                name=sql.Identifier(names.btree_name(self.name, column)),
+                table=self.table,
+                key=key,
             )
             for column, key in zip(self.columns, self.btree_keys(stored), strict=True)
         ]

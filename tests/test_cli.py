@@ -293,12 +293,16 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
         assert 0.0 <= figures["hnsw"]["recall"] <= 1.0 and figures["hnsw"]["build_s"] > 0
     assert report["fingerprint"]["files"] == 1
     rates = report["fingerprint"]["rates"]  # the kernels beside the code before them and the textbook method
-    assert len(rates) == 7 and all(rate > 0 for rate in rates.values())
-    ingested = report["fingerprint"]["ingest"]  # end to end, with the time breakdown
-    assert set(ingested) == {"1", "2"} and all(rate > 0 for rate, _ in ingested.values())
-    assert all(
-        set(seconds) == {"read", "sketch", "store", "btrees", "vacuum"} for _, seconds in ingested.values()
-    )
+    assert len(rates) == 8 and all(rate > 0 for rate in rates.values())
+    ingested = report["fingerprint"]["ingest"]  # end to end in both modes, with the time breakdown
+    assert [(run["mode"], run["jobs"]) for run in ingested] == [
+        ("simhash", 1),
+        ("simhash", 2),
+        ("jaccard", 1),
+        ("jaccard", 2),
+    ]
+    assert all(run["megabytes_per_s"] > 0 and run["documents_per_s"] > 0 for run in ingested)
+    assert all(set(run["seconds"]) == {"read", "sketch", "store", "btrees", "vacuum"} for run in ingested)
     assert set(report["fingerprint"]["ratios"]) == {
         "fingerprint v2 / before the kernels",
         "fingerprint v1 / before the kernels",

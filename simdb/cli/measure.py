@@ -242,7 +242,7 @@ def _bench_index(
         fingerprinting = bench.bench_fingerprint(text_paths, Features.parse(features))
     with database(ctx, create_schema=True) as conn:
         if fingerprinting is not None:
-            say("ingesting the same files end to end with --jobs 1 and 2")
+            say("ingesting the same files end to end with --jobs 1 and 2, into an index of each mode")
             bench.bench_ingest(conn, text_paths, Features.parse(features), fingerprinting, (1, 2))
         measured = bench.bench_index(
             conn,

@@ -27,8 +27,8 @@ from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.connection import Connection
 from simdb.measure.baseline import HandTable, hand_table
 from simdb.minhash import document_signature
-from simdb.modes import Index, SimhashIndex, SimhashSpec
-from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint
+from simdb.modes import Index, JaccardSpec, SimhashIndex, SimhashSpec
+from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint, fingerprints
 
 
 def machine() -> dict[str, object]:
@@ -382,19 +382,29 @@ def server_side_ms(conn: Connection, made: Index, arguments: Sequence[tuple[obje
     return timings
 
 
+@dataclass(frozen=True)
+class IngestRun:
+    """`simdb ingest` of the bench's files, end to end, into a fresh index of one mode."""
+
+    mode: str
+    jobs: int
+    megabytes_per_s: float
+    documents_per_s: float
+    seconds: dict[str, float]  # where the time went: ingest --json's breakdown
+
+
 @dataclass
 class FingerprintBench:
     """One-core sketching throughput on real files, in MB/s, beside the same-run baselines: the
     numpy code before the compiled kernels (simdb.measure.previous, word features only) and the
-    textbook per-shingle SimHash."""
+    textbook per-shingle SimHash; then ingest end to end with --jobs 1 and 2, in both modes."""
 
     files: int
     megabytes: float
     features: str
     rates: dict[str, float]  # method: MB/s
     machine: dict[str, object] = field(default_factory=machine)
-    # --jobs N: end-to-end MB/s of `simdb ingest` into a scratch index, and where its time went
-    ingest: dict[int, tuple[float, dict[str, float]]] = field(default_factory=dict)
+    ingest: list[IngestRun] = field(default_factory=list)
 
     def ratio(self, method: str, baseline: str) -> float | None:
         if method in self.rates and baseline in self.rates:
@@ -411,6 +421,12 @@ class FingerprintBench:
         found = {name: self.ratio(*methods) for name, methods in pairs.items()}
         return {name: value for name, value in found.items() if value is not None}
 
+    def one_core(self, mode: str) -> tuple[str, float]:
+        """The best one-core rate of the sketches an index of `mode` makes (MB/s): what an
+        ingest with N threads is compared with."""
+        best = max(_ONE_CORE[mode], key=lambda method: self.rates[method])
+        return best, self.rates[best]
+
     def as_dict(self) -> dict[str, object]:
         return {**asdict(self), "ratios": self.ratios()}
 
@@ -419,14 +435,15 @@ class FingerprintBench:
             f"sketching on one core ({self.features}): {self.files} files, {self.megabytes:.1f} MB, "
             "best of 3 passes over texts in memory:"
         ]
-        lines += [f"  {method:<52}{rate:>8.1f} MB/s" for method, rate in self.rates.items()]
+        lines += [f"  {method:<56}{rate:>8.1f} MB/s" for method, rate in self.rates.items()]
         lines.append("  " + "; ".join(f"{name} x{value:.2f}" for name, value in self.ratios().items()))
-        one_core = self.rates[FINGERPRINT_V2]
-        for jobs, (rate, seconds) in self.ingest.items():
-            spent = ", ".join(f"{step} {value:.2f}" for step, value in seconds.items())
+        for run in self.ingest:
+            method, one_core = self.one_core(run.mode)
+            spent = ", ".join(f"{step} {value:.2f}" for step, value in run.seconds.items())
             lines.append(
-                f"  ingest end to end, --jobs {jobs}: {rate:.1f} MB/s, x{rate / one_core:.2f} the one-core "
-                f"fingerprint v2 rate (seconds: {spent})"
+                f"  ingest end to end, {run.mode} index, --jobs {run.jobs}: {run.megabytes_per_s:.1f} MB/s,"
+                f" {run.documents_per_s:.0f} documents/s, x{run.megabytes_per_s / one_core:.2f} the one-core"
+                f" rate of {method.split(' (')[0]} (seconds: {spent})"
             )
         return lines
 
@@ -438,22 +455,25 @@ def bench_ingest(
     measured: FingerprintBench,
     jobs: Sequence[int],
 ) -> None:
-    """`simdb ingest` of the same files into a fresh scratch index per --jobs value, from the
-    files on disk (so reading is timed too); the MB are the text's, as for the one-core rates."""
-    for count in jobs:
-        name = f"simdb_bench_ingest_{os.getpid()}_{count}"
-        made = index.create(conn, name, SimhashSpec(DEFAULT_MAX_DISTANCE), features=features)
-        try:
-            began = time.perf_counter()
-            items = readers.read(paths, readers.Options(skip_errors=True))
-            report = ingest.ingest(conn, made, items, jobs=count)
-            elapsed = time.perf_counter() - began
-            measured.ingest[count] = (measured.megabytes / elapsed, dict(report.seconds))
-        finally:
-            index.drop(conn, name)
+    """`simdb ingest` of the same files into a fresh scratch index per mode and --jobs value, from
+    the files on disk (so reading is timed too); the MB are the text's, as for the one-core rates."""
+    for spec in (SimhashSpec(DEFAULT_MAX_DISTANCE), JaccardSpec()):
+        for count in jobs:
+            name = f"simdb_bench_ingest_{os.getpid()}_{spec.mode}_{count}"
+            made = index.create(conn, name, spec, features=features)
+            try:
+                began = time.perf_counter()
+                items = readers.read(paths, readers.Options(skip_errors=True))
+                report = ingest.ingest(conn, made, items, jobs=count)
+                elapsed = time.perf_counter() - began
+            finally:
+                index.drop(conn, name)
+            rates = measured.megabytes / elapsed, report.stored / elapsed
+            measured.ingest.append(IngestRun(spec.mode, count, *rates, dict(report.seconds)))
 
 
 FINGERPRINT_V2 = "simdb fingerprint, spec v2 (kernels)"
+FINGERPRINTS_V2 = "simdb fingerprints, spec v2, a batch of documents a call"
 FINGERPRINT_V1 = "simdb fingerprint, spec v1 (kernels)"
 SIGNATURE = "simdb signature, spec v2, 128 permutations (kernels)"
 PREVIOUS_V2 = "before the kernels (numpy): fingerprint spec v2"
@@ -476,6 +496,22 @@ def straightforward_fingerprint(text: str, n: int = 3) -> int:
     return int.from_bytes(np.packbits(2 * ones > len(hashes), bitorder="little").tobytes(), "little")
 
 
+_BATCH = 500  # documents a call of simhash.fingerprints in bench_fingerprint
+# the one-core rates of the sketches each mode's index makes
+_ONE_CORE = {SimhashSpec.mode: (FINGERPRINT_V2, FINGERPRINTS_V2), JaccardSpec.mode: (SIGNATURE,)}
+
+
+def _each(function: Callable[[str], object]) -> Callable[[list[str]], object]:
+    """A one-document method applied to each text in turn (a text without shingles passed over)."""
+
+    def each(texts: list[str]) -> None:
+        for text in texts:
+            with contextlib.suppress(EmptyDocument):
+                function(text)
+
+    return each
+
+
 def bench_fingerprint(paths: Sequence[str], features: Features, rounds: int = 3) -> FingerprintBench:
     """Best of `rounds` passes over the text files below `paths`, already read into memory; the
     methods interleaved round by round, so that the machine's drift touches each alike."""
@@ -484,28 +520,31 @@ def bench_fingerprint(paths: Sequence[str], features: Features, rounds: int = 3)
     items = readers.read(paths, readers.Options(skip_errors=True))
     texts = [item.text for item in items if isinstance(item, readers.Document)]
     size = sum(len(text.encode("utf-8")) for text in texts)
-    methods: dict[str, Callable[[str], object]] = {
+    one_by_one: dict[str, Callable[[str], object]] = {
         FINGERPRINT_V2: lambda text: fingerprint(text, features, 2),
         FINGERPRINT_V1: lambda text: fingerprint(text, features, 1),
         SIGNATURE: lambda text: document_signature(text, features),
     }
     if features.kind == "word":
-        methods |= {
+        one_by_one |= {
             PREVIOUS_V2: lambda text: previous.fingerprint(text, features.n, 2),
             PREVIOUS_V1: lambda text: previous.fingerprint(text, features.n, 1),
             PREVIOUS_SIGNATURE: lambda text: previous.signature(text, n=features.n),
         }
-    methods[TEXTBOOK] = lambda text: straightforward_fingerprint(text, features.n)
+    one_by_one[TEXTBOOK] = lambda text: straightforward_fingerprint(text, features.n)
+    methods = {name: _each(function) for name, function in one_by_one.items()}
+    methods[FINGERPRINTS_V2] = (
+        lambda texts: [  # as ingest's threads call it
+            fingerprints(texts[at : at + _BATCH], features, 2) for at in range(0, len(texts), _BATCH)
+        ]
+    )
     for function in methods.values():  # the first call loads (or compiles) the kernels
-        with contextlib.suppress(EmptyDocument):
-            function("warm up the kernels")
+        function(["warm up the kernels"])
     best = dict.fromkeys(methods, math.inf)
     for _ in range(rounds):
         for name, function in methods.items():
             began = time.perf_counter()
-            for text in texts:
-                with contextlib.suppress(EmptyDocument):
-                    function(text)
+            function(texts)
             best[name] = min(best[name], time.perf_counter() - began)
     rates = {name: size / 1e6 / seconds for name, seconds in best.items()}
     return FingerprintBench(len(texts), size / 1e6, str(features), rates)

@@ -506,8 +506,65 @@ def bit_counts(
     64 * `words` bits set, and how many shingles it has (0: none). Units are the tokens of the
     text mapped through `mapping` (word features) or its characters (`chars`); then shingles of
     `n`, only the distinct ones if `distinct_only`, counted as byte_histogram counts them."""
-    starts = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum([len(text) for text in texts], out=starts[1:])
-    buffer = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    buffer, starts = _joined(texts)
     table = np.frombuffer(mapping, dtype=np.uint8)
     return _bit_counts(buffer, starts, chars, table, _SECRET, n, multiplier, distinct_only, words, wide_key)
+
+
+def _joined(texts: list[bytes]) -> tuple[UInt8Array, npt.NDArray[np.int64]]:
+    """The texts in one buffer, and where each starts (text i is buffer[starts[i]:starts[i + 1]])."""
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(text) for text in texts], out=starts[1:])
+    return np.frombuffer(b"".join(texts), dtype=np.uint8), starts
+
+
+@_compiled
+def _signatures(
+    buffer: UInt8Array,
+    starts: npt.NDArray[np.int64],
+    chars: bool,
+    mapping: UInt8Array,
+    secret: UInt8Array,
+    n: int,
+    multiplier: np.uint64,
+    seeds: UInt64Array,
+    check: tuple[int, np.uint64, np.uint64, np.uint64, int],
+    probes: tuple[Any, Any, Any],
+) -> tuple[UInt64Array, npt.NDArray[np.bool_]]:
+    bins, check_seed, probe_seed, bit_seed, max_probes = check
+    documents, permutations = len(starts) - 1, len(seeds)
+    out = np.zeros((documents, permutations + bins // 64), dtype=np.uint64)
+    found = np.zeros(documents, dtype=np.bool_)
+    for document in range(documents):
+        text = buffer[starts[document] : starts[document + 1]]
+        units = _char_units(text, secret) if chars else _word_units(text, mapping, secret)
+        if len(units) == 0:
+            continue
+        found[document] = True
+        hashes = shingles(units, n, multiplier)
+        out[document, :permutations] = minima(hashes, seeds)
+        if bins:
+            bits = check_bits(hashes, bins, check_seed, probe_seed, bit_seed, max_probes, probes)
+            for slot in range(bins):
+                if bits[slot]:
+                    out[document, permutations + slot // 64] |= np.uint64(1) << np.uint64(slot % 64)
+    return out, found
+
+
+def signatures(
+    texts: list[bytes],
+    chars: bool,
+    mapping: bytes,
+    n: int,
+    multiplier: np.uint64,
+    seeds: UInt64Array,
+    check: tuple[int, np.uint64, np.uint64, np.uint64, int],
+    probes: tuple[Any, Any, Any],
+) -> tuple[UInt64Array, npt.NDArray[np.bool_]]:
+    """For each text, in one call outside the GIL: its MinHash minima over `seeds`, then (when
+    check[0], the bins, is not 0) its check_bits packed into 64-bit words, bin i as bit i % 64 of
+    word i // 64; and whether it has any units. Units and shingles as in bit_counts; `check` is
+    (bins, check_seed, probe_seed, bit_seed, max_probes) and `probes` their probe_index."""
+    buffer, starts = _joined(texts)
+    table = np.frombuffer(mapping, dtype=np.uint8)
+    return _signatures(buffer, starts, chars, table, _SECRET, n, multiplier, seeds, check, probes)

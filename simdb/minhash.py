@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,15 @@ import numpy.typing as npt
 import xxhash
 
 from simdb.errors import InvalidParameter
-from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, feature_hashes
+from simdb.simhash import (
+    ASCII_WORDS,
+    DEFAULT_FEATURES,
+    SHINGLE_MULTIPLIER,
+    EmptyDocument,
+    Features,
+    feature_hashes,
+    unit_text,
+)
 
 SIGNATURE_SPECS = (1, 2)
 MINHASH_SPEC_VERSION = 2  # the newest signature spec, which new indexes use
@@ -102,7 +111,45 @@ def document_signature(
 ) -> UInt64Array:
     """A document's sketch as a jaccard index of signature spec `spec` stores it (v2: the
     signature, then the check); raises EmptyDocument if it has no shingles."""
-    return sketch(feature_hashes(content, features), permutations, spec)
+    if features.binary:
+        return sketch(feature_hashes(content, features), permutations, spec)
+    found = document_signatures([content], features, permutations, spec)[0]
+    if found is None:
+        raise EmptyDocument("the document has no word characters")
+    return found
+
+
+def document_signatures(
+    contents: Sequence[str | bytes],
+    features: Features = DEFAULT_FEATURES,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    spec: int = MINHASH_SPEC_VERSION,
+) -> list[UInt64Array | None]:
+    """document_signature() of each document, None where it has no shingles. Text features take
+    one compiled call for all of them, outside the GIL (see simhash.fingerprints)."""
+    if features.binary:
+        return [_or_none(document_signature, content, features, permutations, spec) for content in contents]
+    from simdb import kernels
+
+    bins = CHECK_BINS if check_signature_spec(spec) == 2 else 0  # v1 has no check
+    values, found = kernels.signatures(
+        [unit_text(content, features) for content in contents],
+        features.kind == "char",
+        ASCII_WORDS,
+        features.n,
+        SHINGLE_MULTIPLIER,
+        seeds(permutations),
+        (bins, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES),
+        _probe_index(),
+    )
+    return [row if present else None for row, present in zip(values, found, strict=True)]
+
+
+def _or_none(function: Callable[..., UInt64Array], *arguments: object) -> UInt64Array | None:
+    try:
+        return function(*arguments)
+    except EmptyDocument:
+        return None
 
 
 def check_words(shingles: UInt64Array) -> UInt64Array:

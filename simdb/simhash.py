@@ -44,7 +44,7 @@ _BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.
 UInt64Array = npt.NDArray[np.uint64]
 
 # ASCII bytes: letters lower-cased, digits and '_' kept, everything else turned into a space.
-_ASCII_WORDS = bytes(
+ASCII_WORDS = bytes(
     (ord(chr(c).lower()) if chr(c).isalnum() or c == ord("_") else ord(" ")) if c < 128 else c
     for c in range(256)
 )
@@ -114,7 +114,7 @@ def token_text(text: str) -> bytes:
     by character.
     """
     raw = text.encode("utf-8")
-    spaced = raw.translate(_ASCII_WORDS)
+    spaced = raw.translate(ASCII_WORDS)
     if text.isascii():  # NFKC is the identity on ASCII and casefold is lower-casing
         return spaced
     parts: list[bytes] = []
@@ -248,17 +248,17 @@ def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) 
         return shingle_hashes(_BYTE_HASHES[data], features.n)
     from simdb import kernels
 
-    text = _unit_text(content, features)
-    units = kernels.char_units(text) if features.kind == "char" else kernels.word_units(text, _ASCII_WORDS)
+    text = unit_text(content, features)
+    units = kernels.char_units(text) if features.kind == "char" else kernels.word_units(text, ASCII_WORDS)
     if len(units) == 0:
         raise EmptyDocument("the document has no word characters")
     return shingle_hashes(units, features.n)
 
 
-def _unit_text(content: str | bytes, features: Features) -> bytes:
-    """Steps 1-2 for text features: the UTF-8 bytes the kernels take units from. Word features
-    get ASCII text as it is (the kernel maps its bytes through _ASCII_WORDS, outside the GIL);
-    char features get the tokens joined by single spaces."""
+def unit_text(content: str | bytes, features: Features) -> bytes:
+    """Steps 1-2 for text features: the UTF-8 bytes the kernels take units from (mapped through
+    ASCII_WORDS by the kernel for word features). Word features get ASCII text as it is (so the
+    mapping runs outside the GIL); char features get the tokens joined by single spaces."""
     if isinstance(content, bytes):
         raise TypeError("text features need text, not bytes")
     if features.kind == "char":
@@ -300,9 +300,9 @@ def fingerprints(
     from simdb import kernels
 
     ones, totals = kernels.bit_counts(
-        [_unit_text(content, features) for content in contents],
+        [unit_text(content, features) for content in contents],
         features.kind == "char",
-        _ASCII_WORDS,
+        ASCII_WORDS,
         features.n,
         SHINGLE_MULTIPLIER,
         check_spec(spec) == 2,  # v2 counts each distinct shingle once, v1 every occurrence

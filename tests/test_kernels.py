@@ -12,8 +12,8 @@ from reference import reference_fingerprint
 
 from simdb import kernels
 from simdb.measure import previous
-from simdb.minhash import document_signature
-from simdb.simhash import EmptyDocument, Features, fingerprint, fingerprints, token_text
+from simdb.minhash import document_signature, document_signatures, sketch
+from simdb.simhash import EmptyDocument, Features, feature_hashes, fingerprint, fingerprints, token_text
 
 
 def test_xxh3_equals_xxhash_at_every_length_up_to_three_blocks() -> None:
@@ -70,6 +70,29 @@ def test_many_documents_in_one_call_are_each_fingerprinted_alone(
             expected.append(None)
     assert fingerprints(texts, features, spec, bits) == expected
     assert [reference_fingerprint(text, kind, n, spec, bits) for text in texts] == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.text(alphabet=st.sampled_from("ab cd EF é ß ﬁ 1 _ .\n日本"), max_size=80), max_size=8),
+    st.sampled_from(["word", "char"]),
+    st.integers(1, 4),
+    st.sampled_from([1, 2]),
+)
+def test_many_signatures_in_one_call_equal_each_document_alone(
+    texts: list[str], kind: str, n: int, spec: int
+) -> None:
+    """document_signatures() packs the check inside one compiled call; the per-document path
+    (feature_hashes, then minima and check_bits with numpy's packbits) must give the same."""
+    features = Features(kind, n)
+    expected: list[list[int] | None] = []
+    for text in texts:
+        try:
+            expected.append(sketch(feature_hashes(text, features), 64, spec).tolist())
+        except EmptyDocument:
+            expected.append(None)
+    found = document_signatures(texts, features, 64, spec)
+    assert [None if value is None else value.tolist() for value in found] == expected
 
 
 @settings(max_examples=150, deadline=None)

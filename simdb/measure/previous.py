@@ -14,8 +14,8 @@ import xxhash
 from simdb.kernels import FMIX_C1, FMIX_C2
 from simdb.minhash import _BIT_SEED, _CHECK_SEED, _MAX_PROBES, _PROBE_SEED, CHECK_BINS, seeds
 from simdb.simhash import (
-    _ASCII_WORDS,
     _BIT_TABLE,
+    ASCII_WORDS,
     SHINGLE_MULTIPLIER,
     TOKEN_PATTERN,
     EmptyDocument,
@@ -43,8 +43,8 @@ def fmix64(values: UInt64Array) -> UInt64Array:
 def tokens(text: str) -> list[bytes]:
     """Step 2 as a list of tokens: the whole text normalised, each piece looked at in Python."""
     if text.isascii():
-        return text.encode("ascii").translate(_ASCII_WORDS).split()
-    pieces = normalize(text).encode("utf-8").translate(_ASCII_WORDS).split()
+        return text.encode("ascii").translate(ASCII_WORDS).split()
+    pieces = normalize(text).encode("utf-8").translate(ASCII_WORDS).split()
     if all(piece.isascii() for piece in pieces):
         return pieces
     words: list[bytes] = []

@@ -42,13 +42,14 @@ from simdb.minhash import (
     band_rotation,
     check_signature_spec,
     choose_banding,
+    document_signature,
+    document_signatures,
     from_stored,
     similarity,
-    sketch,
     to_stored,
 )
 from simdb.modes.base import CUTOFF, SKETCH, Index, Sketch, Spec
-from simdb.simhash import Features, feature_hashes
+from simdb.simhash import Features
 
 PAIRS_MIN_SIMILARITY = sql.SQL("$1")  # the only parameter of the pairs statement
 
@@ -71,7 +72,10 @@ class JaccardSpec(Spec):
         return JaccardIndex(name, features, expected_rows, self.threshold, self.permutations, banding, spec)
 
     def sketch(self, content: str | bytes, features: Features) -> UInt64Array:
-        return sketch(feature_hashes(content, features), self.permutations, self.signature_spec)
+        return document_signature(content, features, self.permutations, self.signature_spec)
+
+    def sketches(self, contents: list[str | bytes], features: Features) -> list[Sketch | None]:
+        return list(document_signatures(contents, features, self.permutations, self.signature_spec))
 
     def literal(self, value: Sketch) -> str:
         """A PostgreSQL array of signed bigints, for simdb.similar('NAME', '{...}') or an INSERT."""

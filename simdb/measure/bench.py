@@ -437,11 +437,13 @@ class FingerprintBench:
         ]
         lines += [f"  {method:<56}{rate:>8.1f} MB/s" for method, rate in self.rates.items()]
         lines.append("  " + "; ".join(f"{name} x{value:.2f}" for name, value in self.ratios().items()))
+        if self.ingest:
+            lines.append("ingest of the same files end to end, from disk, best of 2 rounds:")
         for run in self.ingest:
             method, one_core = self.one_core(run.mode)
             spent = ", ".join(f"{step} {value:.2f}" for step, value in run.seconds.items())
             lines.append(
-                f"  ingest end to end, {run.mode} index, --jobs {run.jobs}: {run.megabytes_per_s:.1f} MB/s,"
+                f"  {run.mode} index, --jobs {run.jobs}: {run.megabytes_per_s:.1f} MB/s,"
                 f" {run.documents_per_s:.0f} documents/s, x{run.megabytes_per_s / one_core:.2f} the one-core"
                 f" rate of {method.split(' (')[0]} (seconds: {spent})"
             )
@@ -454,22 +456,30 @@ def bench_ingest(
     features: Features,
     measured: FingerprintBench,
     jobs: Sequence[int],
+    rounds: int = 2,
 ) -> None:
     """`simdb ingest` of the same files into a fresh scratch index per mode and --jobs value, from
-    the files on disk (so reading is timed too); the MB are the text's, as for the one-core rates."""
-    for spec in (SimhashSpec(DEFAULT_MAX_DISTANCE), JaccardSpec()):
-        for count in jobs:
-            name = f"simdb_bench_ingest_{os.getpid()}_{spec.mode}_{count}"
-            made = index.create(conn, name, spec, features=features)
-            try:
-                began = time.perf_counter()
-                items = readers.read(paths, readers.Options(skip_errors=True))
-                report = ingest.ingest(conn, made, items, jobs=count)
-                elapsed = time.perf_counter() - began
-            finally:
-                index.drop(conn, name)
-            rates = measured.megabytes / elapsed, report.stored / elapsed
-            measured.ingest.append(IngestRun(spec.mode, count, *rates, dict(report.seconds)))
+    the files on disk (so reading is timed too); the MB are the text's, as for the one-core rates.
+    The best of `rounds`, taken in turn, as the one-core rates are."""
+    runs: dict[tuple[str, int], IngestRun] = {}
+    for _ in range(rounds):
+        for spec in (SimhashSpec(DEFAULT_MAX_DISTANCE), JaccardSpec()):
+            for count in jobs:
+                name = f"simdb_bench_ingest_{os.getpid()}_{spec.mode}_{count}"
+                made = index.create(conn, name, spec, features=features)
+                try:
+                    began = time.perf_counter()
+                    items = readers.read(paths, readers.Options(skip_errors=True))
+                    report = ingest.ingest(conn, made, items, jobs=count)
+                    elapsed = time.perf_counter() - began
+                finally:
+                    index.drop(conn, name)
+                rates = measured.megabytes / elapsed, report.stored / elapsed
+                run = IngestRun(spec.mode, count, *rates, dict(report.seconds))
+                best = runs.get((spec.mode, count))
+                if best is None or run.megabytes_per_s > best.megabytes_per_s:
+                    runs[spec.mode, count] = run
+    measured.ingest = list(runs.values())
 
 
 FINGERPRINT_V2 = "simdb fingerprint, spec v2 (kernels)"

@@ -541,7 +541,7 @@ def _signatures(
         if len(units) == 0:
             continue
         found[document] = True
-        hashes = shingles(units, n, multiplier)
+        hashes = distinct(shingles(units, n, multiplier))  # minima of a set: each value once
         out[document, :permutations] = minima(hashes, seeds)
         if bins:
             bits = check_bits(hashes, bins, check_seed, probe_seed, bit_seed, max_probes, probes)

@@ -100,7 +100,8 @@ def signature(shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS) -
         raise EmptyDocument("the document has no shingles")
     from simdb import kernels  # (numba loads on the first signature, not with the CLI)
 
-    return kernels.minima(shingles, seeds(permutations))
+    # each value once: the hash set costs far less than the permutations of a repeated value
+    return kernels.minima(kernels.distinct(shingles), seeds(permutations))
 
 
 def document_signature(

@@ -37,7 +37,8 @@ class Report:
     repaired: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     # where the time went (ingest only): read (files and records), sketch (fingerprinting, or
-    # with --jobs waiting for the threads beyond reading), store (COPY and upsert), vacuum
+    # with --jobs waiting for the threads beyond reading), store (COPY and upsert), btrees (built
+    # after a first load), vacuum
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -176,12 +177,13 @@ def _first_load(conn: Connection, index: Index) -> tuple[bool, bool]:
 
 
 def _drop_btrees(conn: Connection, index: Index) -> None:
+    """Drop the index's B-trees (those that exist), before a load that builds them afterwards."""
     for column in index.columns:
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(names.btree(index.name, column)))
 
 
 def _build_btrees(conn: Connection, index: Index, clock: dict[str, float]) -> None:
-    """Build the B-trees _defer_btrees dropped (each one that is missing)."""
+    """Build the B-trees _first_load dropped (each one that is missing)."""
     began = time.perf_counter()
     for statement in index.btrees(if_missing=True):
         conn.execute(statement)
@@ -264,7 +266,7 @@ def _sketched(
 
 def _parts(contents: list[str | bytes], jobs: int) -> list[list[str | bytes]]:
     """A batch in 4 parts per thread, so that the threads finish a batch at about the same time."""
-    size = -(-len(contents) // (4 * jobs))
+    size = max(1, -(-len(contents) // (4 * jobs)))
     return [contents[at : at + size] for at in range(0, len(contents), size)]
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from simdb.simhash import (
     EmptyDocument,
     Features,
     feature_hashes,
+    or_none,
     unit_text,
 )
 
@@ -129,7 +130,7 @@ def document_signatures(
     """document_signature() of each document, None where it has no shingles. Text features take
     one compiled call for all of them, outside the GIL (see simhash.fingerprints)."""
     if features.binary:
-        return [_or_none(document_signature, content, features, permutations, spec) for content in contents]
+        return [or_none(document_signature, content, features, permutations, spec) for content in contents]
     from simdb import kernels
 
     bins = CHECK_BINS if check_signature_spec(spec) == 2 else 0  # v1 has no check
@@ -144,13 +145,6 @@ def document_signatures(
         _probe_index(),
     )
     return [row if present else None for row, present in zip(values, found, strict=True)]
-
-
-def _or_none(function: Callable[..., UInt64Array], *arguments: object) -> UInt64Array | None:
-    try:
-        return function(*arguments)
-    except EmptyDocument:
-        return None
 
 
 def check_words(shingles: UInt64Array) -> UInt64Array:

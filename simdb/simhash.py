@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,7 @@ MAX_SHINGLE = 32
 _BIT_TABLE = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
 
 UInt64Array = npt.NDArray[np.uint64]
+T = TypeVar("T")
 
 # ASCII bytes: letters lower-cased, digits and '_' kept, everything else turned into a space.
 ASCII_WORDS = bytes(
@@ -296,7 +298,7 @@ def fingerprints(
     the GIL: threads that each fingerprint a part of a batch use every core.
     """
     if features.binary:
-        return [_or_none(fingerprint, content, features, spec, bits) for content in contents]
+        return [or_none(fingerprint, content, features, spec, bits) for content in contents]
     from simdb import kernels
 
     ones, totals = kernels.bit_counts(
@@ -316,7 +318,8 @@ def fingerprints(
     ]
 
 
-def _or_none(function: Callable[..., int], *arguments: object) -> int | None:
+def or_none(function: Callable[..., T], *arguments: object) -> T | None:
+    """function(*arguments), or None where the document has no shingles (EmptyDocument)."""
     try:
         return function(*arguments)
     except EmptyDocument:

@@ -162,18 +162,15 @@ def _first_load(conn: Connection, index: Index) -> tuple[bool, bool]:
     """
     if not conn.autocommit:
         return False, False
+    empty = conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is None
     btrees = [names.btree(index.name, column).as_string(conn) for column in index.columns]
-    found = conn.execute(
-        sql.SQL(
-            "SELECT NOT EXISTS (SELECT FROM {}),"
-            " EXISTS (SELECT FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL)"
-        ).format(index.table),
+    missing = conn.execute(  # (a query of its own: Citus refuses unnest beside a distributed table)
+        "SELECT 1 FROM unnest(%s::text[]) AS btree (name) WHERE to_regclass(btree.name) IS NULL LIMIT 1",
         (btrees,),
     ).fetchone()
-    empty, missing = found if found else (False, False)
     if empty or missing:
         _drop_btrees(conn, index)
-    return empty, empty or missing
+    return empty, empty or missing is not None
 
 
 def _drop_btrees(conn: Connection, index: Index) -> None:

@@ -293,7 +293,7 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
         assert 0.0 <= figures["hnsw"]["recall"] <= 1.0 and figures["hnsw"]["build_s"] > 0
     assert report["fingerprint"]["files"] == 1
     rates = report["fingerprint"]["rates"]  # the kernels beside the code before them and the textbook method
-    assert len(rates) == 8 and all(rate > 0 for rate in rates.values())
+    assert len(rates) == 9 and all(rate > 0 for rate in rates.values())
     ingested = report["fingerprint"]["ingest"]  # end to end in both modes, with the time breakdown
     assert [(run["mode"], run["jobs"]) for run in ingested] == [
         ("simhash", 1),
@@ -306,6 +306,8 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
     assert set(report["fingerprint"]["ratios"]) == {
         "fingerprint v2 / before the kernels",
         "fingerprint v1 / before the kernels",
+        "fingerprints v2, batched / before the kernels",
+        "fingerprints v1, batched / before the kernels",
         "signature / before the kernels",
         "fingerprint v2 / textbook",
     }

@@ -6,6 +6,7 @@ Nothing here asserts a timing; `simdb bench` reports what it measured.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import platform
@@ -415,6 +416,8 @@ class FingerprintBench:
         pairs = {
             "fingerprint v2 / before the kernels": (FINGERPRINT_V2, PREVIOUS_V2),
             "fingerprint v1 / before the kernels": (FINGERPRINT_V1, PREVIOUS_V1),
+            "fingerprints v2, batched / before the kernels": (FINGERPRINTS_V2, PREVIOUS_V2),
+            "fingerprints v1, batched / before the kernels": (FINGERPRINTS_V1, PREVIOUS_V1),
             "signature / before the kernels": (SIGNATURE, PREVIOUS_SIGNATURE),
             "fingerprint v2 / textbook": (FINGERPRINT_V2, TEXTBOOK),
         }
@@ -484,6 +487,7 @@ def bench_ingest(
 
 FINGERPRINT_V2 = "simdb fingerprint, spec v2 (kernels)"
 FINGERPRINTS_V2 = "simdb fingerprints, spec v2, a batch of documents a call"
+FINGERPRINTS_V1 = "simdb fingerprints, spec v1, a batch of documents a call"
 FINGERPRINT_V1 = "simdb fingerprint, spec v1 (kernels)"
 SIGNATURE = "simdb signature, spec v2, 128 permutations (kernels)"
 PREVIOUS_V2 = "before the kernels (numpy): fingerprint spec v2"
@@ -509,6 +513,12 @@ def straightforward_fingerprint(text: str, n: int = 3) -> int:
 _BATCH = 500  # documents a call of simhash.fingerprints in bench_fingerprint
 # the one-core rates of the sketches each mode's index makes
 _ONE_CORE = {SimhashSpec.mode: (FINGERPRINT_V2, FINGERPRINTS_V2), JaccardSpec.mode: (SIGNATURE,)}
+
+
+def _batched(texts: list[str], features: Features, spec: int) -> None:
+    """simhash.fingerprints of the texts, _BATCH documents a call."""
+    for at in range(0, len(texts), _BATCH):
+        fingerprints(texts[at : at + _BATCH], features, spec)
 
 
 def _each(function: Callable[[str], object]) -> Callable[[list[str]], object]:
@@ -543,11 +553,8 @@ def bench_fingerprint(paths: Sequence[str], features: Features, rounds: int = 3)
         }
     one_by_one[TEXTBOOK] = lambda text: straightforward_fingerprint(text, features.n)
     methods = {name: _each(function) for name, function in one_by_one.items()}
-    methods[FINGERPRINTS_V2] = (
-        lambda texts: [  # as ingest's threads call it
-            fingerprints(texts[at : at + _BATCH], features, 2) for at in range(0, len(texts), _BATCH)
-        ]
-    )
+    for name, spec in ((FINGERPRINTS_V2, 2), (FINGERPRINTS_V1, 1)):  # as ingest's threads call it
+        methods[name] = functools.partial(_batched, features=features, spec=spec)
     for function in methods.values():  # the first call loads (or compiles) the kernels
         function(["warm up the kernels"])
     best = dict.fromkeys(methods, math.inf)

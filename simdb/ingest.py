@@ -180,10 +180,14 @@ def _drop_btrees(conn: Connection, index: Index) -> None:
 
 
 def _build_btrees(conn: Connection, index: Index, clock: dict[str, float]) -> None:
-    """Build the B-trees _first_load dropped (each one that is missing)."""
+    """Build the B-trees _first_load dropped (each one that is missing). Under a lock that only
+    one such build holds at a time: two first loads that end together would otherwise both find
+    a B-tree missing and both create it (CREATE INDEX's own lock lets them)."""
     began = time.perf_counter()
-    for statement in index.btrees(if_missing=True):
-        conn.execute(statement)
+    with conn.transaction():
+        conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(index.table))
+        for statement in index.btrees(if_missing=True):
+            conn.execute(statement)
     clock["btrees"] = time.perf_counter() - began
 
 

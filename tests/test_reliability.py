@@ -91,6 +91,10 @@ def test_concurrent_ingests_with_overlapping_keys(
         assert process.returncode == 0, err
     keys = [key for (key,) in conn.execute("SELECT key FROM simdb.shared ORDER BY key")]
     assert keys == sorted(f"k{i}" for i in range(6000))
+    made = index.get(conn, "shared")  # both were first loads: their B-trees were built once
+    assert _btrees(conn, "shared") == sorted(
+        [names.primary_key_name("shared")] + [names.btree_name("shared", column) for column in made.columns]
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -188,8 +192,10 @@ def test_nested_folders_symlink_loops_and_dangling_links(
     )
 
 
-def _btrees(conn: Conn) -> list[str]:
-    rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'simdb' AND tablename = 'docs'")
+def _btrees(conn: Conn, table: str = "docs") -> list[str]:
+    rows = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = 'simdb' AND tablename = %s", (table,)
+    )
     return sorted(str(row[0]) for row in rows)
 
 

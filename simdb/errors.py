@@ -41,3 +41,15 @@ class SchemaMissing(SimdbError):
 
 class DatabaseUnavailable(SimdbError):
     """No PostgreSQL could be reached, or the embedded one could not start."""
+
+
+def during_interrupt(error: BaseException) -> bool:
+    """Whether `error` was raised while a Ctrl-C (KeyboardInterrupt) was being handled: psycopg's
+    COPY, ending with the interrupt in the middle of a statement, can raise one of its own
+    ("another command is already in progress") in place of the interrupt."""
+    cause = error.__context__
+    while cause is not None:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        cause = cause.__context__
+    return False

@@ -19,7 +19,7 @@ from psycopg import sql
 
 from simdb import names
 from simdb.connection import Connection
-from simdb.errors import InvalidParameter
+from simdb.errors import InvalidParameter, during_interrupt
 from simdb.modes import Index, Sketch
 from simdb.readers import UNCHANGED, Document, Item
 
@@ -97,8 +97,8 @@ def ingest(
     empty, deferred = _first_load(conn, index)
     try:
         _ingest(conn, index, items, report, batch_size, progress, jobs, empty)
-    except Exception:
-        if deferred:  # the error is the one to report; a rerun builds the B-trees if this fails
+    except Exception as error:
+        if deferred and not during_interrupt(error):  # a rerun builds them if this fails too
             with contextlib.suppress(psycopg.Error):
                 _build_btrees(conn, index, clock)
         raise

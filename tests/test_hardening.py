@@ -16,6 +16,8 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from simdb.errors import during_interrupt
+
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
 
 
@@ -196,3 +198,16 @@ def test_ctrl_c_ends_an_ingest_with_130_and_a_watch_normally(dsn: str, tmp_path:
 def _rows(conn: psycopg.Connection[tuple[object, ...]], table: str) -> int:
     row = conn.execute(sql.SQL("SELECT count(*) FROM simdb.{}").format(sql.Identifier(table))).fetchone()
     return int(row[0]) if row else 0
+
+
+def test_an_error_raised_while_handling_ctrl_c_counts_as_the_interrupt() -> None:
+    """psycopg's COPY, ended by a Ctrl-C mid-statement, can raise its own error in place of the
+    interrupt; the CLI then still says "interrupted" and exits 130 (seen once in CI)."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise psycopg.OperationalError("sending query failed: another command is already in progress")  # noqa: B904
+    except psycopg.OperationalError as error:
+        assert during_interrupt(error)
+    assert not during_interrupt(psycopg.OperationalError("server closed the connection unexpectedly"))

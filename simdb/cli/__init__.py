@@ -16,7 +16,7 @@ import psycopg
 
 from simdb.cli import admin, data, examples, measure, search, server
 from simdb.cli.common import DSN_HELP, Settings
-from simdb.errors import DatabaseUnavailable, SimdbError
+from simdb.errors import DatabaseUnavailable, SimdbError, during_interrupt
 
 
 class _ReaderGone(Exception):
@@ -75,7 +75,12 @@ def run(args: list[str] | None = None) -> None:
     # connection mid-statement); the server rolls it back anyway, and the line below says what happened.
     logging.getLogger("psycopg").setLevel(logging.ERROR)
     try:
-        main.main(args=args, prog_name="simdb", standalone_mode=False)
+        try:
+            main.main(args=args, prog_name="simdb", standalone_mode=False)
+        except Exception as error:
+            if during_interrupt(error):  # the Ctrl-C is what happened; report that
+                raise KeyboardInterrupt from error
+            raise
     except click.exceptions.Abort as aborted:
         if isinstance(aborted.__context__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
             click.echo(f"simdb: interrupted ({_RERUN})", err=True)

@@ -22,7 +22,7 @@ from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.minhash import UInt64Array
 from simdb.placement import LOCAL, Placement
-from simdb.simhash import EmptyDocument, Features
+from simdb.simhash import Features
 
 Sketch = int | UInt64Array  # an unsigned SimHash fingerprint, or a MinHash signature
 SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
@@ -49,16 +49,10 @@ class Spec(ABC):
     def sketch(self, content: str | bytes, features: Features) -> Sketch:
         """A document's fingerprint or signature; raises EmptyDocument if it has no shingles."""
 
+    @abstractmethod
     def sketches(self, contents: list[str | bytes], features: Features) -> list[Sketch | None]:
-        """Sketches of many documents (None for an empty one): the unit of work of a sketching
-        thread. A mode whose kernels take many documents at once overrides it."""
-        result: list[Sketch | None] = []
-        for content in contents:
-            try:
-                result.append(self.sketch(content, features))
-            except EmptyDocument:
-                result.append(None)
-        return result
+        """Sketches of many documents (None for an empty one), in one call of the kernels where
+        the features allow: the unit of work of a sketching thread."""
 
     @abstractmethod
     def literal(self, value: Sketch) -> str:

@@ -20,7 +20,6 @@ estimates J with a standard error of 0.009 at J = 0.8, where 128 signature posit
 from __future__ import annotations
 
 import functools
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,11 +77,6 @@ def from_stored(values: npt.ArrayLike) -> UInt64Array:
 def band_rotation(row: int) -> int:
     """Bits by which the row-th value of a band is rotated left before the XOR."""
     return (17 * row) % 64
-
-
-def rotate_left(value: int, bits: int) -> int:
-    """Rotate an unsigned 64-bit value left."""
-    return ((value << bits) | (value >> (64 - bits))) & _MASK if bits else value
 
 
 @functools.cache
@@ -227,14 +221,17 @@ class Banding:
 
     def keys(self, signature_values: UInt64Array) -> list[int]:
         """The unsigned 64-bit key of each band of a signature."""
-        values = [int(v) for v in signature_values]
-        return [
-            functools.reduce(
-                operator.xor,
-                (rotate_left(values[j * self.rows + i], band_rotation(i)) for i in range(self.rows)),
-            )
-            for j in range(self.bands)
-        ]
+        return [int(key) for key in self.keys_of(np.asarray(signature_values, dtype=np.uint64)[None])[0]]
+
+    def keys_of(self, signatures: UInt64Array) -> UInt64Array:
+        """The band keys of each row of a 2-D array of signatures, shape (rows, bands): the
+        values of a band rotated left by band_rotation of their place in it, then XORed."""
+        used = self.bands * self.rows
+        bands = signatures[:, :used].reshape(len(signatures), self.bands, self.rows)
+        shifts = np.array([band_rotation(i) for i in range(self.rows)], dtype=np.uint64)
+        rotated = (bands << shifts) | (bands >> ((64 - shifts) % 64))  # a rotation by 0 is v | v
+        keys: UInt64Array = np.bitwise_xor.reduce(rotated, axis=2)
+        return keys
 
     def probability(self, similarity: float) -> float:
         """Chance that two documents with this Jaccard similarity share at least one band key."""

@@ -56,6 +56,17 @@ def test_band_keys_equal_the_plain_reference(values: list[int], data: st.DataObj
     assert Banding(bands, rows).keys(signature_values) == reference_band_keys(values, bands, rows)
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 20), st.integers(1, 16), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_band_keys_of_many_signatures_equal_each_ones(count: int, bands: int, rows: int, seed: int) -> None:
+    signatures = np.random.default_rng(seed).integers(0, 2**64, size=(count, 130), dtype=np.uint64)
+    keys = Banding(bands, rows).keys_of(signatures)
+    assert keys.shape == (count, bands)
+    assert [row.tolist() for row in keys] == [
+        reference_band_keys([int(v) for v in signature], bands, rows) for signature in signatures
+    ]
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.sets(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=300), st.integers(1, 40))
 def test_signature_equals_the_plain_reference(shingles: set[int], permutations: int) -> None:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+import psycopg
 from psycopg import sql
 
 from simdb.bits import to_signed
 from simdb.blocks import block_widths
 from simdb.connection import Connection
 from simdb.minhash import Banding, UInt64Array
-from simdb.modes.jaccard import bigint_array
+from simdb.modes.jaccard import dump_numpy_signatures
 
 
 @dataclass(frozen=True)
@@ -80,15 +83,19 @@ def _load(
     table: sql.Identifier,
     columns: list[tuple[str, str]],
     rows: Iterable[tuple[object, ...]],
+    prepare: Callable[[psycopg.Cursor[Any]], None] = lambda _: None,
 ) -> tuple[float, float]:
-    """CREATE TABLE table (columns), COPY the rows, a B-tree on each column after the first two,
-    VACUUM (ANALYZE); the seconds of COPY and B-tree builds, and the bytes of it all per row."""
+    """CREATE TABLE table (columns), COPY the rows (through a cursor `prepare` may set up), a
+    B-tree on each column after the first two, VACUUM (ANALYZE); the seconds of COPY and B-tree
+    builds, and the bytes of it all per row."""
     definitions = sql.SQL(", ").join(
         sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t in columns
     )
     conn.execute(sql.SQL("CREATE TABLE {} ({})").format(table, definitions))
     began, count = time.perf_counter(), 0
-    with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table)) as copy:
+    cursor = conn.cursor()
+    prepare(cursor)
+    with cursor.copy(sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table)) as copy:
         copy.set_types([kind for _, kind in columns])
         for row in rows:
             copy.write_row(row)
@@ -159,17 +166,25 @@ class HandBands:
 
 
 @contextmanager
-def hand_bands(conn: Connection, signatures: Sequence[UInt64Array], banding: Banding) -> Iterator[HandBands]:
-    """Load the signatures (row i has id i) into a scratch hand-written band table; drop it afterwards."""
+def hand_bands(
+    conn: Connection, chunks: Iterable[UInt64Array], banding: Banding, permutations: int
+) -> Iterator[HandBands]:
+    """Load the signatures, given as 2-D arrays of rows (row i has id i), into a scratch
+    hand-written band table; drop it afterwards. The signatures go through the same binary
+    dumper as simdb's own COPY, so the load time compares what the server does."""
     table = sql.Identifier(f"simdb_bench_bands_{os.getpid()}")
     bands = [(f"b{j}", "int8") for j in range(banding.bands)]
     rows = (
-        (n, bigint_array(values), *[to_signed(key) for key in banding.keys(values)])
-        for n, values in enumerate(signatures)
+        (number, signature, *keys)
+        for number, (signature, keys) in enumerate(
+            row
+            for chunk in chunks
+            for row in zip(chunk.view(np.int64), banding.keys_of(chunk).view(np.int64).tolist(), strict=True)
+        )
     )
+    columns = [("id", "int4"), ("signature", "int8[]"), *bands]
     try:
-        loaded, size = _load(conn, table, [("id", "int4"), ("signature", "int8[]"), *bands], rows)
-        permutations = len(signatures[0]) if signatures else 0
+        loaded, size = _load(conn, table, columns, rows, dump_numpy_signatures)
         yield HandBands(table, banding.bands, permutations, loaded, size)
     finally:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))

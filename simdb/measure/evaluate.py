@@ -11,6 +11,7 @@ truth it finds. Pairs are compared unordered, as PostgreSQL's collation orders k
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import time
@@ -244,13 +245,21 @@ def _hand_written(
 ) -> ModeFigures:
     """The same corpus (and padding) in the hand-written band table, scored and timed the same way."""
     banding = choose_banding(threshold, permutations)
+    signatures = np.array([signature(np.array(sorted(s), dtype=np.uint64), permutations) for s in sets])
     rng = np.random.default_rng(seed + 1)
-    signatures = [signature(np.array(sorted(s), dtype=np.uint64), permutations) for s in sets]
-    signatures += list(rng.integers(0, 2**64, size=(padding_rows, permutations), dtype=np.uint64))
-    keys = [document.key for document in corpus] + [f"{PADDING}{i}" for i in range(padding_rows)]
-    numbers = {key: number for number, key in enumerate(keys)}
-    progress(f"loading {len(keys)} rows into the hand-written band table")
-    with hand_bands(conn, signatures, banding) as hand:
+    padding = (
+        rng.integers(
+            0, 2**64, size=(min(_PADDING_CHUNK, padding_rows - start), permutations), dtype=np.uint64
+        )
+        for start in range(0, padding_rows, _PADDING_CHUNK)
+    )
+    numbers = {document.key: number for number, document in enumerate(corpus)}
+
+    def key_of(number: int) -> str:
+        return corpus[number].key if number < len(corpus) else f"{PADDING}{number - len(corpus)}"
+
+    progress(f"loading {len(corpus) + padding_rows} rows into the hand-written band table")
+    with hand_bands(conn, itertools.chain([signatures], padding), banding, permutations) as hand:
         arguments = [
             (
                 *[to_signed(k) for k in banding.keys(signatures[numbers[key]])],
@@ -272,7 +281,7 @@ def _hand_written(
         ]
         progress("all pairs of the hand-written band table")
         began = time.perf_counter()
-        every = {frozenset((keys[a], keys[b])) for a, b in conn.execute(hand.pairs(), (threshold,))}
+        every = {frozenset((key_of(a), key_of(b))) for a, b in conn.execute(hand.pairs(), (threshold,))}
         pairs_seconds = time.perf_counter() - began
         found = {pair for pair in every if not any(key.startswith(PADDING) for key in pair)}
         hits = len(found & truth)

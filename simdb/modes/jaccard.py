@@ -128,6 +128,11 @@ class _SignatureDumper(Dumper):
         return _ARRAY_HEADER.pack(1, 0, _INT8.oid, len(obj), 1) + cells.tobytes()
 
 
+def dump_numpy_signatures(cursor: psycopg.Cursor[Any]) -> None:
+    """Let this cursor's COPY take bigint[] values as numpy int64 arrays (on this cursor only)."""
+    cursor.adapters.register_dumper(None, _SignatureDumper)
+
+
 def band_column(number: int) -> str:
     """The band-key column of band `number`: b0, b1, ..."""
     return f"b{number}"
@@ -285,7 +290,7 @@ class JaccardIndex(Index):
         return bigint_array(self._checked(value))
 
     def copy_sketches(self, cursor: psycopg.Cursor[Any]) -> Callable[[Sketch], object]:
-        cursor.adapters.register_dumper(None, _SignatureDumper)  # for bigint[] on this cursor only
+        dump_numpy_signatures(cursor)
         return lambda value: self._checked(value).view(np.int64)
 
     def _checked(self, value: Sketch) -> UInt64Array:

@@ -243,6 +243,8 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     )
     code, out, _ = simdb(capsys, *args)
     assert code == 0 and out.splitlines()[2].split()[:3] == ["mode", "precision", "recall"]
+    code, _, err = simdb(capsys, *args, "--rows", "1000")  # simhash's size: refused, not ignored
+    assert code == 2 and "--padding-rows" in err
 
 
 def test_sqlalchemy_similar_equals_the_library(

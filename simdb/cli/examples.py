@@ -40,7 +40,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "simdb fingerprint --file report.pdf --features bytes:4 --json",
     ),
     "calibrate": ("simdb calibrate ./folder --sample 5000 --threshold 0.9",),
-    "bench": ("simdb bench --rows 1000000", "simdb bench --mode jaccard --rows 100000 --json"),
+    "bench": ("simdb bench --rows 1000000", "simdb bench --mode jaccard --padding-rows 1000000 --json"),
     "db": ("simdb db status", "simdb db stop"),
 }
 

@@ -215,6 +215,12 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
     if options["quality_paths"] or options["planted_paths"]:
         show(_bench_quality(progress_say(as_json), **options), as_json)
         return
+    given = ctx.get_parameter_source("rows") is not click.core.ParameterSource.DEFAULT
+    if mode == "jaccard" and given and not options["distributed"]:
+        raise click.UsageError(
+            "--rows sizes the random index of --mode simhash; --mode jaccard measures at scale "
+            "with --padding-rows N (random rows loaded beside the corpus)"
+        )
     runs: dict[str, Callable[..., Result]] = {"simhash": _bench_index, "jaccard": _bench_modes}
     run = _bench_distributed if options["distributed"] else runs[mode]
     show(run(ctx, progress_say(as_json), **options), as_json)

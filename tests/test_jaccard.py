@@ -239,7 +239,8 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     assert code == 0 and figures["documents"] == 70 and figures["padding_rows"] == 100
     assert [m["mode"] for m in figures["modes"]] == ["jaccard v2", "jaccard v1", "simhash v2", "hand-written"]
     assert all(
-        m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 < m["server_p50_ms"] for m in figures["modes"]
+        m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 < m["server_p50_ms"] and m["bulk_seconds"] > 0
+        for m in figures["modes"]
     )
     code, out, _ = simdb(capsys, *args)
     assert code == 0 and out.splitlines()[2].split()[:3] == ["mode", "precision", "recall"]

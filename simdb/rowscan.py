@@ -15,6 +15,9 @@ from psycopg import sql
 from simdb.connection import Connection
 
 ADDRESS = np.dtype([("block", ">u4"), ("offset", ">u2")])  # tidsend's six bytes
+_CHUNK_BYTES = 1 << 28  # the most one statement returns per column: 256 MB, well under 1 GB
+_PAGE_HEADER, _ROW_OVERHEAD = 24, 28  # a heap page's header; a tuple's aligned header and line pointer
+_BEYOND = f"({2**32 - 1},{2**16 - 1})"  # the largest tid: past every row's address
 
 
 @dataclass(frozen=True)
@@ -32,20 +35,41 @@ class Rows:
         return list(found)
 
 
-def read(conn: Connection, table: sql.Composable, expressions: list[sql.Composable]) -> Rows:
-    """Each row's address and its value of each bigint expression (over alias r), in one row of
-    binary strings (string_agg of each value's binary form); empty arrays for an empty table."""
+def read(
+    conn: Connection,
+    table: sql.Composable,
+    expressions: list[sql.Composable],
+    chunk_bytes: int = _CHUNK_BYTES,
+) -> Rows:
+    """Each row's address and its value of each bigint expression (over alias r), as binary
+    strings (string_agg of each value's binary form), one statement per range of pages that
+    returns at most `chunk_bytes` a column: a value or a row PostgreSQL sends is at most 1 GB,
+    which one statement over 10M rows passed."""
+    pages, page_size = conn.execute(
+        "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int,"
+        " current_setting('block_size')::int",
+        (table.as_string(conn),),
+    ).fetchone() or (0, 8192)
+    most_rows = (page_size - _PAGE_HEADER) // _ROW_OVERHEAD  # PostgreSQL's MaxHeapTuplesPerPage
+    step = max(1, chunk_bytes // (most_rows * (ADDRESS.itemsize + 8 * len(expressions))))
     aggregates = [sql.SQL("string_agg(tidsend(r.ctid), ''::bytea)")] + [
         sql.SQL("string_agg(int8send({}), ''::bytea)").format(expression) for expression in expressions
     ]
-    row = conn.execute(
-        sql.SQL("SELECT {} FROM {} AS r").format(sql.SQL(", ").join(aggregates), table)
-    ).fetchone()
-    if row is None or row[0] is None:
-        return Rows(np.empty(0, dtype=ADDRESS), [np.empty(0, dtype=np.int64) for _ in expressions])
+    statement = sql.SQL("SELECT {} FROM {} AS r WHERE r.ctid >= %s::tid AND r.ctid < %s::tid").format(
+        sql.SQL(", ").join(aggregates), table
+    )
+    parts: list[list[bytes]] = [[] for _ in range(1 + len(expressions))]
+    # The last range is open: pages a concurrent writer added hold no row this snapshot sees, but
+    # the end is where PostgreSQL says, not where this statement read it.
+    for first in range(0, max(pages, 1), step):
+        last = f"({first + step},0)" if first + step < pages else _BEYOND
+        row = conn.execute(statement, (f"({first},0)", last), binary=True).fetchone()
+        if row is not None and row[0] is not None:
+            for part, data in zip(parts, row, strict=True):
+                part.append(data)
     return Rows(
-        np.frombuffer(row[0], dtype=ADDRESS),
-        [np.frombuffer(data, dtype=">i8").astype(np.int64) for data in row[1:]],
+        np.frombuffer(b"".join(parts[0]), dtype=ADDRESS),
+        [np.frombuffer(b"".join(part), dtype=">i8").astype(np.int64) for part in parts[1:]],
     )
 
 

@@ -242,8 +242,17 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
         m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 < m["server_p50_ms"] and m["bulk_seconds"] > 0
         for m in figures["modes"]
     )
+    hand = figures["modes"][-1]
+    ratios = figures["vs_hand_written"]
+    assert figures["roundtrip_p50_ms"] > 0 and list(ratios) == ["jaccard v2", "jaccard v1", "simhash v2"]
+    assert all(
+        ratios[m["mode"]]["bytes_per_row"] == m["bytes_per_row"] / hand["bytes_per_row"]
+        and ratios[m["mode"]]["bulk"] == m["bulk_seconds"] / hand["bulk_seconds"]
+        for m in figures["modes"][:-1]
+    )
     code, out, _ = simdb(capsys, *args)
     assert code == 0 and out.splitlines()[2].split()[:3] == ["mode", "precision", "recall"]
+    assert "against the hand-written table (round trip p50" in out
     code, _, err = simdb(capsys, *args, "--rows", "1000")  # simhash's size: refused, not ignored
     assert code == 2 and "--padding-rows" in err
 

@@ -244,11 +244,11 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     )
     hand = figures["modes"][-1]
     ratios = figures["vs_hand_written"]
-    assert figures["roundtrip_p50_ms"] > 0 and list(ratios) == ["jaccard v2", "jaccard v1", "simhash v2"]
+    assert figures["roundtrip_p50_ms"] > 0 and list(ratios) == ["jaccard v2", "jaccard v1"]
     assert all(
         ratios[m["mode"]]["bytes_per_row"] == m["bytes_per_row"] / hand["bytes_per_row"]
         and ratios[m["mode"]]["bulk"] == m["bulk_seconds"] / hand["bulk_seconds"]
-        for m in figures["modes"][:-1]
+        for m in figures["modes"][:2]
     )
     code, out, _ = simdb(capsys, *args)
     assert code == 0 and out.splitlines()[2].split()[:3] == ["mode", "precision", "recall"]

@@ -61,7 +61,6 @@ DEFAULT_THRESHOLD = 0.8
 FALSE_POSITIVE_WEIGHT = 0.05
 
 UInt64Array = npt.NDArray[np.uint64]
-_MASK = (1 << 64) - 1
 
 
 def to_stored(values: npt.ArrayLike) -> list[int]:

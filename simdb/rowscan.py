@@ -59,8 +59,7 @@ def read(
         sql.SQL(", ").join(aggregates), table
     )
     parts: list[list[bytes]] = [[] for _ in range(1 + len(expressions))]
-    # The last range is open: pages a concurrent writer added hold no row this snapshot sees, but
-    # the end is where PostgreSQL says, not where this statement read it.
+    # The last range is open-ended, so no row past the size read above is left out.
     for first in range(0, max(pages, 1), step):
         last = f"({first + step},0)" if first + step < pages else _BEYOND
         row = conn.execute(statement, (f"({first},0)", last), binary=True).fetchone()

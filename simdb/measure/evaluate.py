@@ -287,16 +287,13 @@ def _hand_written(
 
     progress(f"loading {len(corpus) + padding_rows} rows into the hand-written band table")
     with hand_bands(conn, itertools.chain([signatures], padding), banding, permutations) as hand:
+        probed = [signatures[numbers[key]] for key in probes]
         arguments = [
-            (
-                *[to_signed(k) for k in banding.keys(signatures[numbers[key]])],
-                bigint_array(signatures[numbers[key]]),
-                threshold,
-            )
-            for key in probes
+            (*[to_signed(k) for k in banding.keys(values)], bigint_array(values), threshold)
+            for values in probed
         ]
         latencies, _ = timed(conn, hand.query(), arguments)
-        carried = [(bigint_array(signatures[numbers[key]]),) for key in probes]
+        carried = [(bigint_array(values),) for values in probed]
         roundtrip, _ = timed(conn, sql.SQL("SELECT %s::bigint[]"), carried)
         server = [
             float(plan[0][0]["Execution Time"])

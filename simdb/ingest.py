@@ -1,5 +1,9 @@
 """Write an index's rows: sketch documents (fingerprint or signature, by the index's mode) and load
-them with COPY (one transaction per batch, idempotent per key), delete keys, prune old rows."""
+them with COPY (one transaction per batch, idempotent per key), delete keys, prune rows not seen.
+
+Every row records when it was last seen (`seen_at`): written, or found unchanged by an ingest.
+Retention (`prune`) and the removal of files gone from a folder (`ingest --delete-missing`) go
+by it, so a file re-ingested unchanged every night is never taken for an old one."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 import psycopg
@@ -20,8 +24,9 @@ from psycopg import sql
 from simdb import names
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter, during_interrupt
+from simdb.keys import key_problem, shown
 from simdb.modes import Index, Sketch
-from simdb.readers import UNCHANGED, Document, Item
+from simdb.readers import UNCHANGED, Document, Item, Scope
 
 DEFAULT_BATCH = 2000
 T = TypeVar("T")
@@ -36,6 +41,8 @@ class Report:
     unchanged: int = 0
     repaired: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    bytes: int = 0  # input read (or passed over unchanged)
+    removed: int | None = None  # rows of files gone from the folders (--delete-missing), if it ran
     # where the time went (ingest only): read (files and records), sketch (fingerprinting, or
     # with --jobs waiting for the threads beyond reading), store (COPY and upsert), btrees (built
     # after a first load), vacuum
@@ -54,10 +61,17 @@ class Report:
         line += f" ({skipped})" if skipped else ""
         if self.repaired:
             line += f"; {self.repaired} had invalid UTF-8 replaced by U+FFFD"
+        if self.removed is not None:
+            line += f"; removed {self.removed} missing"
         return line
 
     def lines(self) -> list[str]:
-        return [self.summary()]
+        """The summary, then how much was read and how fast (when the time was taken)."""
+        total = self.seconds.get("total")
+        if total is None:
+            return [self.summary()]
+        rate = self.bytes / total / 1e6 if total > 0 else 0.0
+        return [f"{self.summary()}; {self.bytes / 1e6:.1f} MB in {total:.1f} s, {rate:.1f} MB/s"]
 
     def as_dict(self) -> dict[str, object]:
         counts: dict[str, object] = {
@@ -66,7 +80,10 @@ class Report:
             "unchanged": self.unchanged,
             "skipped": dict(self.skipped),
             "repaired": self.repaired,
+            "bytes": self.bytes,
         }
+        if self.removed is not None:
+            counts["removed"] = self.removed
         if self.seconds:
             counts["seconds"] = {step: round(value, 4) for step, value in self.seconds.items()}
         return counts
@@ -80,20 +97,26 @@ def ingest(
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int], object] | None = None,
     jobs: int = 1,
+    delete_missing: Scope | None = None,
 ) -> Report:
     """Store every document of `items` in `index`; a re-run with the same input changes nothing.
 
     Batches are sketched (by `jobs` threads when more than one), then copied and upserted in
     order, each in its own transaction, so an error or a kill loses at most the batches in
     flight, and running the same command again completes the work. Memory stays bounded: at
-    most two batches are read ahead. `progress` gets the bytes of input
-    done: a skipped item's when it is passed over, a batch's once it is stored (not when read).
+    most two batches are read ahead. `progress` gets the bytes of input done: a skipped item's
+    when it is passed over, a batch's part by part as it is sketched (not when read).
 
     A first load (the index is empty) copies its batches straight into the table and builds the
     B-trees once at the end (see _first_load); an interrupted one leaves that to the next run.
+    With `delete_missing`, the rows of that scope (files under the folders read) that this
+    ingest neither wrote nor found unchanged are removed at the end, unless a file or folder
+    could not be read (its rows would look missing).
     """
     report = Report()
     clock = report.seconds
+    started = time.perf_counter()
+    since = _database_now(conn)
     empty, deferred = _first_load(conn, index)
     try:
         _ingest(conn, index, items, report, batch_size, progress, jobs, empty)
@@ -104,11 +127,20 @@ def ingest(
         raise
     if deferred:
         _build_btrees(conn, index, clock)
-    if report.inserted or report.updated:
+    if delete_missing is not None and not report.skipped["unreadable"]:
+        report.removed = remove_unseen(conn, index, delete_missing, since)
+    if report.inserted or report.updated or report.removed:
         began = time.perf_counter()
         vacuum(conn, index)
         clock["vacuum"] = time.perf_counter() - began
+    clock["total"] = time.perf_counter() - started
     return report
+
+
+def _database_now(conn: Connection) -> datetime:
+    """The server's clock (the time rows are stamped with), read outside any batch."""
+    row = conn.execute("SELECT now()").fetchone()
+    return cast(datetime, row[0]) if row else datetime.now().astimezone()
 
 
 def _ingest(
@@ -123,8 +155,12 @@ def _ingest(
 ) -> None:
     """ingest's loop: read, sketch and store the batches, counting into `report`."""
     clock = report.seconds
-    batches = _batches(_timed(items, clock, "read"), batch_size, report, progress)
-    for documents, values in _timed(_sketched(batches, index, jobs), clock, "sketch"):
+
+    def seen(keys: list[str]) -> None:
+        touch(conn, index, keys)
+
+    batches = _batches(_timed(items, clock, "read"), batch_size, report, progress, seen)
+    for documents, values in _timed(_sketched(batches, index, jobs, progress), clock, "sketch"):
         batch: dict[str, Sketch] = {}
         sizes: dict[str, int | None] = {}
         extensions: dict[str, str | None] = {}
@@ -145,8 +181,6 @@ def _ingest(
             stored = store(conn, index, batch, sizes, extensions=extensions, mtimes=mtimes, new_keys=new_keys)
             clock["store"] = clock.get("store", 0.0) + time.perf_counter() - began
             count_stored(report, len(batch), stored)
-        if progress is not None:
-            progress(sum(document.consumed for document in documents))
     clock["sketch"] = clock.get("sketch", 0.0) - clock.get("read", 0.0)  # reading ran inside it
 
 
@@ -205,76 +239,112 @@ def _timed(items: Iterable[T], clock: dict[str, float], step: str) -> Iterator[T
         yield item
 
 
+_SEEN_CHUNK = 5000  # keys of unchanged files marked seen in one statement
+
+
 def _batches(
-    items: Iterable[Item], size: int, report: Report, progress: Callable[[int], object] | None
+    items: Iterable[Item],
+    size: int,
+    report: Report,
+    progress: Callable[[int], object] | None,
+    seen: Callable[[list[str]], None],
 ) -> Iterator[list[Document]]:
-    """Documents in lists of `size`; skips are counted (and reported to `progress`) on the way."""
+    """Documents in lists of `size`; skips are counted (and reported to `progress`) on the way,
+    and the keys of files passed over unchanged go to `seen`, a chunk at a time."""
     documents: list[Document] = []
+    unchanged: list[str] = []
     for item in items:
+        report.bytes += item.consumed
         if isinstance(item, Document):
             documents.append(item)
         else:
             if item.reason == UNCHANGED:
                 report.unchanged += 1
+                unchanged.append(item.source)
             else:
                 report.skipped[item.reason] += 1
             if progress is not None:
                 progress(item.consumed)
+        if len(unchanged) >= _SEEN_CHUNK:
+            seen(unchanged)
+            unchanged = []
         if len(documents) >= size:
             yield documents
             documents = []
+    if unchanged:
+        seen(unchanged)
     if documents:
         yield documents
 
 
 def _sketched(
-    batches: Iterator[list[Document]], index: Index, jobs: int
+    batches: Iterator[list[Document]],
+    index: Index,
+    jobs: int,
+    progress: Callable[[int], object] | None = None,
 ) -> Iterator[tuple[list[Document], list[Sketch | None]]]:
-    """Each batch with its sketches, in input order.
+    """Each batch with its sketches, in input order; `progress` gets each part's bytes as it is
+    sketched, so that a bar moves within a batch of large files.
 
     With jobs > 1, `jobs` threads sketch each batch in parts while this thread reads the next one
     and the caller stores the last: the compiled kernels release the GIL, so threads use every
     core with nothing to start and no text to copy between processes (numba's nogil).
     """
+    done = progress or (lambda consumed: None)
     first = next(batches, None)
     if first is None:
         return
     chained = itertools.chain([first], batches)
     if first[0].sketch is not None:  # computed elsewhere (ingest --fingerprint-field): nothing to do
         for documents in chained:
+            done(sum(document.consumed for document in documents))
             yield documents, [cast(Sketch, document.sketch) for document in documents]
         return
     if jobs == 1:
         for documents in chained:
-            yield documents, index.sketches([document.content for document in documents])
+            values: list[Sketch | None] = []
+            for part in _parts(documents, jobs):
+                values += index.sketches([document.content for document in part])
+                done(sum(document.consumed for document in part))
+            yield documents, values
         return
     with ThreadPoolExecutor(jobs, thread_name_prefix="simdb-sketch") as pool:
-        pending: deque[tuple[list[Document], list[Future[list[Sketch | None]]]]] = deque()
+        pending: deque[tuple[list[Document], list[_Part]]] = deque()
         try:
             for documents in chained:
-                contents = [document.content for document in documents]
-                pending.append(
-                    (documents, [pool.submit(index.sketches, part) for part in _parts(contents, jobs)])
-                )
+                parts = [
+                    (part, pool.submit(index.sketches, [document.content for document in part]))
+                    for part in _parts(documents, jobs)
+                ]
+                pending.append((documents, parts))
                 if len(pending) == 2:  # the batch before this one is stored while this one is sketched
-                    yield _joined(*pending.popleft())
+                    yield _joined(*pending.popleft(), done)
             while pending:
-                yield _joined(*pending.popleft())
+                yield _joined(*pending.popleft(), done)
         except BaseException:  # Ctrl-C, an error, or the consumer stopped: drop the parts queued
             pool.shutdown(cancel_futures=True)
             raise
 
 
-def _parts(contents: list[str | bytes], jobs: int) -> list[list[str | bytes]]:
-    """A batch in 4 parts per thread, so that the threads finish a batch at about the same time."""
-    size = max(1, -(-len(contents) // (4 * jobs)))
-    return [contents[at : at + size] for at in range(0, len(contents), size)]
+_Part = tuple[list[Document], Future[list[Sketch | None]]]
+
+
+def _parts(documents: list[Document], jobs: int) -> list[list[Document]]:
+    """A batch in 4 parts per thread, so that the threads finish a batch at about the same time
+    (and a progress bar moves four times a batch at least)."""
+    size = max(1, -(-len(documents) // (4 * jobs)))
+    return [documents[at : at + size] for at in range(0, len(documents), size)]
 
 
 def _joined(
-    documents: list[Document], parts: list[Future[list[Sketch | None]]]
+    documents: list[Document], parts: list[_Part], done: Callable[[int], object]
 ) -> tuple[list[Document], list[Sketch | None]]:
-    return documents, [sketch for part in parts for sketch in part.result()]
+    """A batch's sketches, waiting for its parts in order and reporting each one's bytes."""
+    values: list[Sketch | None] = []
+    for part, future in parts:
+        values += future.result()
+        done(sum(document.consumed for document in part))
+    return documents, values
 
 
 def count_stored(report: Report, size: int, counts: tuple[int, int]) -> None:
@@ -306,10 +376,12 @@ def store(
     the new values, and a key whose values are all unchanged is left alone. With `new_keys` (the
     keys are most likely not stored yet: a first load) the rows are first copied straight into
     the table, several times faster; if a key is there after all, that is undone and the batch
-    goes the usual way.
+    goes the usual way. Every row of the batch is marked seen (`seen_at`), written or not.
+    A key PostgreSQL cannot store (keys.key_problem) is refused before anything is sent.
     """
     sizes, hashes, extensions, mtimes = sizes or {}, hashes or {}, extensions or {}, mtimes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
+    _check_keys(keys)
     cursor = conn.cursor()
     to_copy = index.copy_sketches(cursor)
     values = [to_copy(batch[key]) for key in keys]
@@ -351,7 +423,7 @@ def store(
                 " ON CONFLICT (key) DO UPDATE"
                 " SET {sketch} = excluded.{sketch}, size = excluded.size,"
                 " content_hash = excluded.content_hash, extension = excluded.extension,"
-                " mtime_ns = excluded.mtime_ns, added_at = excluded.added_at"
+                " mtime_ns = excluded.mtime_ns, added_at = excluded.added_at, seen_at = excluded.seen_at"
                 " WHERE (t.{sketch}, t.size, t.content_hash, t.extension, t.mtime_ns)"
                 " IS DISTINCT FROM (excluded.{sketch}, excluded.size, excluded.content_hash,"
                 " excluded.extension, excluded.mtime_ns)"
@@ -359,7 +431,45 @@ def store(
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
         ).fetchone()
+        conn.execute(  # the rows left as they were: seen now too (those written are already)
+            sql.SQL(
+                "UPDATE {table} AS t SET seen_at = now() FROM {stage} AS s"
+                " WHERE t.key = s.key AND t.seen_at < now()"
+            ).format(table=index.table, stage=stage)
+        )
     return (counts[0], counts[1]) if counts else (0, 0)
+
+
+def _check_keys(keys: Iterable[str]) -> None:
+    """InvalidParameter naming the first key PostgreSQL could not store, before a batch is sent."""
+    for key in keys:
+        problem = key_problem(key)
+        if problem is not None:
+            raise InvalidParameter(f"the key '{shown(key)}' {problem}", "give keys PostgreSQL can store")
+
+
+def touch(conn: Connection, index: Index, keys: list[str]) -> None:
+    """Mark these keys' rows seen now: files an ingest found unchanged, unread."""
+    with conn.transaction():
+        conn.execute(
+            sql.SQL("UPDATE {} SET seen_at = now() WHERE key = ANY(%s) AND seen_at < now()").format(
+                index.table
+            ),
+            (sorted(keys),),
+        )
+
+
+def remove_unseen(conn: Connection, index: Index, scope: Scope, since: datetime) -> int:
+    """Remove the rows of `scope` not seen since `since` (files gone from the folders an ingest
+    read, or no longer ingested: now empty, binary, or another name of a file); returns how many."""
+    with conn.transaction():
+        cursor = conn.execute(
+            sql.SQL("DELETE FROM {} WHERE seen_at < %s AND (key = ANY(%s) OR key LIKE ANY(%s))").format(
+                index.table
+            ),
+            (since, scope.keys, scope.patterns()),
+        )
+    return cursor.rowcount
 
 
 def _copy(
@@ -418,11 +528,12 @@ def prune(
     *,
     agree: Callable[[int, int], bool] = lambda removed, rows: True,
 ) -> int:
-    """Remove the rows last written more than `older_than` ago; returns how many. `agree(removed,
-    rows)` sees what the deletion would do before it commits; if it says no, nothing is removed."""
+    """Remove the rows last seen (written, or found unchanged by an ingest) more than `older_than`
+    ago; returns how many. `agree(removed, rows)` sees what the deletion would do before it
+    commits; if it says no, nothing is removed."""
     with conn.transaction() as transaction:
         cursor = conn.execute(
-            sql.SQL("DELETE FROM {} WHERE added_at < now() - %s").format(index.table), (older_than,)
+            sql.SQL("DELETE FROM {} WHERE seen_at < now() - %s").format(index.table), (older_than,)
         )
         removed = cursor.rowcount
         left = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(index.table)).fetchone()

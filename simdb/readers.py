@@ -8,25 +8,39 @@ from __future__ import annotations
 
 import codecs
 import csv
+import gzip
 import itertools
 import json
 import os
 import stat
 import sys
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from simdb.errors import InputError, InvalidParameter
+from simdb.keys import key_problem, shown
 
 FORMATS = ("auto", "text", "jsonl", "csv")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 STDIN = "-"
 _BINARY_SNIFF = 8192
+_GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_SUFFIX = ".gz"
+# byte-order marks that make a text file UTF-16 or UTF-32 (UTF-32's first: it starts like UTF-16 LE's)
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_DECODE_ERRORS = (OSError, EOFError, zlib.error)  # a file's read, or a gzip stream's decompression
 _SKIP_HINT = "fix it, or pass --skip-errors to skip bad records and go on"
 
 csv.field_size_limit(2**31 - 1)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,7 @@ class Document:
     extension: str | None = None  # a file's extension, lower-case without the dot
     sketch: object | None = None  # a fingerprint or signature computed elsewhere (--fingerprint-field)
     mtime_ns: int | None = None  # a file's modification time when it was read
+    given_size: int | None = None  # a file's size on disk, or the size a record gives with its sketch
 
     @property
     def content(self) -> str | bytes:
@@ -52,9 +67,10 @@ class Document:
 
     @property
     def size(self) -> int | None:
-        """Bytes of the document: the file's raw size, or its text in UTF-8 (None: not given)."""
-        if self.sketch is not None:
-            return None
+        """Bytes of the document: a file's size on disk, a record's text in UTF-8, or the size a
+        record with a sketch gives (None: not given)."""
+        if self.given_size is not None or self.sketch is not None:
+            return self.given_size
         return len(self.data) if self.data is not None else len(self.text.encode("utf-8"))
 
 
@@ -95,12 +111,22 @@ class Options:
             )
 
 
-def decode(data: bytes) -> tuple[str, bool]:
-    """UTF-8 text; invalid bytes become U+FFFD (documented) and the document is counted as repaired."""
+def decode(data: bytes, encoding: str = "utf-8") -> tuple[str, bool]:
+    """Text (UTF-8 unless a byte-order mark said otherwise); invalid bytes become U+FFFD
+    (documented) and the document is counted as repaired."""
     try:
-        return data.decode("utf-8"), False
+        return data.decode(encoding), False
     except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
+        return data.decode(encoding, errors="replace"), True
+
+
+def extension_of(name: str) -> str:
+    """A file's kind for --same-extension: the last dot-part of its name that is not a number,
+    lower-case, so that libz.so, libz.so.1 and libz.so.1.2.13 are all 'so' ('' when none)."""
+    parts = os.path.basename(name).lstrip(".").lower().split(".")
+    while len(parts) > 1 and parts[-1].isdigit():
+        parts.pop()
+    return parts[-1] if len(parts) > 1 else ""
 
 
 def read_document(path: str, raw: bool = False, stdin: BinaryIO | None = None) -> Document:
@@ -149,6 +175,42 @@ def check_record_sources(paths: Iterable[str], format_: str) -> None:
             )
 
 
+@dataclass(frozen=True)
+class Scope:
+    """The keys an ingest of some files and folders covers: those files' keys, and every key
+    under those folders (for `ingest --delete-missing`)."""
+
+    keys: list[str]
+    folders: list[str]  # key prefixes, each ending in a separator ('' for --relative-to's own folder)
+
+    def patterns(self) -> list[str]:
+        """The folders as LIKE patterns (their own %, _ and backslashes escaped)."""
+        escaped = (
+            folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") for folder in self.folders
+        )
+        return [f"{folder}%" for folder in escaped]
+
+
+def scope(paths: Iterable[str], options: Options) -> Scope:
+    """The Scope of an ingest of `paths`; InputError for sources that are not files or folders."""
+    if options.format in ("jsonl", "csv") or any(
+        path == STDIN or _kind(path, options.format) != "text" for path in paths
+    ):
+        raise InputError(
+            "--delete-missing removes the rows of files gone from the folders given; "
+            "it does not apply to stdin or to JSONL/CSV records",
+            "give folders and text files, or remove records with `simdb delete`",
+        )
+    keys, folders = [], []
+    for path in paths:
+        if os.path.isdir(path):
+            key = file_key(path, options.root)
+            folders.append("" if key == os.curdir else key.rstrip(os.sep) + os.sep)
+        else:
+            keys.append(file_key(path, options.root))
+    return Scope(keys, folders)
+
+
 def file_key(path: str, root: str | None = None) -> str:
     """A file's key: its absolute path (normalised: no `.`, `..` or doubled separators), or that
     path relative to `root`. One file has one key however it was named on the command line."""
@@ -156,56 +218,118 @@ def file_key(path: str, root: str | None = None) -> str:
     return absolute if root is None else os.path.relpath(absolute, os.path.abspath(root))
 
 
-def total_size(paths: Iterable[str]) -> int | None:
-    """Bytes to read, for a progress bar; None when stdin is among the sources."""
+def total_size(paths: Iterable[str], raw: bool = False) -> int | None:
+    """Bytes to read, for a progress bar (a gzip file's once decompressed, unless `raw`); None
+    when stdin is among the sources."""
     total = 0
     for path in paths:
         if path == STDIN:
             return None
-        if os.path.isdir(path):
-            total += sum(_size(file) for file in _walk(path))
-        else:
-            total += _size(path)
+        files = _walk(path) if os.path.isdir(path) else [path]
+        total += sum(_size(file, raw) for file in files if isinstance(file, str))
     return total
 
 
 def read(paths: Iterable[str], options: Options = Options(), stdin: BinaryIO | None = None) -> Iterator[Item]:
-    """All documents of all sources, in order."""
+    """All documents of all sources, in order; a file reached under several names is read once."""
+    paths = list(paths)
+    aliases = _Aliases(paths)
     for path in paths:
         kind = _kind(path, options.format)
         if path == STDIN:
             stream = stdin if stdin is not None else sys.stdin.buffer
             yield from _read_stream(stream, STDIN, kind, options)
         elif os.path.isdir(path):
-            yield from _read_files(_walk(path), options)
+            yield from _read_files(_walk(path), options, aliases)
         elif kind == "text":
-            yield from _read_files([path], options)
+            yield from _read_files([path], options, aliases)
         else:
             yield from _read_file(path, kind, options)
 
 
 UNCHANGED = "unchanged"  # a file whose size and modification time are those stored: not read
+ALIAS = "another name of a file read"  # a symbolic or hard link to a file this read reaches too
+BAD_NAME = "name not storable as a key"  # not UTF-8, or too long (keys.key_problem)
 _KNOWN_CHUNK = 500  # files looked up in the index at once
 
 
-def _read_files(paths: Iterable[str], options: Options) -> Iterator[Item]:
-    """Text files, each one document; with `options.known`, a file whose size and modification
-    time equal the stored ones is passed over unread (looked up in chunks: one query per chunk)."""
-    if options.known is None:
-        for path in paths:
-            yield from _read_file(path, "text", options)
-        return
-    files = iter(paths)
-    while chunk := list(itertools.islice(files, _KNOWN_CHUNK)):
-        keys = [file_key(path, options.root) for path in chunk]
-        known = options.known(keys)
-        for path, key in zip(chunk, keys, strict=True):
+class _Aliases:
+    """Which files one read reaches under more than one name, so that each is read once.
+
+    A symbolic link is passed over when its target is read under its own name too: a regular
+    file named among the sources, or one the walk of a source folder reaches. Otherwise the
+    first name reached stands for a file that several links lead to (by device and inode, kept
+    only for links: a file with one name and no link to it cannot come twice).
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        self.files = {
+            os.path.realpath(path)
+            for path in paths
+            if path != STDIN and not os.path.isdir(path) and not os.path.islink(path)
+        }
+        self.folders = [os.path.realpath(path) for path in paths if os.path.isdir(path)]
+        self.reached: set[tuple[int, int]] = set()
+
+    def read_elsewhere(self, path: str) -> bool:
+        try:
+            link = os.path.islink(path)
+            info = os.stat(path)
+        except OSError:
+            return False  # the read says what is wrong with it
+        if link and stat.S_ISREG(info.st_mode) and self._read_as_itself(os.path.realpath(path)):
+            return True
+        if not (link or info.st_nlink > 1):
+            return False
+        identity = (info.st_dev, info.st_ino)
+        if identity in self.reached:
+            return True
+        self.reached.add(identity)
+        return False
+
+    def _read_as_itself(self, target: str) -> bool:
+        if target in self.files:
+            return True
+        for folder in self.folders:
+            inside = os.path.relpath(target, folder)
+            if not inside.startswith(os.pardir) and not any(
+                part.startswith(".") for part in inside.split(os.sep)
+            ):
+                return True  # _walk reaches it (it leaves hidden names out)
+        return False
+
+
+def _read_files(entries: Iterable[str | OSError], options: Options, aliases: _Aliases) -> Iterator[Item]:
+    """Text files, each one document, and folders that could not be listed (as their error).
+
+    A file whose name cannot be a key is passed over and counted, as is a second name of a file
+    read (_Aliases); with `options.known`, a file whose size and modification time equal the
+    stored ones is passed over unread (looked up in chunks: one query per chunk)."""
+    entries = iter(entries)
+    while chunk := list(itertools.islice(entries, _KNOWN_CHUNK)):
+        files: list[tuple[str, str]] = []
+        for entry in chunk:
+            if isinstance(entry, OSError):
+                folder = str(entry.filename)
+                message = f"cannot read folder {folder}: {entry.strerror or entry}"
+                hint = "check the folder's permissions, or pass --skip-errors to count it and go on"
+                yield from _fail(options, folder, message, "unreadable", hint)
+                continue
+            key = file_key(entry, options.root)
+            if key_problem(key) is not None:
+                yield Skip(shown(key), BAD_NAME, _size(entry, True))
+            elif aliases.read_elsewhere(entry):
+                yield Skip(key, ALIAS, _size(entry, options.raw))
+            else:
+                files.append((entry, key))
+        known = options.known([key for _, key in files]) if options.known and files else {}
+        for path, key in files:
             try:
                 info = os.stat(path)
             except OSError:
                 info = None
             if info is not None and known.get(key) == (info.st_size, info.st_mtime_ns):
-                yield Skip(key, UNCHANGED, info.st_size)
+                yield Skip(key, UNCHANGED, _size(path, options.raw))
             else:
                 yield from _read_file(path, "text", options)
 
@@ -215,7 +339,7 @@ def _kind(path: str, chosen: str) -> str:
         return chosen
     if path == STDIN:
         return "jsonl"
-    lowered = path.lower()
+    lowered = path.lower().removesuffix(_GZIP_SUFFIX)
     if lowered.endswith(JSONL_SUFFIXES):
         return "jsonl"
     if lowered.endswith(CSV_SUFFIXES):
@@ -223,18 +347,32 @@ def _kind(path: str, chosen: str) -> str:
     return "text"
 
 
-def _walk(folder: str) -> Iterator[str]:
-    """Files below a folder, sorted, hidden entries (dot names) left out; symlinked folders not followed."""
-    for root, dirs, files in os.walk(folder):
+def _walk(folder: str) -> Iterator[str | OSError]:
+    """Files below a folder, sorted, hidden entries (dot names) left out; symlinked folders not
+    followed. A folder that cannot be listed comes as its OSError, in its place."""
+    unlisted: list[OSError] = []
+    for root, dirs, files in os.walk(folder, onerror=unlisted.append):
+        yield from unlisted
+        unlisted.clear()
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if not name.startswith("."):
                 yield os.path.join(root, name)
+    yield from unlisted
 
 
-def _size(path: str) -> int:
+def _size(path: str, raw: bool) -> int:
+    """A file's bytes as read: its size on disk, or a .gz file's once decompressed (the size its
+    trailer records, modulo 4 GiB), unless `raw`. Only a regular .gz file is opened."""
     try:
-        return os.stat(path).st_size
+        info = os.stat(path)
+        if raw or not path.lower().endswith(_GZIP_SUFFIX) or not stat.S_ISREG(info.st_mode):
+            return info.st_size
+        with open(path, "rb") as handle:
+            if handle.read(2) != _GZIP_MAGIC:
+                return info.st_size
+            handle.seek(-4, os.SEEK_END)
+            return int.from_bytes(handle.read(4), "little")
     except OSError:
         return 0
 
@@ -259,11 +397,26 @@ def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
         )
         return
     with handle:
-        if kind == "text":
-            key = file_key(path, options.root)
-            yield from _read_text(handle, key, options, info.st_mtime_ns, info.st_size)
-        else:
-            yield from _read_stream(handle, path, kind, options)
+        stream: BinaryIO = handle
+        name = path
+        gzipped = not options.raw and handle.read(2) == _GZIP_MAGIC
+        handle.seek(0)
+        if gzipped:  # read as what it holds: its content's kind, and extension, by the inner name
+            stream = gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[assignment]
+            name = path.removesuffix(_GZIP_SUFFIX)
+        try:
+            if kind == "text":
+                key = file_key(path, options.root)
+                yield from _read_text(
+                    stream, key, options, info.st_mtime_ns, info.st_size, extension_of(name)
+                )
+            else:
+                yield from _read_stream(stream, path, kind, options)
+        except _DECODE_ERRORS as error:
+            reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            message = f"cannot read {path}: {reason}"
+            hint = "check that it is a whole gzip file" if gzipped else "check the file"
+            yield from _fail(options, path, message, "unreadable", hint)
 
 
 def _read_stream(stream: BinaryIO, name: str, kind: str, options: Options) -> Iterator[Item]:
@@ -276,26 +429,34 @@ def _read_stream(stream: BinaryIO, name: str, kind: str, options: Options) -> It
 
 
 def _read_text(
-    stream: BinaryIO, key: str, options: Options, mtime_ns: int | None = None, size: int | None = None
+    stream: BinaryIO,
+    key: str,
+    options: Options,
+    mtime_ns: int | None = None,
+    size: int | None = None,
+    extension: str | None = None,
 ) -> Iterator[Item]:
-    """One document of all the stream's bytes. A text read that finds a NUL byte in the first
-    _BINARY_SNIFF bytes skips the file as binary without reading the rest (`size`: the file's)."""
-    try:
-        data = stream.read() if options.raw else stream.read(_BINARY_SNIFF)
-        if not options.raw and b"\0" in data:
-            yield Skip(key, "binary", len(data) if size is None else size)
-            return
-        if not options.raw:
-            data += stream.read()
-    except OSError as error:
-        yield from _fail(options, key, f"cannot read {key}: {error.strerror}", "unreadable", "check the file")
-        return
-    extension = os.path.splitext(key)[1].lstrip(".").lower() if key != STDIN else None
+    """One document of all the stream's bytes (`size`: the file's on disk, `extension`: its kind).
+
+    A text read decodes UTF-8, or UTF-16 or UTF-32 when a byte-order mark says so; one that finds
+    a NUL byte in the first _BINARY_SNIFF bytes otherwise skips the file as binary, unread."""
     if options.raw:
-        yield Document(key, "", len(data), data=data, extension=extension, mtime_ns=mtime_ns)
+        data = stream.read()
+        yield Document(key, "", len(data), data=data, extension=extension, mtime_ns=mtime_ns, given_size=size)
         return
-    text, repaired = decode(data)
-    yield Document(key, text, len(data), repaired, extension=extension, mtime_ns=mtime_ns)
+    data = stream.read(_BINARY_SNIFF)
+    encoding = _encoding(data)
+    if encoding == "utf-8" and b"\0" in data:
+        yield Skip(key, "binary", len(data) if size is None else size)
+        return
+    data += stream.read()
+    text, repaired = decode(data, encoding)
+    yield Document(key, text, len(data), repaired, extension=extension, mtime_ns=mtime_ns, given_size=size)
+
+
+def _encoding(start: bytes) -> str:
+    """utf-16 or utf-32 when a text starts with that byte-order mark, else utf-8."""
+    return next((name for bom, name in _BOMS if start.startswith(bom)), "utf-8")
 
 
 def _without_bom(lines: Iterable[bytes]) -> Iterator[bytes]:
@@ -383,13 +544,19 @@ def _record(record: dict[str, object], where: str, options: Options, consumed: i
     if not isinstance(key, (str, int)) or isinstance(key, bool) or key == "":
         message = f"{where}: the key {options.key_field!r} must be a non-empty string or integer"
         return _refuse(options, where, message, "fix the record or pick another --key-field", consumed)
+    problem = key_problem(str(key))
+    if problem is not None:
+        message = f"{where}: the key '{shown(str(key))}' {problem}"
+        return _refuse(options, where, message, "fix the record or pick another --key-field", consumed)
     if options.fingerprint_field is not None and options.parse_sketch is not None:
         try:
-            sketch = options.parse_sketch(record[options.fingerprint_field])
+            sketch = _field(record, options.fingerprint_field, options.parse_sketch)
+            size = _field(record, "size", _given_size)  # as `simdb export` writes them
+            extension = _field(record, "extension", _given_extension)
         except InvalidParameter as error:
-            message = f"{where}: field {options.fingerprint_field!r}: {error.message}"
+            message = f"{where}: {error.message}"
             return _refuse(options, where, message, error.hint or _SKIP_HINT, consumed)
-        return Document(str(key), "", consumed, repaired, sketch=sketch)
+        return Document(str(key), "", consumed, repaired, extension=extension, sketch=sketch, given_size=size)
     text = record[options.text_field]
     if not isinstance(text, str):
         return _refuse(
@@ -400,6 +567,32 @@ def _record(record: dict[str, object], where: str, options: Options, consumed: i
             consumed,
         )
     return Document(str(key), text, consumed, repaired)
+
+
+def _field(record: dict[str, object], name: str, parse: Callable[[object], T]) -> T:
+    """A record's field (None when missing) as `parse` reads it; InvalidParameter names the field."""
+    try:
+        return parse(record.get(name))
+    except InvalidParameter as error:
+        raise InvalidParameter(f"field {name!r}: {error.message}", error.hint) from error
+
+
+def _given_size(value: object) -> int | None:
+    """A record's size beside its sketch: bytes, or none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise InvalidParameter(f"{value!r} is not a number of bytes", "give a whole number, or leave it empty")
+
+
+def _given_extension(value: object) -> str | None:
+    """A record's extension beside its sketch, or none."""
+    if value is None or isinstance(value, str):
+        return value or None  # (CSV cannot tell none from empty)
+    raise InvalidParameter(f"{value!r} is not text", "give text, or leave it empty")
 
 
 def _refuse(options: Options, where: str, message: str, hint: str, consumed: int) -> Skip:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import random
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +33,17 @@ def simdb(capsys: pytest.CaptureFixture[str], *args: str, stdin: bytes | None = 
         sys.stdin = sys.__stdin__
     out, err = capsys.readouterr()
     return code, out, err
+
+
+_RATE = re.compile(r"; [0-9.]+ MB in [0-9.]+ s, [0-9.]+ MB/s$", re.MULTILINE)
+
+
+def untimed(out: str) -> str:
+    """An ingest's output without its figures that vary from run to run (read MB, time, rate),
+    which it must have."""
+    text, found = _RATE.subn("", out)
+    assert found, f"no '; N MB in T s, R MB/s' in {out!r}"
+    return text
 
 
 def traversable_tempdir(prefix: str) -> Path:

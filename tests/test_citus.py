@@ -242,7 +242,7 @@ def test_delete_prune_and_grant_work_on_a_distributed_index(
     )
     assert _count(citus_conn, "docs") == 19
     citus_conn.execute(
-        "UPDATE simdb.docs SET added_at = now() - interval '2 days' WHERE key LIKE %s", ("%d1_.txt",)
+        "UPDATE simdb.docs SET seen_at = now() - interval '2 days' WHERE key LIKE %s", ("%d1_.txt",)
     )
     code, out, _ = simdb(capsys, "prune", "docs", "--older-than", "1d", "--yes")  # (10 of 19 rows)
     assert code == 0 and out.startswith("pruned 10 rows") and _count(citus_conn, "docs") == 9

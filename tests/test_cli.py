@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support import Conn, simdb
+from support import Conn, simdb, untimed
 
 from simdb.bits import to_hex
 from simdb.simhash import fingerprint
@@ -63,9 +63,15 @@ def test_folder_ingest_and_query(
         "created simhash index docs: 64-bit fingerprints, max distance 3, 4 blocks, 4 tables"
     )
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
-    assert (code, out) == (0, "ingested 3 documents: 3 new, 0 updated, 0 unchanged; skipped 1 (1 empty)\n")
+    assert (code, untimed(out)) == (
+        0,
+        "ingested 3 documents: 3 new, 0 updated, 0 unchanged; skipped 1 (1 empty)\n",
+    )
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
-    assert (code, out) == (0, "ingested 3 documents: 0 new, 0 updated, 3 unchanged; skipped 1 (1 empty)\n")
+    assert (code, untimed(out)) == (
+        0,
+        "ingested 3 documents: 0 new, 0 updated, 3 unchanged; skipped 1 (1 empty)\n",
+    )
 
     code, out, _ = simdb(capsys, "query", "docs", "--file", str(corpus / "a.txt"), "--json")
     result = json.loads(out)
@@ -139,14 +145,14 @@ def test_jsonl_csv_and_stdin(capsys: pytest.CaptureFixture[str], conn: Conn, tmp
         + "\n"
     )
     code, out, _ = simdb(capsys, "ingest", "docs", str(jsonl), "--key-field", "id", "--text-field", "body")
-    assert (code, out) == (0, "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n")
+    assert (code, untimed(out)) == (0, "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n")
     table = tmp_path / "docs.csv"
     table.write_text('key,text\nc1,"a, quoted\nmultiline text"\nc2,plain words here\n')
     code, out, _ = simdb(capsys, "ingest", "docs", str(table))
-    assert (code, out) == (0, "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n")
+    assert (code, untimed(out)) == (0, "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n")
     stdin = (json.dumps({"key": "s1", "text": "from standard input"}) + "\n").encode()
     code, out, _ = simdb(capsys, "ingest", "docs", "-", stdin=stdin)
-    assert (code, out) == (0, "ingested 1 documents: 1 new, 0 updated, 0 unchanged; skipped 0\n")
+    assert (code, untimed(out)) == (0, "ingested 1 documents: 1 new, 0 updated, 0 unchanged; skipped 0\n")
     assert [key for key, _ in rows(conn)] == ["1", "c1", "c2", "s1", "two"]
 
 
@@ -168,7 +174,7 @@ def test_malformed_jsonl_stops_and_stores_nothing(
     )
     assert rows(conn) == before
     code, out, _ = simdb(capsys, "ingest", "docs", str(bad), "--skip-errors")
-    assert (code, out) == (
+    assert (code, untimed(out)) == (
         0,
         "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 1 (1 malformed)\n",
     )
@@ -222,7 +228,7 @@ def test_encoding_binary_and_unreadable_files(
     )
     assert rows(conn) == []
     code, out, _ = simdb(capsys, "ingest", "docs", str(folder), "--skip-errors")
-    assert (code, out) == (
+    assert (code, untimed(out)) == (
         0,
         "ingested 1 documents: 1 new, 0 updated, 0 unchanged; skipped 2 (1 binary, 1 unreadable); "
         "1 had invalid UTF-8 replaced by U+FFFD\n",
@@ -302,7 +308,9 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
         ("jaccard", 2),
     ]
     assert all(run["megabytes_per_s"] > 0 and run["documents_per_s"] > 0 for run in ingested)
-    assert all(set(run["seconds"]) == {"read", "sketch", "store", "btrees", "vacuum"} for run in ingested)
+    assert all(
+        set(run["seconds"]) == {"read", "sketch", "store", "btrees", "vacuum", "total"} for run in ingested
+    )
     assert set(report["fingerprint"]["ratios"]) == {
         "fingerprint v2 / before the kernels",
         "fingerprint v1 / before the kernels",
@@ -340,10 +348,10 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
     simdb(capsys, "ingest", "docs", "-", stdin=stdin.encode())
     assert simdb(capsys, "delete", "docs", "k0", "k1", "missing") == (0, "deleted 2 of 3 keys\n", "")
     assert [key for key, _ in rows(conn)] == ["k2", "k3"]
-    conn.execute("UPDATE simdb.docs SET added_at = now() - interval '3 days' WHERE key = 'k2'")
+    conn.execute("UPDATE simdb.docs SET seen_at = now() - interval '3 days' WHERE key = 'k2'")
     assert simdb(capsys, "prune", "docs", "--older-than", "2d") == (
         0,
-        "pruned 1 rows older than 2 days, 0:00:00\n",
+        "pruned 1 rows not seen for 2 days, 0:00:00\n",
         "",
     )
     assert [key for key, _ in rows(conn)] == ["k3"]
@@ -358,7 +366,7 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
     assert "--yes" in err and [key for key, _ in rows(conn)] == ["k3"]
     assert simdb(capsys, "prune", "docs", "--older-than", "0s", "--yes")[:2] == (
         0,
-        "pruned 1 rows older than 0:00:00\n",
+        "pruned 1 rows not seen for 0:00:00\n",
     )
     assert rows(conn) == []
 
@@ -381,7 +389,9 @@ def test_parallel_ingest_equals_serial(
     serial_report, parallel_report = json.loads(serial[1]), json.loads(parallel[1])
     for report in (serial_report, parallel_report):  # where the time went, in seconds (first loads)
         seconds = report.pop("seconds")
-        assert set(seconds) == {"read", "sketch", "store", "btrees", "vacuum"} and seconds["store"] > 0
+        assert (
+            set(seconds) == {"read", "sketch", "store", "btrees", "vacuum", "total"} and seconds["store"] > 0
+        )
     assert (
         serial_report
         == parallel_report
@@ -391,6 +401,7 @@ def test_parallel_ingest_equals_serial(
             "unchanged": 0,
             "skipped": {"empty": 1},
             "repaired": 0,
+            "bytes": source.stat().st_size,  # every line read (issue 27, item 15)
         }
     )
     assert rows(conn, "serial") == rows(conn, "parallel")

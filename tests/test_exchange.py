@@ -77,6 +77,9 @@ def test_an_export_loads_into_another_index_unchanged(
     capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path, mode: str, format_: str
 ) -> None:
     _ingest(capsys, tmp_path, "docs", "--mode", mode)
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "libz.so.1.2.13").write_text(_texts()["k2"] + " as a file")
+    assert simdb(capsys, "ingest", "docs", str(tmp_path / "files"), "--relative-to", str(tmp_path))[0] == 0
     code, exported, err = simdb(capsys, "export", "docs", "--format", format_)
     assert code == 0, err
     column = "fingerprint" if mode == "simhash" else "signature"
@@ -85,16 +88,16 @@ def test_an_export_loads_into_another_index_unchanged(
         assert list(rows[0]) == ["key", column, "size", "extension"]
     else:
         rows = [json.loads(line) for line in exported.splitlines()]
-    assert [row["key"] for row in rows] == sorted(_texts())
+    assert [row["key"] for row in rows] == sorted([*_texts(), "files/libz.so.1.2.13"])
     (tmp_path / f"export.{format_}").write_text(exported)
     assert simdb(capsys, "create", "copy", "--mode", mode)[0] == 0
     code, out, err = simdb(
         capsys, "ingest", "copy", str(tmp_path / f"export.{format_}"), "--fingerprint-field", column
     )
-    assert code == 0 and out.startswith("ingested 5 documents: 5 new"), err
+    assert code == 0 and out.startswith("ingested 6 documents: 6 new"), err
 
-    def stored(name: str) -> list[tuple[object, ...]]:
-        statement = sql.SQL("SELECT key, {} FROM simdb.{} ORDER BY key")
+    def stored(name: str) -> list[tuple[object, ...]]:  # size and extension carried too (issue 27, item 16)
+        statement = sql.SQL("SELECT key, {}, size, extension FROM simdb.{} ORDER BY key")
         return conn.execute(statement.format(sql.Identifier(column), sql.Identifier(name))).fetchall()
 
     assert stored("copy") == stored("docs")

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 from support import Conn
 
 from simdb import attach, batch, index, ingest, readers
@@ -36,9 +37,13 @@ def _documents(folder: Path, count: int) -> None:
         (folder / f"d{number:03d}.txt").write_text(" ".join(f"w{number}x{i}" for i in range(60 + number)))
 
 
-def test_ingest_reports_bytes_once_they_are_stored(dsn: str, conn: Conn, tmp_path: Path) -> None:
-    """Each report comes after the batch's commit: what was reported never runs ahead of what
-    is stored (it used to count bytes as they were read, batches ahead of the work)."""
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ingest_reports_bytes_part_by_part_as_sketched(
+    dsn: str, conn: Conn, tmp_path: Path, jobs: int
+) -> None:
+    """Progress moves within a batch, as its parts are fingerprinted (issue 27, item 15: a batch of
+    large files used to show 0% until it was stored), and never runs more than the batch being
+    stored ahead of what is committed (issue 14: it used to count bytes as they were read)."""
     _documents(tmp_path / "docs", 50)
     made = index.create(conn, "docs", SimhashSpec(max_distance=3))
     reported: list[tuple[int, int]] = []
@@ -50,10 +55,16 @@ def test_ingest_reports_bytes_once_they_are_stored(dsn: str, conn: Conn, tmp_pat
         reported.append((total, _stored_bytes(dsn)))
 
     items = readers.read([str(tmp_path / "docs")], readers.Options())
-    report = ingest.ingest(conn, made, items, batch_size=7, progress=progress, jobs=2)
-    assert report.inserted == 50 and len(reported) == 8  # 50 documents in batches of 7
-    assert all(done == stored for done, stored in reported), reported
-    assert total == readers.total_size([str(tmp_path / "docs")])
+    report = ingest.ingest(conn, made, items, batch_size=10, progress=progress, jobs=jobs)
+    assert report.inserted == 50
+    assert len(reported) >= 5 * 4  # 5 batches of 10, each reported in 4 parts at least
+    assert reported[0][1] == 0 and reported[3][1] == 0  # the first batch's parts, before its commit
+    largest_batch = max(
+        sum(os.path.getsize(tmp_path / "docs" / f"d{n:03d}.txt") for n in range(at, at + 10))
+        for at in range(0, 50, 10)
+    )
+    assert all(0 <= done - stored <= largest_batch for done, stored in reported), reported
+    assert total == readers.total_size([str(tmp_path / "docs")]) == report.bytes
 
 
 def test_sync_clusters_and_calibrate_report_their_work(conn: Conn, tmp_path: Path) -> None:

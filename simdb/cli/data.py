@@ -1,4 +1,4 @@
-"""Writing an index's rows: ingest documents, delete keys, prune old rows."""
+"""Writing an index's rows: ingest documents, delete keys, prune rows not seen for a while."""
 
 from __future__ import annotations
 
@@ -63,6 +63,13 @@ PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove withou
     "unchanged since they were ingested (which are otherwise counted unchanged, unread).",
 )
 @click.option(
+    "--delete-missing",
+    is_flag=True,
+    help="Then remove the rows of files under the folders given (and of the files given) that this "
+    "run did not find: deleted or renamed files, and those now skipped (empty, binary, another name "
+    "of a file). Not done when a file or folder could not be read.",
+)
+@click.option(
     "--create",
     "create_missing",
     is_flag=True,
@@ -92,6 +99,7 @@ def ingest_(
     root: str | None,
     batch_size: int,
     force: bool,
+    delete_missing: bool,
     create_missing: bool,
     jobs: int,
     as_json: bool,
@@ -101,6 +109,9 @@ def ingest_(
     A file's key is its absolute path (`docs/a.txt`, `./docs/a.txt` and `/home/me/docs/a.txt`
     are one key), or its path relative to --relative-to; JSONL and CSV records give theirs.
     Re-ingesting a key replaces its row, so an interrupted run is completed by running it again.
+    Files ending in .gz are read decompressed (a .jsonl.gz file as JSONL); text files in UTF-16
+    or UTF-32 are read by their byte-order mark. A file reached under several names (links) is
+    read once, and names that cannot be keys (not UTF-8, over 2600 bytes) are skipped and counted.
     """
     delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter)
     checked = readers.Options(  # checked before anything connects
@@ -115,6 +126,7 @@ def ingest_(
     readers.check_sources(paths, root)
     if fingerprint_field is not None:
         readers.check_record_sources(paths, format_)
+    scope = readers.scope(paths, checked) if delete_missing else None
     with database(ctx, create_schema=True) as conn:
         target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
         options = dataclasses.replace(  # what the index decides
@@ -123,9 +135,11 @@ def ingest_(
             parse_sketch=target.parse_given,
             known=None if force else ingest.file_times(conn, target),
         )
-        with counter(f"ingest {name}", "B", readers.total_size(paths)) as done:
+        with counter(f"ingest {name}", "B", readers.total_size(paths, options.raw)) as done:
             documents = readers.read(paths, options)
-            report = ingest.ingest(conn, target, documents, batch_size=batch_size, progress=done, jobs=jobs)
+            report = ingest.ingest(
+                conn, target, documents, batch_size=batch_size, progress=done, jobs=jobs, delete_missing=scope
+            )
     show(report, as_json)
 
 
@@ -148,13 +162,16 @@ def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
     "older_than",
     required=True,
     metavar="DURATION",
-    help="Remove rows last written longer ago than this: 90s, 15m, 12h, 30d, 2w, 1d12h.",
+    help="Remove rows last seen longer ago than this: 90s, 15m, 12h, 30d, 2w, 1d12h.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask, even when most of the rows would go.")
 @dsn_option
 @click.pass_context
 def prune_(ctx: click.Context, name: str, older_than: str, yes: bool) -> None:
-    """Remove the rows of index NAME that were last written more than DURATION ago.
+    """Remove the rows of index NAME that were last seen more than DURATION ago.
+
+    A row is seen when it is written, and when an ingest finds its file or record unchanged, so
+    re-ingesting a folder nightly and pruning after 7 days removes only what left the folder.
 
     A prune that would remove more than half of the rows asks first (or needs --yes when no one
     can answer), as `simdb drop` does; nothing is removed unless it goes ahead.
@@ -173,7 +190,7 @@ def prune_(ctx: click.Context, name: str, older_than: str, yes: bool) -> None:
 
     with database(ctx) as conn:
         removed = ingest.prune(conn, index.get(conn, name), age, agree=agree)
-    click.echo(f"pruned {removed} rows older than {age}")
+    click.echo(f"pruned {removed} rows not seen for {age}")
 
 
 COMMANDS = [ingest_, delete_, prune_]

@@ -24,6 +24,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "simdb ingest docs ./folder notes.jsonl table.csv --create",
         "simdb ingest docs export.csv --key-field id --text-field body --delimiter ';'",
         "cat records.jsonl | simdb ingest docs -",
+        "simdb ingest docs ./folder --delete-missing",
     ),
     "delete": ("simdb delete docs /home/me/folder/old.txt",),
     "prune": ("simdb prune docs --older-than 30d",),

@@ -297,6 +297,7 @@ class Index(ABC):
                 "CREATE TABLE {table} ("
                 " key text NOT NULL, {sketch}, size bigint, content_hash bytea, extension text,"
                 " mtime_ns bigint, added_at timestamptz NOT NULL DEFAULT now(),"
+                " seen_at timestamptz NOT NULL DEFAULT now(),"
                 " CONSTRAINT {pkey} PRIMARY KEY (key))"
             ).format(
                 table=self.table,

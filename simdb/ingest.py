@@ -431,12 +431,7 @@ def store(
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
         ).fetchone()
-        conn.execute(  # the rows left as they were: seen now too (those written are already)
-            sql.SQL(
-                "UPDATE {table} AS t SET seen_at = now() FROM {stage} AS s"
-                " WHERE t.key = s.key AND t.seen_at < now()"
-            ).format(table=index.table, stage=stage)
-        )
+        _mark_seen(conn, index, keys)  # the rows left as they were (those written are seen already)
     return (counts[0], counts[1]) if counts else (0, 0)
 
 
@@ -449,14 +444,17 @@ def _check_keys(keys: Iterable[str]) -> None:
 
 
 def touch(conn: Connection, index: Index, keys: list[str]) -> None:
-    """Mark these keys' rows seen now: files an ingest found unchanged, unread."""
+    """Mark these keys' rows seen now, in a transaction: files an ingest found unchanged, unread."""
     with conn.transaction():
-        conn.execute(
-            sql.SQL("UPDATE {} SET seen_at = now() WHERE key = ANY(%s) AND seen_at < now()").format(
-                index.table
-            ),
-            (sorted(keys),),
-        )
+        _mark_seen(conn, index, sorted(keys))
+
+
+def _mark_seen(conn: Connection, index: Index, keys: list[str]) -> None:
+    """seen_at = now() on these keys' rows (sorted keys: the lock order of every writer)."""
+    conn.execute(
+        sql.SQL("UPDATE {} SET seen_at = now() WHERE key = ANY(%s) AND seen_at < now()").format(index.table),
+        (keys,),
+    )
 
 
 def remove_unseen(conn: Connection, index: Index, scope: Scope, since: datetime) -> int:

@@ -363,6 +363,26 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
     assert rows(conn) == []
 
 
+def test_prune_refuses_a_duration_too_long_in_one_line(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    """Issue 27 item 12: 99999999999d was an OverflowError traceback."""
+    simdb(capsys, "ingest", "docs", "-", "--create", stdin=b'{"key": "k", "text": "some words here"}\n')
+    for duration in ("99999999999d", "1000000d1s", "9" * 5000 + "s"):
+        assert simdb(capsys, "prune", "docs", "--older-than", duration) == (
+            1,
+            "",
+            f"simdb: error: duration {duration!r} is too long (the longest allowed is 1000000d, "
+            "about 2,700 years)\n",
+        )
+    assert simdb(capsys, "prune", "docs", "--older-than", "1000000d") == (
+        0,
+        "pruned 0 rows older than 1000000 days, 0:00:00\n",
+        "",
+    )
+    assert [key for key, _ in rows(conn)] == ["k"]
+
+
 def test_parallel_ingest_equals_serial(
     capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
 ) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb
 
+from simdb import readers
 from simdb.bits import to_hex
+from simdb.errors import InputError
 from simdb.simhash import fingerprint
 
 BASE = " ".join(f"alpha{i % 31} beta{i % 7} gamma{i}" for i in range(300))
@@ -361,6 +363,21 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
         "pruned 1 rows older than 0:00:00\n",
     )
     assert rows(conn) == []
+
+
+def test_jsonl_errors_read_as_one_sentence(tmp_path: Path) -> None:
+    """Issue 27 item 18: json's "Unterminated string starting at" read "starting at at column"."""
+    cases = {
+        '{"key": "a", "text": "no end\n': "Unterminated string starting at column 22",
+        '{"key": "a", "text": "a\tb"}\n': "Invalid control character at column 24",
+        '{"key": "a", "text": }\n': "Expecting value at column 22",
+    }
+    for line, reason in cases.items():
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(line)
+        with pytest.raises(InputError) as raised:
+            list(readers.read([str(bad)], readers.Options("jsonl")))
+        assert raised.value.message == f"{bad}:1: not valid JSON ({reason})"
 
 
 def test_prune_refuses_a_duration_too_long_in_one_line(

@@ -66,6 +66,8 @@ def main(ctx: click.Context, dsn: str | None) -> None:
 for module in (admin, data, search, measure, server):
     for command in module.COMMANDS:
         command.epilog = examples.epilog(str(command.name))
+        for sub in command.commands.values() if isinstance(command, click.Group) else ():
+            sub.epilog = examples.epilog(f"{command.name} {sub.name}")
         main.add_command(command)
 
 

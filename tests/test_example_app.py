@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
+from alembic.script import ScriptDirectory
 from example_app.models import Article
 from sqlalchemy import BigInteger, Text, cast, column, create_engine, literal, select, table
 from sqlalchemy.orm import Session
@@ -126,3 +128,21 @@ def test_drop_schema_refuses_while_indexes_it_did_not_name_exist(
     _in_migration(empty_db, lambda: simdb_ops.drop_schema(force=True), commit=True)
     with psycopg.connect(empty_db) as conn:
         assert conn.execute("SELECT to_regnamespace('simdb')").fetchone() == (None,)
+
+
+def test_simdb_migrations_take_one_line_each_in_the_apps_alembic_output(
+    empty_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 item 21: simdb's revisions described themselves in several lines each."""
+    with caplog.at_level(logging.INFO, logger="alembic.runtime.migration"):
+        _alembic(empty_db, "upgrade", "head")
+        _alembic(empty_db, "downgrade", "base")
+    steps = [
+        record.getMessage()
+        for record in caplog.records
+        if re.match(r"Running (up|down)grade (\d{4}|) -> (\d{4}|),", record.getMessage())
+    ]
+    revisions = len(list(ScriptDirectory.from_config(schema.alembic_config()).walk_revisions()))
+    assert len(steps) == 2 * revisions
+    for step in steps:
+        assert "\n" not in step and len(step.split(", ", 1)[1]) <= 80, step

@@ -8,8 +8,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
+
+from simdb.cli import DISTRIBUTION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +33,7 @@ def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:
         ],
         check=True,
     )
-    (wheel,) = tmp_path.glob("simdb-*.whl")
+    (wheel,) = tmp_path.glob("simdb_pg-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for folder in ("sql", "migrations"):
         shipped = {
@@ -61,6 +64,24 @@ def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:
         str(unpacked / "simdb" / "migrations"),
         "0009",
     ]
+    version = subprocess.run(
+        [sys.executable, "-c", "from simdb.cli import run; run(['--version'])"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(unpacked)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (version.returncode, version.stdout) == (0, "simdb, version 0.1.0\n")
+
+
+def test_the_distribution_is_named_simdb_pg_as_the_readme_installs_it() -> None:
+    """Issue 27 item 23: `pip install simdb` gets an unrelated project of that name (2015)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert (project["name"], project["scripts"]) == ("simdb-pg", {"simdb": "simdb.cli:run"})
+    assert project["name"] == DISTRIBUTION
+    readme = (ROOT / "README.md").read_text()
+    assert "`pip install simdb-pg`" in readme and not re.search(r"pip install simdb(?![-\w])", readme)
 
 
 def _project_files() -> list[Path]:

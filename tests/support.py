@@ -96,9 +96,11 @@ def remove_leftovers(parent: Path | None = None) -> list[Path]:
     removed = []
     for folder in sorted((parent or Path(tempfile.gettempdir())).glob("simdb-*")):
         named = _RUN_FOLDER.fullmatch(folder.name)
-        if named is None or not folder.is_dir() or not _run_is_gone(int(named["pid"]), folder):
+        if named is None or not folder.is_dir():
             continue
         try:
+            if not _run_is_gone(int(named["pid"]), folder):
+                continue
             remove_folder(folder)
         except (OSError, DatabaseUnavailable):  # removed meanwhile by another session, or not removable
             continue

@@ -29,8 +29,9 @@ from alembic.config import Config
 from psycopg import sql
 from sqlalchemy.engine import Connection as SAConnection
 
-from simdb import attach, index, layout, names, schema
+from simdb import attach, catalog, index, layout, names, schema
 from simdb.connection import Connection
+from simdb.errors import SimdbError
 
 
 def _connection() -> SAConnection:
@@ -73,8 +74,21 @@ def ensure_schema() -> None:
         layout.finish_all(_driver())  # in the user's transaction (simdb.layout says why it waits)
 
 
-def drop_schema() -> None:
-    """Remove simdb's schema and every index in it."""
+def drop_schema(*indexes: str, force: bool = False) -> None:
+    """Remove simdb's schema with the indexes named here (already dropped ones need no naming).
+
+    The schema is shared: other applications, or people with the CLI, may keep indexes in it. Any
+    index not named refuses the drop (listing them, nothing dropped) unless `force` is given.
+    """
+    driver = _driver()
+    present = catalog.index_names(driver) if schema.current_revision(driver) is not None else []
+    others = [name for name in present if name not in indexes]
+    if others and not force:
+        raise SimdbError(
+            f"simdb's schema holds indexes this migration did not name: {', '.join(others)}; "
+            "nothing was dropped",
+            "drop them first, name them (drop_schema('a', 'b')), or pass force=True to drop every index",
+        )
     _run_simdb_migrations(lambda config: command.downgrade(config, "base"))
     _driver().execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(names.SCHEMA)))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import itertools
 import os
 import shutil
 import subprocess
@@ -167,18 +168,27 @@ class EmbeddedServer:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _make_home(self) -> None:
-        """Create the home folder (only folders we create get our modes; existing ones are untouched)."""
-        if self.run_as is None:
-            self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
-            return
-        self.home.mkdir(mode=0o755, parents=True, exist_ok=True)
-        if not self._service_user_can("-x", self.home):
+        """Create the home folder and its missing parents, each with our mode (folders that exist
+        are untouched). As root the service user must reach it: that is checked on the nearest
+        existing folder first, so a refused home leaves nothing made behind."""
+        lineage = [self.home, *self.home.parents]
+        missing = list(itertools.takewhile(lambda folder: not folder.exists(), lineage))
+        nearest = lineage[len(missing)]
+        if self.run_as is not None and not self._service_user_can("-x", nearest):
+            blocked = "" if nearest == self.home else f", on the way to {self.home}"
             raise DatabaseUnavailable(
-                f"the embedded server runs as the unprivileged user {SERVICE_USER!r}, "
-                f"which cannot enter {self.home} (simdb never loosens an existing folder's permissions)",
+                f"the embedded server runs as the unprivileged user {SERVICE_USER!r}, which cannot "
+                f"enter {nearest}{blocked} (simdb never loosens an existing folder's permissions)",
                 f"set SIMDB_HOME to a folder it can reach, such as {ROOT_DEFAULT_HOME}, "
                 "or give a server with --dsn",
             )
+        mode = 0o700 if self.run_as is None else 0o755
+        for folder in reversed(missing):
+            try:
+                folder.mkdir(mode=mode)
+            except FileExistsError:  # made by a concurrent simdb process meanwhile
+                continue
+            folder.chmod(mode)  # (mkdir's mode is narrowed by the umask; the server's user needs 0755)
 
     def _initialise(self) -> None:
         """initdb on first use, plus the settings simdb needs (socket only, no TCP)."""

@@ -546,14 +546,24 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 def parse_duration(text: str) -> timedelta:
-    """'90s', '15m', '12h', '30d', '2w' (or several, as in '1d12h') -> timedelta."""
+    """'90s', '15m', '12h', '30d', '2w' (or several, as in '1d12h') -> timedelta, at most 1000000d:
+    now() minus more would leave PostgreSQL's dates (4713 BC) or Python's timedelta."""
+    longest_days = 1_000_000
     compact = text.strip().lower().replace(" ", "")
     parts = _DURATION.findall(compact)
     if not compact or "".join(number + unit for number, unit in parts) != compact:
         raise InvalidParameter(
             f"bad duration {text!r}", "write a number and a unit (s, m, h, d, w), e.g. 30d or 1d12h"
         )
-    return sum((timedelta(**{_UNITS[unit]: int(number)}) for number, unit in parts), timedelta())
+    try:  # (timedelta overflows past 999999999 days, and int() refuses more than 4300 digits)
+        age = sum((timedelta(**{_UNITS[unit]: int(number)}) for number, unit in parts), timedelta())
+    except (OverflowError, ValueError):
+        age = None
+    if age is None or age > timedelta(days=longest_days):
+        raise InvalidParameter(
+            f"duration {text!r} is too long", f"the longest allowed is {longest_days}d, about 2,700 years"
+        )
+    return age
 
 
 @dataclass(frozen=True)

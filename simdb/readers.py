@@ -474,7 +474,8 @@ def _read_jsonl(stream: BinaryIO, name: str, options: Options) -> Iterator[Item]
         try:
             record = json.loads(text.rstrip("\r\n"))
         except json.JSONDecodeError as error:
-            message = f"{where}: not valid JSON ({error.msg} at column {error.colno})"
+            # (some of json's messages end in "at", as in "Unterminated string starting at")
+            message = f"{where}: not valid JSON ({error.msg.removesuffix(' at')} at column {error.colno})"
             yield from _fail(options, where, message, "malformed", _SKIP_HINT, len(line))
             continue
         if not isinstance(record, dict):

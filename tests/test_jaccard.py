@@ -252,9 +252,39 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     )
     code, out, _ = simdb(capsys, *args)
     assert code == 0 and out.splitlines()[2].split()[:3] == ["mode", "precision", "recall"]
+    assert "bulk x" not in out  # no padding rows: the indexes bulk-loaded nothing to compare
     assert "against the hand-written table (round trip p50" in out
     code, _, err = simdb(capsys, *args, "--rows", "1000")  # simhash's size: refused, not ignored
     assert code == 2 and "--padding-rows" in err
+
+
+def test_bench_jaccard_gives_a_bulk_ratio_only_with_padding_rows() -> None:
+    """Issue 27 item 18: without padding rows the indexes bulk-load nothing, and "bulk x0.00" was printed."""
+
+    def figures(mode: str, kind: str, bulk_seconds: float) -> evaluate.ModeFigures:
+        return evaluate.ModeFigures(
+            mode, kind, "", 10, 9, 0.9, 0.9, 200.0, 1.0, bulk_seconds, 0.5, 0.9, 0.2, 1.0, 0
+        )
+
+    for padding_rows, bulk in ((0, 0.0), (1000, 3.0)):
+        result = evaluate.Evaluation(
+            documents=100,
+            copies=10,
+            max_edit=0.1,
+            threshold=0.8,
+            similar_pairs=9,
+            queries=10,
+            padding_rows=padding_rows,
+            server="PostgreSQL",
+            modes=[figures("jaccard v2", "jaccard", bulk), figures(evaluate.HAND_WRITTEN, "jaccard", 2.0)],
+            roundtrip_p50_ms=0.1,
+        )
+        ratios = result.against_hand()["jaccard v2"]
+        (line,) = [line for line in result.lines() if line.startswith("against the hand-written")]
+        if padding_rows:
+            assert ratios["bulk"] == 1.5 and "jaccard v2 bytes/row x1.00, bulk x1.50, p50 above" in line
+        else:
+            assert "bulk" not in ratios and "jaccard v2 bytes/row x1.00, p50 above the round trip" in line
 
 
 def test_sqlalchemy_similar_equals_the_library(

@@ -1,4 +1,6 @@
-"""simdb core: the catalog of indexes and the SQL functions (hamming, permute, near, ...).
+"""simdb core: the catalog of indexes and the SQL functions.
+
+The functions: hamming, to_hex, from_hex, permute, near, near_key, pairs and explain_near.
 
 Revision ID: 0001
 Revises:

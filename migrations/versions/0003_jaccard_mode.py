@@ -1,5 +1,7 @@
-"""Jaccard mode: the catalog's mode and MinHash parameters; simdb.similar, similar_key, similar_pairs,
-explain_similar.
+"""Jaccard mode: MinHash parameters in the catalog; the similar SQL functions.
+
+The catalog gets each index's mode and MinHash parameters; the functions are simdb.similar,
+similar_key, similar_pairs and explain_similar.
 
 Revision ID: 0003
 Revises: 0002

@@ -1,6 +1,7 @@
-"""128-bit fingerprints: the catalog allows bits = 128; simdb.near for bit(128) fingerprints and
-for untyped ones (so that the two typed forms are never ambiguous); simdb.near_key for either
-width.
+"""128-bit fingerprints: the catalog, simdb.near and simdb.near_key for bit(128).
+
+The catalog allows bits = 128; simdb.near for bit(128) fingerprints and for untyped ones (so that
+the two typed forms are never ambiguous); simdb.near_key for either width.
 
 Revision ID: 0004
 Revises: 0003

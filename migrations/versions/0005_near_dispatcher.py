@@ -1,6 +1,8 @@
-"""simdb.near dispatches through generated static branches: the hand-written functions become
-simdb._near_dynamic (the path for errors and anything no branch serves), and simdb.near is made
-by simdb.dispatch from the catalog, here and on every create and drop.
+"""simdb.near dispatches through static branches generated from the catalog.
+
+The hand-written functions become simdb._near_dynamic (the path for errors and anything no branch
+serves), and simdb.near is made by simdb.dispatch from the catalog, here and on every create and
+drop.
 
 Revision ID: 0005
 Revises: 0004

@@ -1,6 +1,8 @@
-"""Index layout v2: each index's table keeps only its rows (the key as primary key, the sketch,
-size, hash, extension, time); its B-trees are on expressions of the sketch, so nothing permuted
-and no band key is stored, and there is no surrogate id (a distributed table can be split on key).
+"""Index layout v2: B-trees on expressions of the sketch, the key as primary key.
+
+Each index's table keeps only its rows (the key as primary key, the sketch, size, hash, extension,
+time); its B-trees are on expressions of the sketch, so nothing permuted and no band key is stored,
+and there is no surrogate id (a distributed table can be split on key).
 
 This revision is step 1 of simdb.layout's move of every index (primary key, B-trees, functions);
 schema.upgrade drops the old columns and rewrites each table once it has committed (step 2).

@@ -1,6 +1,8 @@
-"""Distributed indexes: simdb.near_key reads the row's fingerprint, then probes, in two statements
-(on Citus, one statement would be sent whole to the key's shard, which cannot run the probe).
-simdb.from_hex refuses what is not 1 to 16 hex digits (it shortened 17 or 18 and read '' as 0).
+"""Distributed indexes: near_key in two statements; from_hex refuses bad hex.
+
+simdb.near_key reads the row's fingerprint, then probes, in two statements (on Citus, one statement
+would be sent whole to the key's shard, which cannot run the probe). simdb.from_hex refuses what is
+not 1 to 16 hex digits (it shortened 17 or 18 and read '' as 0).
 
 Revision ID: 0007
 Revises: 0006

@@ -1,6 +1,8 @@
-"""simdb.explain_near and simdb.explain_similar show the plan that runs: the index's statement
-prepared and executed under its function's settings (a generic plan on one server), where they
-planned it with the query's value folded in and could show a plan the function never uses.
+"""explain_near and explain_similar show the plan that runs.
+
+They run the index's statement prepared and executed under its function's settings (a generic plan
+on one server), where they planned it with the query's value folded in and could show a plan the
+function never uses.
 
 Revision ID: 0008
 Revises: 0007

@@ -1,5 +1,7 @@
-"""Each index row keeps its file's modification time (mtime_ns), so that ingest skips files whose
-size and modification time are unchanged without reading them. NULL for rows that are not files.
+"""Index rows keep their file's modification time (mtime_ns).
+
+Ingest then skips the files whose size and modification time are unchanged, without reading them.
+NULL for rows that are not files.
 
 Revision ID: 0009
 Revises: 0008

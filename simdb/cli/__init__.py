@@ -18,6 +18,8 @@ from simdb.cli import admin, data, examples, measure, search, server
 from simdb.cli.common import DSN_HELP, Settings
 from simdb.errors import DatabaseUnavailable, SimdbError, during_interrupt
 
+DISTRIBUTION = "simdb-pg"  # the name on the package index (pip install simdb-pg), as in pyproject.toml
+
 
 class _ReaderGone(Exception):
     """Output went to a pipe whose reader has closed it (click would end such a command with 1)."""
@@ -49,7 +51,7 @@ class _Commands(click.Group):
     metavar="DSN",
     help=DSN_HELP + " Also accepted after the command.",
 )
-@click.version_option(package_name="simdb")
+@click.version_option(package_name=DISTRIBUTION)
 @click.pass_context
 def main(ctx: click.Context, dsn: str | None) -> None:
     """Near-duplicate search that lives in PostgreSQL.
@@ -66,6 +68,8 @@ def main(ctx: click.Context, dsn: str | None) -> None:
 for module in (admin, data, search, measure, server):
     for command in module.COMMANDS:
         command.epilog = examples.epilog(str(command.name))
+        for sub in command.commands.values() if isinstance(command, click.Group) else ():
+            sub.epilog = examples.epilog(f"{command.name} {sub.name}")
         main.add_command(command)
 
 

@@ -1,4 +1,5 @@
-"""One or two worked examples per command, shown at the end of its --help (tests parse each one)."""
+"""One or two worked examples per command (and per subcommand, as "db start"), shown at the end of
+its --help (tests parse each one)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "calibrate": ("simdb calibrate ./folder --sample 5000 --threshold 0.9",),
     "bench": ("simdb bench --rows 1000000", "simdb bench --mode jaccard --padding-rows 1000000 --json"),
     "db": ("simdb db status", "simdb db stop"),
+    "db status": ("simdb db status", "simdb db status --json"),
+    "db start": ("simdb db start", "SIMDB_HOME=/srv/simdb simdb db start"),
+    "db stop": ("simdb db stop",),
+    "db url": ("simdb db url", 'psql "$(simdb db url)"'),
 }
 
 

@@ -148,8 +148,9 @@ def pairs_(
 ) -> None:
     """Every pair of near-duplicate rows of index NAME, each once (key_a < key_b).
 
-    simhash: key_a,key_b,distance, by joining each permuted column with itself on its prefix;
-    jaccard: key_a,key_b,similarity, by joining each band-key column with itself. Streamed.
+    simhash: key_a,key_b,distance, from each permuted table's prefixes sorted in memory and
+    compared run by run (128 bits: a self-join in SQL); jaccard: key_a,key_b,similarity, from
+    each band's keys sorted the same way, the estimate computed in SQL. Streamed.
     """
     with database(ctx) as conn:
         target = index.get(conn, name)

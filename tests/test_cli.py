@@ -402,7 +402,7 @@ def test_prune_refuses_a_duration_too_long_in_one_line(
         )
     assert simdb(capsys, "prune", "docs", "--older-than", "1000000d") == (
         0,
-        "pruned 0 rows older than 1000000 days, 0:00:00\n",
+        "pruned 0 rows not seen for 1000000 days, 0:00:00\n",
         "",
     )
     assert [key for key, _ in rows(conn)] == ["k"]

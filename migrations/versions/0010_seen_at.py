@@ -1,4 +1,4 @@
-"""Index rows record when they were last seen (seen_at), for retention by last seen.
+"""Index rows record when they were last seen (seen_at): retention by last seen.
 
 Revision ID: 0010
 Revises: 0009

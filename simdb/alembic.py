@@ -74,9 +74,10 @@ def ensure_schema() -> None:
 
 
 def drop_schema() -> None:
-    """Remove simdb's schema and every index in it."""
+    """Remove simdb's schemas and every index in them."""
     _run_simdb_migrations(lambda config: command.downgrade(config, "base"))
-    _driver().execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(names.SCHEMA)))
+    for schema_name in (names.SCHEMA, names.INTERNAL_SCHEMA):
+        _driver().execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema_name)))
 
 
 def create_index(name: str, **options: Any) -> None:

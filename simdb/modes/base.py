@@ -360,6 +360,10 @@ class Index(ABC):
     def _refusal(self, wrong: sql.Composable, given: sql.Composable, wanted: str) -> sql.Composed:
         """The sketch_check raising 'simdb: index NAME takes <wanted>; this one is <given>' where
         `wrong` holds; it names only the query's sketch, so PostgreSQL checks it once per query."""
-        return sql.SQL(
-            "CASE WHEN {wrong} THEN simdb._refused_sketch({name}, {wanted}, {given}) ELSE true END"
-        ).format(wrong=wrong, name=sql.Literal(self.name), wanted=sql.Literal(wanted), given=given)
+        return sql.SQL("CASE WHEN {wrong} THEN {refused}({name}, {wanted}, {given}) ELSE true END").format(
+            wrong=wrong,
+            refused=names.internal("_refused_sketch"),
+            name=sql.Literal(self.name),
+            wanted=sql.Literal(wanted),
+            given=given,
+        )

@@ -7,6 +7,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from simdb import schema
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -55,5 +57,5 @@ def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:
     assert result.stdout.split() == [
         str(unpacked / "simdb" / "sql"),
         str(unpacked / "simdb" / "migrations"),
-        "0009",
+        schema.HEAD,
     ]

@@ -421,9 +421,18 @@ PUBLIC_FUNCTIONS = {
 def test_df_lists_the_public_functions_each_with_its_comment(conn: Conn, dsn: str) -> None:
     """Issue 27, item 9: psql's `\\df simdb.*` lists the public functions only (the checks, the
     dispatcher's fallback and each index's own functions are in simdb_internal), and every one
-    has a comment saying what it does, its arguments and an example."""
-    index.create(conn, "docs")
-    index.create(conn, "pages", JaccardSpec())
+    has a comment saying what it does, its arguments and an example (which runs, and gives the
+    answer the comment says where it says one)."""
+    ingest.store(
+        conn,
+        index.create(conn, "docs"),
+        {"notes/a.txt": 0xA70392059DDFCBCE, "notes/b.txt": 0xA70392059DDFCBCF},
+    )
+    pages = index.create(conn, "pages", JaccardSpec())
+    signature = pages.sketch("a few words of text " * 20)
+    ingest.store(conn, pages, {"https://example.com/a": signature, "https://example.com/b": signature})
+    wide = {"w": 0xEFCEB58A6BA35F8AA70392059DDFCBCE}
+    ingest.store(conn, index.create(conn, "wide", SimhashSpec(bits=128)), wide)
     listed = subprocess.run(
         [str(program("psql")), "-X", "-A", "-t", "-F", ",", "-d", dsn, "-c", "\\df simdb.*"],
         capture_output=True,
@@ -440,6 +449,9 @@ def test_df_lists_the_public_functions_each_with_its_comment(conn: Conn, dsn: st
     assert len(comments) == 20
     for function, comment in comments.items():
         assert "Argument" in str(comment) and "Example: SELECT " in str(comment), function
+        example, _, answer = str(comment).split("Example: ")[1].partition("  -- ")
+        first = conn.execute(example).fetchone()
+        assert first is not None and (not answer or str(first[0]) == answer), (function, first)
     internal = {
         str(name)
         for (name,) in conn.execute(

@@ -3,7 +3,7 @@
 COMMENT ON FUNCTION simdb.near(text, bigint, integer) IS
 'Every row of a simhash index within max_distance bits of a 64-bit fingerprint, nearest first: exact, through the B-trees. Arguments: index_name; fingerprint (a bigint, or the hex text simdb fingerprint prints); max_distance (default and largest: the index''s own). Returns (key, distance). Example: SELECT key, distance FROM simdb.near(''docs'', ''a70392059ddfcbce'', 3)';
 COMMENT ON FUNCTION simdb.near(text, bit, integer) IS
-'simdb.near for a 128-bit index: every row within max_distance bits of a bit(128) fingerprint, nearest first. Arguments: index_name; fingerprint (bit(128), or the hex text simdb fingerprint --bits 128 prints); max_distance (default and largest: the index''s own). Example: SELECT * FROM simdb.near(''wide'', X''efceb58a6ba35f8aa70392059ddfcbce'', 10)';
+'simdb.near for a 128-bit index: every row within max_distance bits of a bit(128) fingerprint, nearest first. Arguments: index_name; fingerprint (bit(128), or the hex text simdb fingerprint --bits 128 prints); max_distance (default and largest: the index''s own). Example: SELECT * FROM simdb.near(''wide'', X''efceb58a6ba35f8aa70392059ddfcbce'')';
 COMMENT ON FUNCTION simdb.near(text, text, integer) IS
 'simdb.near for a fingerprint given as text: hex as simdb fingerprint prints it (1 to 16 digits, 17 to 32 for a 128-bit index, optionally after 0x), never a decimal number; a number goes in as a bigint. Arguments: index_name, fingerprint, max_distance (default: the index''s). Example: SELECT * FROM simdb.near(''docs'', ''a70392059ddfcbce'')';
 COMMENT ON FUNCTION simdb.near_key(text, text, integer) IS
@@ -15,7 +15,7 @@ COMMENT ON FUNCTION simdb.explain_near(text, bigint, integer) IS
 COMMENT ON FUNCTION simdb.explain_near(text, text, integer) IS
 'simdb.explain_near for a fingerprint given as hex text (the rule of simdb.from_hex). Arguments: index_name, fingerprint, max_distance (default: the index''s). Example: SELECT simdb.explain_near(''docs'', ''a70392059ddfcbce'')';
 COMMENT ON FUNCTION simdb.similar(text, bigint[], double precision) IS
-'Every row of a jaccard index whose estimated Jaccard similarity with a MinHash signature is at least min_similarity, most similar first. Arguments: index_name; signature (bigint[], as simdb fingerprint --mode jaccard prints it with the index''s options); min_similarity (default and lowest: the index''s threshold). Returns (key, similarity). Example: SELECT * FROM simdb.similar(''pages'', ''{...}'', 0.9)';
+'Every row of a jaccard index whose estimated Jaccard similarity with a MinHash signature is at least min_similarity, most similar first. Arguments: index_name; signature (bigint[], as simdb fingerprint --mode jaccard prints it with the index''s options); min_similarity (default and lowest: the index''s threshold). Returns (key, similarity). Example: SELECT * FROM simdb.similar(''pages'', (SELECT signature FROM simdb.pages LIMIT 1), 0.9)';
 COMMENT ON FUNCTION simdb.similar_key(text, text, double precision) IS
 'The rows of a jaccard index similar to the row stored under a key (itself included, at 1), most similar first. Arguments: index_name, row_key, min_similarity (default: the index''s threshold). Example: SELECT * FROM simdb.similar_key(''pages'', ''https://example.com/a'', 0.9)';
 COMMENT ON FUNCTION simdb.similar_pairs(text, double precision) IS

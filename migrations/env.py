@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import CreateSchema
 
-from simdb.names import SCHEMA, VERSION_TABLE
+from simdb.names import INTERNAL_SCHEMA, SCHEMA, VERSION_TABLE
 
 # One lock id for every simdb process: concurrent first runs migrate once, one after another.
 MIGRATION_LOCK = 0x51D8_0001
@@ -19,7 +19,10 @@ MIGRATION_LOCK = 0x51D8_0001
 
 def run(connection: Connection) -> None:
     connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK})
-    connection.execute(CreateSchema(SCHEMA, if_not_exists=True))
+    # Both schemas before any revision: the index functions that revisions make with today's code
+    # (0006 moves indexes to layout v2) go to simdb_internal even before 0011 moves the rest there.
+    for schema in (SCHEMA, INTERNAL_SCHEMA):
+        connection.execute(CreateSchema(schema, if_not_exists=True))
     context.configure(
         connection=connection,
         target_metadata=None,

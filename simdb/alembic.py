@@ -75,7 +75,7 @@ def ensure_schema() -> None:
 
 
 def drop_schema(*indexes: str, force: bool = False) -> None:
-    """Remove simdb's schema with the indexes named here (already dropped ones need no naming).
+    """Remove simdb's schemas with the indexes named here (already dropped ones need no naming).
 
     The schema is shared: other applications, or people with the CLI, may keep indexes in it. Any
     index not named refuses the drop (listing them, nothing dropped) unless `force` is given.
@@ -90,7 +90,8 @@ def drop_schema(*indexes: str, force: bool = False) -> None:
             "drop them first, name them (drop_schema('a', 'b')), or pass force=True to drop every index",
         )
     _run_simdb_migrations(lambda config: command.downgrade(config, "base"))
-    _driver().execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(names.SCHEMA)))
+    for schema_name in (names.SCHEMA, names.INTERNAL_SCHEMA):
+        _driver().execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema_name)))
 
 
 def create_index(name: str, **options: Any) -> None:

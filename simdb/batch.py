@@ -12,7 +12,7 @@ from psycopg.pq import TransactionStatus
 from simdb import index as indexes
 from simdb import names
 from simdb.connection import Connection
-from simdb.errors import InvalidParameter
+from simdb.errors import InvalidParameter, PermissionDenied
 from simdb.modes import Index
 from simdb.query import check_size_ratio
 
@@ -176,6 +176,7 @@ def clusters(
     told of each pair as it is joined in.
     """
     cutoff = index.cutoff(max_distance, min_similarity)
+    check_clusters_writable(conn, index)
     components = _Components()
     count = 0
     for pair in pairs(conn, index, max_distance, min_similarity=min_similarity):
@@ -211,6 +212,28 @@ def clusters(
     return result
 
 
+def check_clusters_writable(conn: Connection, index: Index) -> None:
+    """Refuse, before any pair is computed, a role that may not store index NAME's clusters (a
+    reader: `simdb grant` lets it query, not create tables), naming the role that may."""
+    table = names.clusters_table_name(index.name)
+    row = conn.execute(
+        "SELECT current_user, pg_get_userbyid(c.relowner), to_regclass(%s) IS NOT NULL,"
+        " CASE WHEN to_regclass(%s) IS NULL THEN has_schema_privilege(%s, 'CREATE')"
+        " ELSE has_table_privilege(%s, 'INSERT') AND has_table_privilege(%s, 'TRUNCATE') END"
+        " FROM pg_class AS c WHERE c.oid = %s::regclass",
+        (table, table, names.SCHEMA, table, table, names.qualified(index.name)),
+    ).fetchone()
+    if row is None or row[3]:
+        return
+    role, owner, exists, _ = row
+    needed = f"INSERT and TRUNCATE on {table}" if exists else f"CREATE on schema {names.SCHEMA}"
+    raise PermissionDenied(
+        f"role {role!r} cannot store the clusters of index {index.name!r}: that needs {needed}",
+        f"run it as role {owner!r}, the index's owner, or a role granted that; "
+        f"`simdb pairs {index.name}` lists the pairs without storing them",
+    )
+
+
 @dataclass(frozen=True)
 class Decision:
     """Keep or drop one key of a cluster."""
@@ -232,10 +255,24 @@ def dedup(
     """One representative per cluster by the rule `keep`; every other member is to be dropped.
 
     first/last: earliest/latest added (then first/last key); shortest/longest: fewest/most
-    bytes (rows without a size come last), then key. `progress`: as for `clusters`.
+    bytes (rows without a size come last), then key. `progress`: as for `clusters`. The rule,
+    the cutoff and the role's rights are checked at once; the decisions come as they are read.
     """
     if keep not in KEEP_RULES:
         raise InvalidParameter(f"unknown keep rule {keep!r}", f"use one of {', '.join(KEEP_RULES)}")
+    index.cutoff(max_distance, min_similarity)
+    check_clusters_writable(conn, index)
+    return _decisions(conn, index, keep, max_distance, min_similarity, progress)
+
+
+def _decisions(
+    conn: Connection,
+    index: Index,
+    keep: str,
+    max_distance: int | None,
+    min_similarity: float | None,
+    progress: Callable[[int], object] | None,
+) -> Generator[Decision, None, None]:
     found = clusters(conn, index, max_distance, min_similarity=min_similarity, progress=progress)
     order = {
         "first": sql.SQL("r.added_at, r.key"),

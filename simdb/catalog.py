@@ -67,13 +67,13 @@ def remove_index(conn: Connection, name: str) -> None:
 
 
 def near_sql(conn: Connection, name: str) -> str:
-    """The static statement behind simdb."NAME__near", as the index stored it."""
+    """The static statement behind simdb_internal."NAME__near", as the index stored it."""
     row = conn.execute(sql.SQL("SELECT near_sql FROM {} WHERE name = %s").format(INDEXES), (name,)).fetchone()
     return str(row[0]) if row else ""
 
 
 def set_near_sql(conn: Connection, name: str, statement: str) -> None:
-    """Record the statement behind simdb."NAME__near" after it changed (a layout migration)."""
+    """Record the statement behind simdb_internal."NAME__near" after it changed (a layout migration)."""
     conn.execute(sql.SQL("UPDATE {} SET near_sql = %s WHERE name = %s").format(INDEXES), (statement, name))
 
 

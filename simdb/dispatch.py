@@ -1,13 +1,13 @@
 """simdb.near as generated code: one static branch per simhash index, made again whenever an
 index is created or dropped.
 
-The hand-written simdb.near (now simdb._near_dynamic) looks the index up in the catalog and runs
-its statement through a dynamic EXECUTE, which PostgreSQL parses and plans on every call. Each
-branch here holds the index's own near statement over simdb.near's parameters, planned once
+The hand-written simdb.near (now simdb_internal._near_dynamic) looks the index up in the catalog
+and runs its statement through a dynamic EXECUTE, which PostgreSQL parses and plans on every call.
+Each branch here holds the index's own near statement over simdb.near's parameters, planned once
 per session (generically, as NAME__near's is), so that simdb.near costs no more than calling
 the index's function. Anything a branch does not serve (an unknown index, a jaccard one, a
-distance out of range, a fingerprint of the other width) goes to simdb._near_dynamic, which
-raises the usual errors. A distributed index's branch calls its near function instead, which
+distance out of range, a fingerprint of the other width) goes to simdb_internal._near_dynamic,
+which raises the usual errors. A distributed index's branch calls its near function instead, which
 Citus plans on each call.
 """
 
@@ -21,7 +21,7 @@ from simdb.modes.simhash import SimhashIndex
 from simdb.modes.widths import WIDTHS
 
 LOCK = "simdb.near dispatcher"  # concurrent creates and drops regenerate it one after the other
-FALLBACK = names.in_schema("_near_dynamic")
+FALLBACK = names.internal("_near_dynamic")
 FINGERPRINT, MAX_DISTANCE = sql.SQL("$2"), sql.SQL("$3")  # simdb.near's parameters after index_name
 
 

@@ -39,6 +39,10 @@ class SchemaMissing(SimdbError):
     """The database has no simdb schema, and the command only reads (it does not create one)."""
 
 
+class PermissionDenied(SimdbError):
+    """The connected role lacks a right the request needs; the message says which role has it."""
+
+
 class DatabaseUnavailable(SimdbError):
     """No PostgreSQL could be reached, or the embedded one could not start."""
 

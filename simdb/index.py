@@ -194,6 +194,16 @@ def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
     return dataclasses.replace(moved, placement=placement.of(conn, name))
 
 
+def remake_functions(conn: Connection, made: Index) -> None:
+    """Index NAME's near and pairs functions made again from this simdb's statements, wherever an
+    earlier revision had them, and its near statement recorded (migrations that change them)."""
+    for function in names.functions(made.name):
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function))
+    near_sql = made.near_statement().as_string(conn)
+    made.create_functions(conn, near_sql)
+    catalog.set_near_sql(conn, made.name, near_sql)
+
+
 def drop(conn: Connection, name: str) -> None:
     """Remove an index: its table, functions, clusters and catalog rows, in one transaction."""
     get(conn, name)
@@ -213,8 +223,9 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     """Let `role` query index NAME (reader), or also write its rows (writer); nothing more.
 
     A reader gets USAGE on the schema and SELECT on the index, its clusters and the catalog;
-    simdb's functions are executable by everyone, as PostgreSQL grants by default. A writer
-    also gets INSERT, UPDATE and DELETE on the index's rows.
+    simdb's functions are executable by everyone, as PostgreSQL grants by default (and everyone
+    may use simdb_internal, where the ones they call are: migration 0011). A writer also gets
+    INSERT, UPDATE and DELETE on the index's rows.
     """
     index = get(conn, name)
     exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()

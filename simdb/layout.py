@@ -42,11 +42,7 @@ def prepare(conn: Connection, made: Index) -> None:
     conn.execute(sql.SQL("ALTER TABLE {} {}").format(made.table, sql.SQL(", ").join(changes)))
     for statement in made.btrees():
         conn.execute(statement)
-    conn.execute(sql.SQL("DROP FUNCTION {}").format(made.near_function))
-    conn.execute(sql.SQL("DROP FUNCTION {}").format(made.pairs_function))
-    near_sql = made.near_statement().as_string(conn)
-    made.create_functions(conn, near_sql)
-    catalog.set_near_sql(conn, made.name, near_sql)
+    index.remake_functions(conn, made)
 
 
 def unfinished(conn: Connection) -> list[str]:

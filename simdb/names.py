@@ -1,8 +1,11 @@
 """The one place that names simdb's schema and every object an index owns in it.
 
-Index NAME owns the table simdb."NAME", its functions simdb."NAME__near" and "NAME__pairs", its
-clusters table simdb."NAME__clusters" and one B-tree per derived column, "NAME_<column>".
-Names never contain "__", so no two indexes can claim the same object.
+Index NAME owns the table simdb."NAME", its clusters table simdb."NAME__clusters", one B-tree per
+derived column, "NAME_<column>", and its functions simdb_internal."NAME__near" and "NAME__pairs".
+Names never contain "__", so no two indexes can claim the same object. The schema simdb holds what
+users query (tables, the catalog, the public functions); simdb_internal holds the functions those
+call, so that psql's `\\df simdb.*` lists only the public ones (as TimescaleDB keeps its own in
+_timescaledb_functions).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from psycopg import sql
 from simdb.errors import InvalidParameter
 
 SCHEMA = "simdb"
+INTERNAL_SCHEMA = "simdb_internal"  # the functions behind the public ones (since revision 0011)
 VERSION_TABLE = "_alembic_version"  # Alembic's record of the schema revision, in SCHEMA
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 RESERVED_SEPARATOR = "__"
@@ -34,19 +38,35 @@ def in_schema(name: str) -> sql.Identifier:
     return sql.Identifier(SCHEMA, name)
 
 
+def internal(name: str) -> sql.Identifier:
+    """simdb_internal."<name>": a function the public ones call, not for users."""
+    return sql.Identifier(INTERNAL_SCHEMA, name)
+
+
 def table(index: str) -> sql.Identifier:
     """simdb."NAME": the index's rows."""
     return in_schema(index)
 
 
 def near_function(index: str) -> sql.Identifier:
-    """simdb."NAME__near"(sketch, cutoff): the index's near query."""
-    return in_schema(f"{index}__near")
+    """simdb_internal."NAME__near"(sketch, cutoff): the index's near query."""
+    return internal(f"{index}__near")
 
 
 def pairs_function(index: str) -> sql.Identifier:
-    """simdb."NAME__pairs"(cutoff): every pair within the cutoff."""
-    return in_schema(f"{index}__pairs")
+    """simdb_internal."NAME__pairs"(cutoff): every pair within the cutoff."""
+    return internal(f"{index}__pairs")
+
+
+def functions(index: str) -> list[sql.Identifier]:
+    """The index's near and pairs functions, where this simdb makes them and where revisions
+    before 0011 made them (in simdb), so that both can be dropped or replaced."""
+    return [
+        near_function(index),
+        pairs_function(index),
+        in_schema(f"{index}__near"),
+        in_schema(f"{index}__pairs"),
+    ]
 
 
 def clusters_table(index: str) -> sql.Identifier:
@@ -91,6 +111,5 @@ def owned_objects(index: str) -> list[sql.Composed]:
     return [
         sql.SQL("DROP TABLE IF EXISTS {}").format(table(index)),
         sql.SQL("DROP TABLE IF EXISTS {}").format(clusters_table(index)),
-        sql.SQL("DROP FUNCTION IF EXISTS {}").format(near_function(index)),
-        sql.SQL("DROP FUNCTION IF EXISTS {}").format(pairs_function(index)),
+        *(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function) for function in functions(index)),
     ]

@@ -1,5 +1,5 @@
 """simdb.near, generated on every create and drop: the same answers and errors as the index's own
-function and as the hand-written dispatcher (simdb._near_dynamic) it falls back to."""
+function and as the hand-written dispatcher (simdb_internal._near_dynamic) it falls back to."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def _loaded(conn: Conn, name: str, spec: SimhashSpec) -> list[object]:
 
 
 def _near(conn: Conn, function: str, name: str, value: object, k: int | None) -> list[tuple[object, ...]]:
-    return conn.execute(f"SELECT * FROM simdb.{function}(%s, %s, %s)", (name, value, k)).fetchall()
+    """simdb.near, or simdb_internal._near_dynamic, called as `function`."""
+    return conn.execute(f"SELECT * FROM {function}(%s, %s, %s)", (name, value, k)).fetchall()
 
 
 def test_every_index_is_dispatched_to_its_own_function(conn: Conn) -> None:
@@ -33,35 +34,35 @@ def test_every_index_is_dispatched_to_its_own_function(conn: Conn) -> None:
         for value in values[:10]:
             for k in (None, 0, limit):
                 expected = conn.execute(
-                    f'SELECT * FROM simdb."{name}__near"(%s, %s)', (value, limit if k is None else k)
+                    f'SELECT * FROM simdb_internal."{name}__near"(%s, %s)', (value, limit if k is None else k)
                 ).fetchall()
-                assert _near(conn, "near", name, value, k) == expected
-                assert _near(conn, "_near_dynamic", name, value, k) == expected
+                assert _near(conn, "simdb.near", name, value, k) == expected
+                assert _near(conn, "simdb_internal._near_dynamic", name, value, k) == expected
                 assert expected  # at least the row itself
     index.drop(conn, "other")
     with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'other'"):
-        _near(conn, "near", "other", narrow[0], None)
+        _near(conn, "simdb.near", "other", narrow[0], None)
 
 
 def test_what_no_branch_serves_gets_the_usual_errors(conn: Conn) -> None:
     narrow = _loaded(conn, "narrow", SimhashSpec(max_distance=3))
     index.create(conn, "pages", JaccardSpec())
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"max distance 4 is outside 0\.\.3"):
-        _near(conn, "near", "narrow", narrow[0], 4)
+        _near(conn, "simdb.near", "narrow", narrow[0], 4)
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"max distance -1 is outside 0\.\.3"):
-        _near(conn, "near", "narrow", narrow[0], -1)
+        _near(conn, "simdb.near", "narrow", narrow[0], -1)
     with pytest.raises(psycopg.errors.WrongObjectType, match="'pages' is a jaccard index"):
-        _near(conn, "near", "pages", narrow[0], None)
+        _near(conn, "simdb.near", "pages", narrow[0], None)
     with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'nothing'"):
-        _near(conn, "near", "nothing", narrow[0], None)
+        _near(conn, "simdb.near", "nothing", narrow[0], None)
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="'narrow' takes bigint fingerprints"):
-        _near(conn, "near", "narrow", BitString(1, 128), None)
+        _near(conn, "simdb.near", "narrow", BitString(1, 128), None)
 
 
 def test_an_index_made_in_a_rolled_back_transaction_leaves_no_branch(conn: Conn) -> None:
     with pytest.raises(RuntimeError), conn.transaction():
         index.create(conn, "gone", SimhashSpec())
-        assert _near(conn, "near", "gone", 1, None) == []  # served inside the transaction
+        assert _near(conn, "simdb.near", "gone", 1, None) == []  # served inside the transaction
         raise RuntimeError("roll back")
     with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'gone'"):
-        _near(conn, "near", "gone", 1, None)
+        _near(conn, "simdb.near", "gone", 1, None)

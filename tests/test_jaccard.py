@@ -348,3 +348,20 @@ def test_a_signature_of_the_wrong_length_is_refused_not_answered_empty(conn: Con
     assert conn.execute(
         "SELECT key FROM simdb.similar('pages', %s)", (made.to_sql(made.sketch(text)),)
     ).fetchall() == [("d0",)]
+
+
+def test_a_signature_of_the_wrong_size_is_refused_with_a_short_context(conn: Conn) -> None:
+    """Issue 27, item 10: the refusal's CONTEXT names the functions it passed through, not the
+    index's whole statement (about 15 KB of generated SQL for a default jaccard index)."""
+    index.create(conn, "pyjac", JaccardSpec())
+    for statement in (
+        "SELECT * FROM simdb.similar('pyjac', '{1,2,3}')",
+        "SELECT * FROM simdb_internal.pyjac__near('{1,2,3}', 0.9)",
+    ):
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as refused:
+            conn.execute(statement)
+        assert str(refused.value).startswith(
+            "simdb: index 'pyjac' takes signatures of 192 values (spec v2); this one is 3 values"
+        )
+        context = refused.value.diag.context or ""
+        assert "pyjac__near" in context and len(context) < 600, context

@@ -94,3 +94,40 @@ def test_a_reader_lists_the_indexes_it_was_granted(
     assert code == 0, err
     listed = json.loads(out)
     assert [entry["name"] for entry in listed] == ["mine"] and listed[0]["rows"] == 2
+
+
+def test_a_reader_running_clusters_is_told_which_role_may(
+    capsys: pytest.CaptureFixture[str],
+    dsn: str,
+    conn: Conn,
+    roles: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 27, item 11: `simdb clusters` (and dedup, which stores clusters too) as a reader says
+    what it lacks and which role has it, before computing anything; not a raw permission error."""
+    reader, _ = roles
+    conn.execute(sql.SQL("ALTER ROLE {} LOGIN").format(sql.Identifier(reader)))
+    ingest.store(conn, index.create(conn, "docs"), {"a": 1, "b": 3})
+    owner = conn.execute("SELECT current_user").fetchone()
+    assert owner is not None and simdb(capsys, "grant", "docs", "--reader", reader)[0] == 0
+    monkeypatch.setenv("SIMDB_DSN", psycopg.conninfo.make_conninfo(dsn, user=reader))
+    hint = f"(run it as role '{owner[0]}', the index's owner, or a role granted that; `simdb pairs docs` lists the pairs without storing them)\n"
+    refused = f"simdb: error: role '{reader}' cannot store the clusters of index 'docs': that needs"
+    for command in (("clusters", "docs"), ("dedup", "docs", "--keep", "first")):
+        assert simdb(capsys, *command) == (1, "", f"{refused} CREATE on schema simdb {hint}")
+    monkeypatch.delenv("SIMDB_DSN")
+    assert simdb(capsys, "--dsn", dsn, "clusters", "docs")[0] == 0  # the owner may
+    assert simdb(capsys, "--dsn", dsn, "grant", "docs", "--reader", reader)[0] == 0  # and it may read them
+    monkeypatch.setenv("SIMDB_DSN", psycopg.conninfo.make_conninfo(dsn, user=reader))
+    assert simdb(capsys, "clusters", "docs") == (
+        1,
+        "",
+        f"{refused} INSERT and TRUNCATE on simdb.docs__clusters {hint}",
+    )
+    code, out, err = simdb(capsys, "pairs", "docs")
+    assert (code, err) == (0, "") and out.splitlines()[1:] == ["a,b,1"]
+    with _as_role(dsn, reader) as session:
+        assert session.execute("SELECT key, cluster FROM simdb.docs__clusters ORDER BY key").fetchall() == [
+            ("a", 1),
+            ("b", 1),
+        ]

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 
 import psycopg
 import pytest
 from psycopg import sql
-from support import Conn, btree_values
+from support import Conn, btree_values, simdb
 
 from simdb import index, ingest, query, schema
-from simdb.bits import MASK64, hamming, to_hex, to_signed, to_unsigned
+from simdb.bits import MASK64, hamming, parse_hex, to_hex, to_signed, to_unsigned
 from simdb.embedded import program
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
-from simdb.modes import SimhashIndex, SimhashSpec
+from simdb.modes import JaccardSpec, SimhashIndex, SimhashSpec
 
 
 def test_head_constant_matches_the_migrations() -> None:
@@ -97,7 +98,15 @@ def test_hex_functions(conn: Conn) -> None:
         255,
         255,
     )
-    for wrong in ("", "1" * 17, "1" * 18, "0x12", "12 ", "xyz"):  # issue 14, item 6: no silent shortening
+    for wrong in (
+        "",
+        "1" * 17,
+        "1" * 18,
+        "0x",
+        "x12",
+        "1 2",
+        "xyz",
+    ):  # issue 14, item 6: no silent shortening
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="not a 64-bit fingerprint in hex"):
             conn.execute("SELECT simdb.from_hex(%s)", (wrong,))
 
@@ -253,7 +262,7 @@ def _plan_shape(lines: list[str]) -> list[str]:
 
 def test_explain_near_shows_the_plan_the_function_runs(conn: Conn) -> None:
     """Issue 14, item 23: on a table filled by plain INSERT and not yet vacuumed, explain_near
-    shows the generic plan simdb."NAME__near" runs (seen by auto_explain), not a plan made for
+    shows the generic plan simdb_internal."NAME__near" runs (seen by auto_explain), not a plan made for
     the one value."""
     rng = random.Random(5)
     made = index.create(conn, "docs", SimhashSpec(max_distance=3))
@@ -282,3 +291,235 @@ def test_explain_near_shows_the_plan_the_function_runs(conn: Conn) -> None:
     ran = inner[0].splitlines()
     assert _plan_shape(shown) == _plan_shape(ran), (shown, ran)
     assert any("$1" in line for line in shown), shown  # a generic plan: the value is a parameter
+
+
+def test_the_printed_hex_is_a_fingerprint_wherever_sql_takes_one(conn: Conn) -> None:
+    """Issue 27, item 8: the hex every command prints goes into SQL as it is (a literal, or a
+    parameter sent untyped), read as hex even when it has only digits; a bigint stays a number."""
+    digits, letters = 0x1234567812345678, 0xA126D80B0BAEA59F
+    _load(conn, "docs", {"digits": digits, "letters": letters})
+    assert (to_hex(digits), to_hex(letters)) == ("1234567812345678", "a126d80b0baea59f")
+    for given, key in (
+        ("a126d80b0baea59f", "letters"),
+        ("1234567812345678", "digits"),
+        ("0XA126D80B0BAEA59F", "letters"),
+        (" 0x1234567812345678\n", "digits"),
+    ):
+        literal = conn.execute(f"SELECT key, distance FROM simdb.near('docs', '{given}', 0)").fetchall()
+        untyped = conn.execute("SELECT key, distance FROM simdb.near('docs', %s, 0)", (given,)).fetchall()
+        assert literal == untyped == [(key, 0)]
+    assert conn.execute("SELECT key FROM simdb.near('docs', 1311768465173141112, 0)").fetchall() == [
+        ("digits",)
+    ]  # the same fingerprint as a number
+    assert conn.execute("SELECT key FROM simdb.near('docs', %s, 0)", (to_signed(letters),)).fetchall() == [
+        ("letters",)
+    ]
+    same = conn.execute(
+        "SELECT simdb.hamming(fingerprint, '1234567812345678'), simdb.hamming('a126d80b0baea59f', fingerprint),"
+        " simdb.hamming(%s, fingerprint) FROM simdb.docs ORDER BY key",
+        ("0x1234567812345678",),
+    ).fetchall()
+    assert same == [(0, hamming(digits, letters), 0), (hamming(digits, letters), 0, hamming(digits, letters))]
+    assert conn.execute(
+        "SELECT simdb.hamming('ff', '0x0'), simdb.hamming(0, 'ff'), simdb.hamming('10', 0)"
+    ).fetchone() == (
+        8,
+        8,
+        1,
+    )
+    assert conn.execute(
+        "SELECT simdb.permute('ff', '{16,16,16,16}', '{3,2,1,0}') = simdb.permute(255, '{16,16,16,16}', '{3,2,1,0}')"
+    ).fetchone() == (True,)
+    plan = conn.execute("SELECT simdb.explain_near('docs', '1234567812345678', 0)").fetchall()
+    assert plan == conn.execute("SELECT simdb.explain_near('docs', 1311768465173141112, 0)").fetchall()
+    assert any("Rows Removed by Filter: 1" in str(line) for (line,) in plan), plan  # one row found
+    with pytest.raises(
+        psycopg.errors.InvalidParameterValue,
+        match="'-6412120891624272946' is not a 64-bit fingerprint in hex",
+    ) as refused:
+        conn.execute("SELECT * FROM simdb.near('docs', '-6412120891624272946')")
+    assert refused.value.diag.message_hint == (
+        "give 1 to 16 hex digits, optionally after 0x, as simdb fingerprint and simdb.to_hex print them"
+        " (a fingerprint as a number is a bigint: unquoted, or ::bigint)"
+    )
+    index.create(conn, "wide", SimhashSpec(bits=128))
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="'a126d80b0baea59f' is not a 128-bit"):
+        conn.execute("SELECT * FROM simdb.near('wide', 'a126d80b0baea59f')")
+    with pytest.raises(psycopg.errors.UndefinedObject, match="no index named 'nothing'"):
+        conn.execute("SELECT * FROM simdb.near('nothing', 'not hex at all')")
+
+
+def _python_hex(text: str, bits: int) -> int | None:
+    try:
+        return parse_hex(text, bits)
+    except InvalidParameter:
+        return None
+
+
+def _sql_hex(conn: Conn, text: str, bits: int) -> int | None:
+    """The value SQL reads from hex text: simdb.from_hex for 64 bits, simdb.near's rule for 128."""
+    try:
+        if bits == 64:
+            row = conn.execute("SELECT simdb.from_hex(%s)", (text,)).fetchone()
+            return None if row is None else to_unsigned(int(str(row[0])))
+        row = conn.execute("SELECT simdb_internal._parsed_fingerprint(%s, 128)", (text,)).fetchone()
+        return None if row is None else int(str(row[0]), 2)
+    except psycopg.errors.InvalidParameterValue as error:
+        assert f"is not a {bits}-bit fingerprint in hex" in str(error)
+        return None
+
+
+HEX_CASES = [
+    "0x1f", "0X1F", "1f", " 1f\n", "\t0xff \r", "\x0b1f\x0c", "0", "0x0", "f" * 16, "0x" + "F" * 16, "0" * 16,
+    "", "0x", "x1f", "0x0x1f", "1 f", "-1f", "+1f", "1_f", "\uff11f", "\u00a01f", "1f\u2003", "f" * 17,
+    "0x" + "0" * 17, "0x " + "1f", "1" * 32, "0x" + "a" * 32, "1" * 33,
+    "01" * 64, " " + "10" * 64 + "\n", "1" * 127, "1" * 129, "0x" + "1" * 128, "01" * 32, "0" * 128,
+]  # fmt: skip
+
+
+def test_one_hex_rule_for_the_cli_and_sql(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
+    """Issue 27, item 17: simdb.from_hex reads exactly what --fingerprint reads (1 to 16 hex
+    digits, optionally after 0x, optionally between ASCII blanks), as the same value; the
+    128-bit rule of simdb.near's text form likewise (which also takes all 128 binary digits).
+    Tested on chosen cases and random ones."""
+    rng = random.Random(17)
+    pieces = ["", " ", "\t", "\n", "0x", "0X", "x", "-", "_", "g", "\u00a0"]
+    randomized = [
+        rng.choice(pieces)
+        + rng.choice(["", "0x", "0X", "00x"])
+        + "".join(rng.choice("0123456789abcdefABCDEF") for _ in range(rng.randrange(0, 35)))
+        + rng.choice(pieces)
+        for _ in range(600)
+    ]
+    binary = ["".join(rng.choice("01") for _ in range(rng.choice([64, 127, 128, 129]))) for _ in range(100)]
+    for text in HEX_CASES + randomized + binary:
+        for bits in (64, 128):
+            assert _sql_hex(conn, text, bits) == _python_hex(text, bits), (text, bits)
+    assert _sql_hex(conn, "0x1f", 64) == 31
+    _load(conn, "docs", {"a": 0x1F, "b": 0x1E})
+    code, out, err = simdb(capsys, "query", "docs", "--fingerprint", "0x1f", "-k", "0", "--json")
+    assert (code, err) == (0, "") and '"key": "a"' in out and '"key": "b"' not in out
+
+
+PUBLIC_FUNCTIONS = {
+    "explain_near",
+    "explain_similar",
+    "from_hex",
+    "hamming",
+    "jaccard_estimate",
+    "near",
+    "near_key",
+    "pairs",
+    "permute",
+    "similar",
+    "similar_key",
+    "similar_pairs",
+    "to_hex",
+}
+
+
+def test_df_lists_the_public_functions_each_with_its_comment(conn: Conn, dsn: str) -> None:
+    """Issue 27, item 9: psql's `\\df simdb.*` lists the public functions only (the checks, the
+    dispatcher's fallback and each index's own functions are in simdb_internal), and every one
+    has a comment saying what it does, its arguments and an example (which runs, and gives the
+    answer the comment says where it says one)."""
+    ingest.store(
+        conn,
+        index.create(conn, "docs"),
+        {"notes/a.txt": 0xA70392059DDFCBCE, "notes/b.txt": 0xA70392059DDFCBCF},
+    )
+    pages = index.create(conn, "pages", JaccardSpec())
+    signature = pages.sketch("a few words of text " * 20)
+    ingest.store(conn, pages, {"https://example.com/a": signature, "https://example.com/b": signature})
+    wide = {"w": 0xEFCEB58A6BA35F8AA70392059DDFCBCE}
+    ingest.store(conn, index.create(conn, "wide", SimhashSpec(bits=128)), wide)
+    listed = subprocess.run(
+        [str(program("psql")), "-X", "-A", "-t", "-F", ",", "-d", dsn, "-c", "\\df simdb.*"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert {line.split(",")[1] for line in listed.stdout.splitlines()} == PUBLIC_FUNCTIONS
+    comments = dict(
+        conn.execute(
+            "SELECT p.oid::regprocedure::text, coalesce(obj_description(p.oid, 'pg_proc'), '')"
+            " FROM pg_proc AS p WHERE p.pronamespace = 'simdb'::regnamespace"
+        ).fetchall()
+    )
+    assert len(comments) == 20
+    for function, comment in comments.items():
+        assert "Argument" in str(comment) and "Example: SELECT " in str(comment), function
+        example, _, answer = str(comment).split("Example: ")[1].partition("  -- ")
+        first = conn.execute(example).fetchone()
+        assert first is not None and (not answer or str(first[0]) == answer), (function, first)
+    internal = {
+        str(name)
+        for (name,) in conn.execute(
+            "SELECT proname FROM pg_proc WHERE pronamespace = 'simdb_internal'::regnamespace"
+        )
+    }
+    assert {
+        "docs__near",
+        "docs__pairs",
+        "pages__near",
+        "pages__pairs",
+        "_near_dynamic",
+        "_checked_distance",
+    } <= internal
+
+
+def _answers(conn: Conn, docs: int) -> list[object]:
+    """What the SQL functions answer for the indexes of the upgrade test."""
+    return [
+        conn.execute("SELECT * FROM simdb.near('docs', %s)", (to_signed(docs),)).fetchall(),
+        conn.execute("SELECT * FROM simdb.near_key('docs', 'a')").fetchall(),
+        conn.execute("SELECT * FROM simdb.pairs('docs')").fetchall(),
+        conn.execute("SELECT * FROM simdb.similar_key('pages', 'p')").fetchall(),
+        conn.execute("SELECT * FROM simdb.similar_pairs('pages')").fetchall(),
+        conn.execute("SELECT * FROM simdb.near_key('wide', 'w')").fetchall(),
+        len(conn.execute("SELECT simdb.explain_near('docs', %s)", (to_signed(docs),)).fetchall()) > 3,
+    ]
+
+
+def test_upgrade_to_0011_moves_existing_index_functions_and_keeps_readers(empty_db: str) -> None:
+    """Issue 27, item 9: indexes made before revision 0011 (functions in schema simdb), and the
+    roles granted them, keep working when the internals move to simdb_internal."""
+    reader = f"simdb_upgrade_reader_{os.getpid()}"
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(reader)))
+        conn.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(reader)))
+        ingest.store(conn, index.create(conn, "docs"), {"a": 0b1111, "b": 0b0111, "c": 2**64 - 1})
+        pages = index.create(conn, "pages", JaccardSpec())
+        ingest.store(conn, pages, {"p": pages.sketch("a few words of text " * 20)})
+        wide = index.create(conn, "wide", SimhashSpec(bits=128))
+        ingest.store(conn, wide, {"w": wide.sketch("other words " * 30)})
+        index.grant(conn, "docs", reader)
+        expected = _answers(conn, 0b1111)
+    try:
+        schema.downgrade(empty_db, "0010")
+        with psycopg.connect(empty_db, autocommit=True) as conn:
+            assert conn.execute(
+                "SELECT count(*) FROM pg_proc WHERE pronamespace = 'simdb_internal'::regnamespace"
+            ).fetchone() == (0,)
+            assert conn.execute(
+                "SELECT to_regprocedure('simdb.docs__near(bigint, integer)') IS NOT NULL,"
+                " to_regprocedure('simdb._checked_distance(text, integer)') IS NOT NULL,"
+                " bool_or(near_sql LIKE '%%simdb_internal%%') FROM simdb._indexes"
+            ).fetchone() == (True, True, False)
+            assert _answers(conn, 0b1111) == expected  # revision 0010's functions, as they were
+        schema.upgrade(empty_db)
+        with psycopg.connect(empty_db, autocommit=True) as conn:
+            assert conn.execute(
+                "SELECT to_regprocedure('simdb.docs__near(bigint, integer)'),"
+                " to_regprocedure('simdb_internal.docs__near(bigint, integer)') IS NOT NULL"
+            ).fetchone() == (None, True)
+            assert _answers(conn, 0b1111) == expected
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(reader)))
+            assert conn.execute("SELECT key FROM simdb.near('docs', 'f', 1)").fetchall() == [("a",), ("b",)]
+            assert conn.execute("SELECT count(*) FROM simdb.pairs('docs')").fetchone() == (1,)
+            conn.execute("RESET ROLE")
+    finally:
+        with psycopg.connect(empty_db, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(reader)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(reader)))

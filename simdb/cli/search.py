@@ -64,8 +64,8 @@ def _query_document(
     "--fingerprint",
     "hex_value",
     metavar="HEX",
-    help="Query with a fingerprint (simhash: up to 16 hex digits, 32 for a 128-bit index; fewer are "
-    "zero-padded on the left).",
+    help="Query with a fingerprint (simhash: up to 16 hex digits, 32 for a 128-bit index, optionally "
+    "after 0x; fewer are zero-padded on the left). simdb.from_hex reads the same in SQL.",
 )
 @click.option("--key", help="Query with the fingerprint or signature stored under this key.")
 @cutoff_options

@@ -30,6 +30,7 @@ SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
 MISMATCH_HINT = "use the simdb version that built it, or create a new index and re-ingest"
 
 SKETCH, CUTOFF = sql.SQL("$1"), sql.SQL("$2")  # the parameters of NAME__near's statement
+NO_CHECK = sql.SQL("true")  # the sketch check where a sketch's type admits only the right shape
 
 
 def _comma(text: str) -> str:
@@ -320,6 +321,7 @@ class Index(ABC):
                 f"key text, {score} {self.score_type}",
                 self.placement.near_settings,
                 near_sql,
+                self._sketch_guard().as_string(conn),
             )
         )
         conn.execute(
@@ -334,13 +336,14 @@ class Index(ABC):
 
     @staticmethod
     def _function(
-        name: sql.Identifier, arguments: str, returns: str, settings: str, body: str
+        name: sql.Identifier, arguments: str, returns: str, settings: str, body: str, guard: str = ""
     ) -> sql.Composed:
-        """CREATE FUNCTION name(arguments) RETURNS TABLE (returns) running the statement `body`.
+        """CREATE FUNCTION name(arguments) RETURNS TABLE (returns) running the statement `body`,
+        after the PL/pgSQL statement `guard` if any.
 
         PL/pgSQL, so that the statement is planned once per session (an SQL function that is not
-        inlined is planned again on every call before PostgreSQL 18). `arguments`, `returns` and
-        `settings` are simdb's own fixed SQL text, never user input.
+        inlined is planned again on every call before PostgreSQL 18). `arguments`, `returns`,
+        `settings` and `guard` are simdb's own fixed SQL text, never user input.
         """
         return sql.SQL(
             "CREATE FUNCTION {function}({arguments}) RETURNS TABLE ({returns}) LANGUAGE plpgsql STABLE"
@@ -350,17 +353,29 @@ class Index(ABC):
             arguments=sql.SQL(arguments),
             returns=sql.SQL(returns),
             settings=sql.SQL(settings),
-            body=sql.Literal(f"BEGIN RETURN QUERY {body}; END"),
+            body=sql.Literal(f"BEGIN {guard}RETURN QUERY {body}; END"),
         )
+
+    def _sketch_guard(self) -> sql.Composable:
+        """NAME__near's first statement: the sketch check on its own, so that a sketch of the wrong
+        shape is refused before the statement runs, with a short CONTEXT (raised inside the
+        statement, the error's CONTEXT would quote the whole statement, kilobytes of it for a
+        jaccard index). Nothing where the sketch's type admits only the right shape."""
+        check = self.sketch_check(SKETCH)
+        return sql.SQL("") if check == NO_CHECK else sql.SQL("PERFORM {}; ").format(check)
 
     def sketch_check(self, sketch: sql.Composable) -> sql.Composable:
         """An SQL condition for the near statement: true for a query sketch of the index's shape,
         an error for any other (which would otherwise find nothing, or fail obscurely)."""
-        return sql.SQL("true")
+        return NO_CHECK
 
     def _refusal(self, wrong: sql.Composable, given: sql.Composable, wanted: str) -> sql.Composed:
         """The sketch_check raising 'simdb: index NAME takes <wanted>; this one is <given>' where
         `wrong` holds; it names only the query's sketch, so PostgreSQL checks it once per query."""
-        return sql.SQL(
-            "CASE WHEN {wrong} THEN simdb._refused_sketch({name}, {wanted}, {given}) ELSE true END"
-        ).format(wrong=wrong, name=sql.Literal(self.name), wanted=sql.Literal(wanted), given=given)
+        return sql.SQL("CASE WHEN {wrong} THEN {refused}({name}, {wanted}, {given}) ELSE true END").format(
+            wrong=wrong,
+            refused=names.internal("_refused_sketch"),
+            name=sql.Literal(self.name),
+            wanted=sql.Literal(wanted),
+            given=given,
+        )

@@ -1,4 +1,4 @@
-"""The SQL face: internals move to schema simdb_internal, public functions get comments, text is hex.
+"""The SQL face: internals in simdb_internal, public functions commented, hex text.
 
 Revision ID: 0011
 Revises: 0010

@@ -8,6 +8,7 @@ by it, so a file re-ingested unchanged every night is never taken for an old one
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import re
 import time
@@ -155,10 +156,7 @@ def _ingest(
 ) -> None:
     """ingest's loop: read, sketch and store the batches, counting into `report`."""
     clock = report.seconds
-
-    def seen(keys: list[str]) -> None:
-        touch(conn, index, keys)
-
+    seen = functools.partial(touch, conn, index)
     batches = _batches(_timed(items, clock, "read"), batch_size, report, progress, seen)
     for documents, values in _timed(_sketched(batches, index, jobs, progress), clock, "sketch"):
         batch: dict[str, Sketch] = {}

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb, untimed
 
+from simdb import index, ingest
 from simdb.bits import to_signed
+from simdb.errors import InvalidParameter
+from simdb.modes.simhash import SimhashSpec
 from simdb.simhash import fingerprint
 
 TEXT = " ".join(f"word{number}" for number in range(200))
@@ -170,3 +173,15 @@ def test_a_file_reached_under_several_names_is_ingested_once(
     code, out, _ = simdb(capsys, "ingest", "named", str(folder / "libz.so"), str(folder / "libz.so.1.2.13"))
     assert untimed(out).endswith("skipped 1 (1 another name of a file read)\n")
     assert list(_rows(conn, "named")) == [str(folder / "libz.so.1.2.13")]
+
+
+def test_store_refuses_a_key_postgresql_cannot_store_before_sending_the_batch(conn: Conn) -> None:
+    """Item 4, for library callers: store() names the key instead of failing inside the server."""
+    made = index.create(conn, "docs", SimhashSpec(max_distance=3))
+    with pytest.raises(InvalidParameter, match=r"the key 'bad\\x00key' has a NUL character"):
+        ingest.store(conn, made, {"good": fingerprint(TEXT), "bad\0key": fingerprint(TEXT)})
+    with pytest.raises(InvalidParameter, match="is 2601 bytes in UTF-8, more than the 2600 a key may have"):
+        ingest.store(conn, made, {"é" + "k" * 2599: fingerprint(TEXT)})
+    assert _rows(conn) == {}
+    ingest.store(conn, made, {"k" * 2600: fingerprint(TEXT)})  # the longest key a row may have
+    assert list(_rows(conn)) == ["k" * 2600]

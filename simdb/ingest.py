@@ -22,8 +22,10 @@ from simdb.connection import Connection
 from simdb.errors import InvalidParameter, during_interrupt
 from simdb.modes import Index, Sketch
 from simdb.readers import UNCHANGED, Document, Item
+from simdb.simhash import Content
 
 DEFAULT_BATCH = 2000
+DEFAULT_BATCH_BYTES = 64 << 20  # a batch's documents hold at most this many bytes (one larger: alone)
 T = TypeVar("T")
 
 
@@ -80,14 +82,17 @@ def ingest(
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int], object] | None = None,
     jobs: int = 1,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> Report:
     """Store every document of `items` in `index`; a re-run with the same input changes nothing.
 
     Batches are sketched (by `jobs` threads when more than one), then copied and upserted in
     order, each in its own transaction, so an error or a kill loses at most the batches in
-    flight, and running the same command again completes the work. Memory stays bounded: at
-    most two batches are read ahead. `progress` gets the bytes of input
-    done: a skipped item's when it is passed over, a batch's once it is stored (not when read).
+    flight, and running the same command again completes the work. Memory stays bounded: a
+    batch holds at most `batch_size` documents and `batch_bytes` bytes of them (a larger
+    document is a batch by itself), and at most two batches are read ahead. `progress` gets the
+    bytes of input done: a skipped item's when it is passed over, a batch's once it is stored
+    (not when read).
 
     A first load (the index is empty) copies its batches straight into the table and builds the
     B-trees once at the end (see _first_load); an interrupted one leaves that to the next run.
@@ -96,7 +101,7 @@ def ingest(
     clock = report.seconds
     empty, deferred = _first_load(conn, index)
     try:
-        _ingest(conn, index, items, report, batch_size, progress, jobs, empty)
+        _ingest(conn, index, items, report, batch_size, batch_bytes, progress, jobs, empty)
     except Exception as error:
         if deferred and not during_interrupt(error):  # a rerun builds them if this fails too
             with contextlib.suppress(psycopg.Error):
@@ -117,13 +122,14 @@ def _ingest(
     items: Iterable[Item],
     report: Report,
     batch_size: int,
+    batch_bytes: int,
     progress: Callable[[int], object] | None,
     jobs: int,
     new_keys: bool,
 ) -> None:
     """ingest's loop: read, sketch and store the batches, counting into `report`."""
     clock = report.seconds
-    batches = _batches(_timed(items, clock, "read"), batch_size, report, progress)
+    batches = _batches(_timed(items, clock, "read"), batch_size, batch_bytes, report, progress)
     for documents, values in _timed(_sketched(batches, index, jobs), clock, "sketch"):
         batch: dict[str, Sketch] = {}
         sizes: dict[str, int | None] = {}
@@ -133,7 +139,8 @@ def _ingest(
             if value is None:
                 report.skipped["empty"] += 1
                 continue
-            report.repaired += document.repaired
+            stream = document.stream
+            report.repaired += document.repaired or (stream is not None and stream.repaired)
             if document.key in batch:
                 report.updated += 1  # a later record with the same key replaces the earlier one
             batch[document.key] = value
@@ -206,13 +213,24 @@ def _timed(items: Iterable[T], clock: dict[str, float], step: str) -> Iterator[T
 
 
 def _batches(
-    items: Iterable[Item], size: int, report: Report, progress: Callable[[int], object] | None
+    items: Iterable[Item],
+    size: int,
+    max_bytes: int,
+    report: Report,
+    progress: Callable[[int], object] | None,
 ) -> Iterator[list[Document]]:
-    """Documents in lists of `size`; skips are counted (and reported to `progress`) on the way."""
+    """Documents in lists of at most `size` documents and `max_bytes` bytes (held_bytes; a larger
+    document is a list by itself); skips are counted (and reported to `progress`) on the way."""
     documents: list[Document] = []
+    held = 0
     for item in items:
         if isinstance(item, Document):
+            weight = held_bytes(item)
+            if documents and held + weight > max_bytes:
+                yield documents
+                documents, held = [], 0
             documents.append(item)
+            held += weight
         else:
             if item.reason == UNCHANGED:
                 report.unchanged += 1
@@ -222,9 +240,17 @@ def _batches(
                 progress(item.consumed)
         if len(documents) >= size:
             yield documents
-            documents = []
+            documents, held = [], 0
     if documents:
         yield documents
+
+
+def held_bytes(document: Document) -> int:
+    """What a document counts against a batch's bytes: the length of its content (characters
+    of a text), or the size of a file it reads when it is sketched."""
+    if document.stream is not None:
+        return document.stream.size
+    return len(document.data) if document.data is not None else len(document.text)
 
 
 def _sketched(
@@ -252,7 +278,7 @@ def _sketched(
         pending: deque[tuple[list[Document], list[Future[list[Sketch | None]]]]] = deque()
         try:
             for documents in chained:
-                contents = [document.content for document in documents]
+                contents: list[Content] = [document.content for document in documents]
                 pending.append(
                     (documents, [pool.submit(index.sketches, part) for part in _parts(contents, jobs)])
                 )
@@ -265,7 +291,7 @@ def _sketched(
             raise
 
 
-def _parts(contents: list[str | bytes], jobs: int) -> list[list[str | bytes]]:
+def _parts(contents: list[Content], jobs: int) -> list[list[Content]]:
     """A batch in 4 parts per thread, so that the threads finish a batch at about the same time."""
     size = max(1, -(-len(contents) // (4 * jobs)))
     return [contents[at : at + size] for at in range(0, len(contents), size)]

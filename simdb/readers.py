@@ -15,15 +15,19 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from simdb.errors import InputError, InvalidParameter
+
+if TYPE_CHECKING:
+    from simdb.simhash import Content
 
 FORMATS = ("auto", "text", "jsonl", "csv")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 STDIN = "-"
 _BINARY_SNIFF = 8192
+_STREAM_PIECE = 1 << 20  # a FileStream's pieces
 _SKIP_HINT = "fix it, or pass --skip-errors to skip bad records and go on"
 
 csv.field_size_limit(2**31 - 1)
@@ -45,9 +49,12 @@ class Document:
     extension: str | None = None  # a file's extension, lower-case without the dot
     sketch: object | None = None  # a fingerprint or signature computed elsewhere (--fingerprint-field)
     mtime_ns: int | None = None  # a file's modification time when it was read
+    stream: FileStream | None = None  # a file too large to read whole (Options.stream_over)
 
     @property
-    def content(self) -> str | bytes:
+    def content(self) -> Content:
+        if self.stream is not None:
+            return self.stream
         return self.data if self.data is not None else self.text
 
     @property
@@ -55,7 +62,49 @@ class Document:
         """Bytes of the document: the file's raw size, or its text in UTF-8 (None: not given)."""
         if self.sketch is not None:
             return None
+        if self.stream is not None:
+            return self.stream.size
         return len(self.data) if self.data is not None else len(self.text.encode("utf-8"))
+
+
+@dataclass
+class FileStream:
+    """A file too large to hold whole, read from its start, piece by piece, each time it is
+    sketched: its raw bytes, or its text decoded as `decode` decodes a whole file (`repaired`
+    is set once invalid UTF-8 has been replaced). The file is read after its size and mtime
+    were taken, so a file that changes meanwhile is read again by the next ingest."""
+
+    path: str
+    size: int
+    raw: bool
+    repaired: bool = False
+
+    def pieces(self) -> Iterator[str | bytes]:
+        try:
+            with open(self.path, "rb") as handle:
+                blocks = iter(lambda: handle.read(_STREAM_PIECE), b"")
+                yield from blocks if self.raw else self._decoded(blocks)
+        except OSError as error:
+            raise InputError(
+                f"cannot read {self.path}: {_why_unreadable(self.path, error)}",
+                "check the file, then run the same ingest again to store the rest",
+            ) from error
+
+    def _decoded(self, blocks: Iterable[bytes]) -> Iterator[str]:
+        """The blocks decoded as UTF-8 one by one (a character may span two), strictly until
+        invalid UTF-8 turns up, then replacing it as `decode` does."""
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        for block in itertools.chain(blocks, [b""]):  # b"": the end, where a cut-off character is invalid
+            state = decoder.getstate()
+            try:
+                text = decoder.decode(block, final=not block)
+            except UnicodeDecodeError:
+                self.repaired = True
+                decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                decoder.setstate(state)
+                text = decoder.decode(block, final=not block)
+            if text:
+                yield text
 
 
 @dataclass(frozen=True)
@@ -85,6 +134,8 @@ class Options:
     parse_sketch: Callable[[object], object] | None = None  # the index's check of such a field
     # (size, mtime_ns) stored for these file keys: files where both are unchanged are not read
     known: Callable[[list[str]], Mapping[str, tuple[int | None, int | None]]] | None = None
+    # files larger than this many bytes are not read whole: their Document has a FileStream
+    stream_over: int | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -259,7 +310,9 @@ def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
         )
         return
     with handle:
-        if kind == "text":
+        if kind == "text" and options.stream_over is not None and info.st_size > options.stream_over:
+            yield from _streamed(handle, path, options, info)
+        elif kind == "text":
             key = file_key(path, options.root)
             yield from _read_text(handle, key, options, info.st_mtime_ns, info.st_size)
         else:
@@ -290,12 +343,33 @@ def _read_text(
     except OSError as error:
         yield from _fail(options, key, f"cannot read {key}: {error.strerror}", "unreadable", "check the file")
         return
-    extension = os.path.splitext(key)[1].lstrip(".").lower() if key != STDIN else None
+    extension = _extension(key)
     if options.raw:
         yield Document(key, "", len(data), data=data, extension=extension, mtime_ns=mtime_ns)
         return
     text, repaired = decode(data)
     yield Document(key, text, len(data), repaired, extension=extension, mtime_ns=mtime_ns)
+
+
+def _streamed(handle: BinaryIO, path: str, options: Options, info: os.stat_result) -> Iterator[Item]:
+    """A file larger than options.stream_over as a Document that reads it when it is sketched
+    (a FileStream), after the check for binary content that a text read makes."""
+    key = file_key(path, options.root)
+    try:
+        binary = not options.raw and b"\0" in handle.read(_BINARY_SNIFF)
+    except OSError as error:
+        yield from _fail(options, key, f"cannot read {key}: {error.strerror}", "unreadable", "check the file")
+        return
+    if binary:
+        yield Skip(key, "binary", info.st_size)
+        return
+    stream = FileStream(path, info.st_size, options.raw)
+    yield Document(key, "", info.st_size, extension=_extension(key), mtime_ns=info.st_mtime_ns, stream=stream)
+
+
+def _extension(key: str) -> str | None:
+    """A file's extension, lower-case without the dot (None for stdin)."""
+    return os.path.splitext(key)[1].lstrip(".").lower() if key != STDIN else None
 
 
 def _without_bom(lines: Iterable[bytes]) -> Iterator[bytes]:

@@ -6,7 +6,7 @@ batch budget is never read whole."""
 from __future__ import annotations
 
 import itertools
-import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,16 +208,16 @@ def test_a_file_larger_than_stream_over_is_read_when_sketched_not_before(tmp_pat
 )
 def test_a_file_read_in_pieces_decodes_as_the_whole_file(parts: list[bytes], block: int) -> None:
     data = b"".join(parts)
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"simdb-bounded-{os.getpid()}.txt"
-    path.write_bytes(data)
     saved = readers._STREAM_PIECE
-    readers._STREAM_PIECE = block  # characters and invalid sequences cut anywhere
-    try:
-        stream = readers.FileStream(str(path), len(data), raw=False)
-        text = "".join(map(str, stream.pieces()))
-    finally:
-        readers._STREAM_PIECE = saved
-        path.unlink()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "doc.txt"
+        path.write_bytes(data)
+        readers._STREAM_PIECE = block  # characters and invalid sequences cut anywhere
+        try:
+            stream = readers.FileStream(str(path), len(data), raw=False)
+            text = "".join(map(str, stream.pieces()))
+        finally:
+            readers._STREAM_PIECE = saved
     assert (text, stream.repaired) == readers.decode(data)
 
 

@@ -30,6 +30,7 @@ from simdb.modes import Index, Sketch
 from simdb.readers import UNCHANGED, Document, Item, Scope
 
 DEFAULT_BATCH = 2000
+DEFAULT_BATCH_BYTES = 64 << 20  # a batch's documents hold at most this many bytes (one larger: alone)
 T = TypeVar("T")
 
 
@@ -99,14 +100,17 @@ def ingest(
     progress: Callable[[int], object] | None = None,
     jobs: int = 1,
     delete_missing: Scope | None = None,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> Report:
     """Store every document of `items` in `index`; a re-run with the same input changes nothing.
 
     Batches are sketched (by `jobs` threads when more than one), then copied and upserted in
     order, each in its own transaction, so an error or a kill loses at most the batches in
-    flight, and running the same command again completes the work. Memory stays bounded: at
-    most two batches are read ahead. `progress` gets the bytes of input done: a skipped item's
-    when it is passed over, a batch's part by part as it is sketched (not when read).
+    flight, and running the same command again completes the work. Memory stays bounded: a
+    batch holds at most `batch_size` documents and `batch_bytes` bytes of them (a larger
+    document is a batch by itself), and at most two batches are read ahead. `progress` gets the
+    bytes of input done: a skipped item's when it is passed over, a batch's part by part as it
+    is sketched (not when read).
 
     A first load (the index is empty) copies its batches straight into the table and builds the
     B-trees once at the end (see _first_load); an interrupted one leaves that to the next run.
@@ -120,7 +124,7 @@ def ingest(
     since = _database_now(conn)
     empty, deferred = _first_load(conn, index)
     try:
-        _ingest(conn, index, items, report, batch_size, progress, jobs, empty)
+        _ingest(conn, index, items, report, batch_size, batch_bytes, progress, jobs, empty)
     except Exception as error:
         if deferred and not during_interrupt(error):  # a rerun builds them if this fails too
             with contextlib.suppress(psycopg.Error):
@@ -150,6 +154,7 @@ def _ingest(
     items: Iterable[Item],
     report: Report,
     batch_size: int,
+    batch_bytes: int,
     progress: Callable[[int], object] | None,
     jobs: int,
     new_keys: bool,
@@ -157,7 +162,7 @@ def _ingest(
     """ingest's loop: read, sketch and store the batches, counting into `report`."""
     clock = report.seconds
     seen = functools.partial(touch, conn, index)
-    batches = _batches(_timed(items, clock, "read"), batch_size, report, progress, seen)
+    batches = _batches(_timed(items, clock, "read"), batch_size, batch_bytes, report, progress, seen)
     for documents, values in _timed(_sketched(batches, index, jobs, progress), clock, "sketch"):
         batch: dict[str, Sketch] = {}
         sizes: dict[str, int | None] = {}
@@ -167,7 +172,8 @@ def _ingest(
             if value is None:
                 report.skipped["empty"] += 1
                 continue
-            report.repaired += document.repaired
+            stream = document.stream
+            report.repaired += document.repaired or (stream is not None and stream.repaired)
             if document.key in batch:
                 report.updated += 1  # a later record with the same key replaces the earlier one
             batch[document.key] = value
@@ -243,18 +249,26 @@ _SEEN_CHUNK = 5000  # keys of unchanged files marked seen in one statement
 def _batches(
     items: Iterable[Item],
     size: int,
+    max_bytes: int,
     report: Report,
     progress: Callable[[int], object] | None,
     seen: Callable[[list[str]], None],
 ) -> Iterator[list[Document]]:
-    """Documents in lists of `size`; skips are counted (and reported to `progress`) on the way,
+    """Documents in lists of at most `size` documents and `max_bytes` bytes (held_bytes; a larger
+    document is a list by itself); skips are counted (and reported to `progress`) on the way,
     and the keys of files passed over unchanged go to `seen`, a chunk at a time."""
     documents: list[Document] = []
+    held = 0
     unchanged: list[str] = []
     for item in items:
         report.bytes += item.consumed
         if isinstance(item, Document):
+            weight = held_bytes(item)
+            if documents and held + weight > max_bytes:
+                yield documents
+                documents, held = [], 0
             documents.append(item)
+            held += weight
         else:
             if item.reason == UNCHANGED:
                 report.unchanged += 1
@@ -268,11 +282,19 @@ def _batches(
             unchanged = []
         if len(documents) >= size:
             yield documents
-            documents = []
+            documents, held = [], 0
     if unchanged:
         seen(unchanged)
     if documents:
         yield documents
+
+
+def held_bytes(document: Document) -> int:
+    """What a document counts against a batch's bytes: the length of its content (characters
+    of a text), or the size of a file it reads when it is sketched."""
+    if document.stream is not None:
+        return document.stream.size
+    return len(document.data) if document.data is not None else len(document.text)
 
 
 def _sketched(

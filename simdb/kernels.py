@@ -6,6 +6,8 @@ without a Python call per token or a sort per document.
 - the unit hashes of a document's tokens (word features) or characters (char features);
 - shingle windows, the distinct values of an array (a hash set instead of a sort), byte
   histograms of hashes (bit counting without numpy's bincount over a copy of every byte);
+- a hash set of bounded size that collects one range of hash values at a time (spec v2's
+  distinct shingles of a document of any length);
 - MinHash minima over the permutations, and signature spec v2's check.
 
 Pure code over numpy arrays: simhash.py and minhash.py call it and keep their specs; the plain
@@ -339,6 +341,176 @@ def distinct(values: UInt64Array) -> UInt64Array:
     return out[:count].copy()
 
 
+@_inline
+def _insert(table: UInt64Array, value: np.uint64) -> bool:
+    """Put a non-zero `value` in the open-addressing set `table` (0: an empty slot); whether it was new."""
+    mask = np.uint64(len(table) - 1)
+    slot = value & mask
+    while table[slot] != 0:
+        if table[slot] == value:
+            return False
+        slot = (slot + np.uint64(1)) & mask
+    table[slot] = value
+    return True
+
+
+@_compiled
+def _narrow(table: UInt64Array, held: int, prefix: np.uint64, depth: int) -> int:
+    """Keep in `table` only the values whose top `depth` bits are `prefix` (re-inserted, so that
+    no probe chain has a hole); returns how many are left."""
+    shift = np.uint64(64 - depth)
+    kept = np.empty(held, dtype=np.uint64)
+    count = 0
+    for slot in range(len(table)):
+        value = table[slot]
+        if value != 0:
+            table[slot] = 0
+            if (value >> shift) == prefix:
+                kept[count] = value
+                count += 1
+    for at in range(count):
+        _insert(table, kept[at])
+    return count
+
+
+@_inline
+def _add(
+    value: np.uint64, table: UInt64Array, held: int, zero: bool, prefix: np.uint64, depth: int, limit: int
+) -> tuple[int, bool, np.uint64, int]:
+    """One value into the set if it is in the range, then the range cut to its lower half while
+    the set holds more than `limit` (the values of the upper half dropped)."""
+    if depth > 0 and (value >> np.uint64(64 - depth)) != prefix:
+        return held, zero, prefix, depth
+    if value == 0:
+        if not zero:
+            zero = True
+            held += 1
+    elif _insert(table, value):
+        held += 1
+    while held > limit:
+        depth += 1
+        prefix = prefix << np.uint64(1)
+        zero = zero and prefix == 0  # 0 is in a range only if its prefix is 0
+        held = _narrow(table, held, prefix, depth) + (1 if zero else 0)
+    return held, zero, prefix, depth
+
+
+@_compiled
+def _grown(table: UInt64Array) -> UInt64Array:
+    """The values of the hash set `table` in one twice its size."""
+    bigger = np.zeros(2 * len(table), dtype=np.uint64)
+    for value in table:
+        if value != 0:
+            _insert(bigger, value)
+    return bigger
+
+
+_BLOCK = 4096  # values filtered at a time before they are added (a loop without branches)
+
+
+@_inline
+def _add_block(
+    block: UInt64Array,
+    count: int,
+    table: UInt64Array,
+    held: int,
+    zero: bool,
+    prefix: np.uint64,
+    depth: int,
+    limit: int,
+    largest: int,
+) -> tuple[UInt64Array, int, bool, np.uint64, int]:
+    """block[:count] into the set: first those in the range moved to the block's front, then
+    each added (_add checks the range again: it may be cut meanwhile). The table doubles when it
+    is half full, up to `largest` slots."""
+    kept = count
+    if depth > 0:
+        shift = np.uint64(64 - depth)
+        kept = 0
+        for at in range(count):
+            value = block[at]
+            block[kept] = value
+            kept += (value >> shift) == prefix
+    for at in range(kept):
+        held, zero, prefix, depth = _add(block[at], table, held, zero, prefix, depth, limit)
+        if 2 * held >= len(table) and len(table) < largest:
+            table = _grown(table)
+    return table, held, zero, prefix, depth
+
+
+@_compiled
+def collect(
+    values: UInt64Array,
+    table: UInt64Array,
+    held: int,
+    zero: bool,
+    prefix: np.uint64,
+    depth: int,
+    limit: int,
+    largest: int,
+) -> tuple[UInt64Array, int, bool, np.uint64, int]:
+    """Add the values to a set of at most `limit` values: those in the range of hash values
+    whose top `depth` bits are `prefix` (all of them at depth 0). `table` is an open-addressing
+    hash set (0 marks an empty slot; the value 0 is the flag `zero`) holding `held` values; it
+    doubles when half full, up to `largest` slots.
+
+    When the set would hold more than `limit`, the range is cut to its lower half, and the values
+    of the upper half dropped, until it does not. Returns (table, held, zero, prefix, depth)."""
+    block = np.empty(_BLOCK, dtype=np.uint64)
+    for start in range(0, len(values), _BLOCK):
+        count = min(_BLOCK, len(values) - start)
+        block[:count] = values[start : start + count]
+        table, held, zero, prefix, depth = _add_block(
+            block, count, table, held, zero, prefix, depth, limit, largest
+        )
+    return table, held, zero, prefix, depth
+
+
+@_compiled
+def collect_bytes(
+    data: UInt8Array,
+    unit_hashes: UInt64Array,
+    size: int,
+    multiplier: np.uint64,
+    table: UInt64Array,
+    held: int,
+    zero: bool,
+    prefix: np.uint64,
+    depth: int,
+    limit: int,
+    largest: int,
+) -> tuple[UInt64Array, int, bool, np.uint64, int]:
+    """collect() of the shingle hashes of the byte `size`-grams of `data`, computed here as
+    shingles() computes them from the bytes' unit hashes (unit_hashes[byte]): a pass over a large
+    file writes no array of hashes."""
+    block = np.empty(_BLOCK, dtype=np.uint64)
+    end = len(data) - size + 1
+    for start in range(0, end, _BLOCK):
+        count = min(_BLOCK, end - start)
+        for at in range(count):
+            acc = unit_hashes[data[start + at]]
+            for offset in range(1, size):
+                acc = acc * multiplier + unit_hashes[data[start + at + offset]]
+            block[at] = _fmix64(acc)
+        table, held, zero, prefix, depth = _add_block(
+            block, count, table, held, zero, prefix, depth, limit, largest
+        )
+    return table, held, zero, prefix, depth
+
+
+@_compiled
+def drain(table: UInt64Array) -> int:
+    """Move the values of the hash set `table` to its front, zeros after them; returns how many."""
+    count = 0
+    for slot in range(len(table)):
+        value = table[slot]
+        if value != 0:
+            table[slot] = 0
+            table[count] = value
+            count += 1
+    return count
+
+
 @_compiled
 def byte_histogram(values: UInt64Array, words: int, wide_key: np.uint64) -> npt.NDArray[np.int64]:
     """counts[256 * j + v]: how many values have byte j equal to v. Bytes 0-7 are the value's;
@@ -393,6 +565,22 @@ def probe_index(bins: int, max_probes: int, probe_seed: np.uint64) -> tuple[Any,
 
 
 @_compiled
+def check_bins(
+    values: UInt64Array, least: UInt64Array, full: npt.NDArray[np.bool_], check_seed: np.uint64
+) -> None:
+    """Signature spec v2's check, its bins: each value x goes to the bin of the top bits of
+    fmix64(x XOR check_seed), which keeps the least (`least`, and `full` once it has one). Values
+    may come in any number of calls: the least of each bin is the same."""
+    shift = np.uint64(64 - int(np.log2(len(least))))
+    for value in values:
+        mixed = _fmix64(value ^ check_seed)
+        landing = np.int64(mixed >> shift)
+        if not full[landing] or mixed < least[landing]:
+            least[landing] = mixed
+            full[landing] = True
+
+
+@_compiled
 def check_bits(
     values: UInt64Array,
     bins: int,
@@ -403,24 +591,34 @@ def check_bits(
     probes: tuple[Any, Any, Any],
 ) -> npt.NDArray[np.uint8]:
     """Signature spec v2's check, one byte (0 or 1) per bin: bins by the top bits of
-    fmix64(x XOR check_seed) keeping the least, empty bins filled by probing (then by the next
-    filled bin, circularly), and the lowest bit of fmix64(bin value XOR bit_seed). See
-    minhash.check_words for the spec; `probes` is probe_index(bins, max_probes, probe_seed).
+    fmix64(x XOR check_seed) keeping the least (check_bins), then check_finish. See
+    minhash.check_words for the spec; `probes` is probe_index(bins, max_probes, probe_seed)."""
+    least = np.zeros(bins, dtype=np.uint64)
+    full = np.zeros(bins, dtype=np.bool_)
+    check_bins(values, least, full, check_seed)
+    return check_finish(least, full, probe_seed, bit_seed, max_probes, probes)
+
+
+@_compiled
+def check_finish(
+    least: UInt64Array,
+    full: npt.NDArray[np.bool_],
+    probe_seed: np.uint64,
+    bit_seed: np.uint64,
+    max_probes: int,
+    probes: tuple[Any, Any, Any],
+) -> npt.NDArray[np.uint8]:
+    """The check's bits from its bins (check_bins; at least one full): empty bins filled by
+    probing (then by the next filled bin, circularly), and the lowest bit of fmix64(bin value
+    XOR bit_seed).
 
     An empty bin takes the filled bin its earliest probe lands on. With many filled bins that is
     found by probing forward (a few probes each); with few (a short document), by walking the
     probes that land on each filled bin (probe_index), where forward probing would compute up to
     max_probes probes for nearly every bin. Both give the same bins.
     """
+    bins = len(least)
     shift = np.uint64(64 - int(np.log2(bins)))
-    least = np.zeros(bins, dtype=np.uint64)
-    full = np.zeros(bins, dtype=np.bool_)
-    for value in values:
-        mixed = _fmix64(value ^ check_seed)
-        landing = np.int64(mixed >> shift)
-        if not full[landing] or mixed < least[landing]:
-            least[landing] = mixed
-            full[landing] = True
     filled = np.count_nonzero(full)
     source = np.full(bins, -1, dtype=np.int64)  # the filled bin whose value an empty bin takes
     if filled * max_probes < (bins - filled) * (bins // filled):  # few filled bins: walk the index

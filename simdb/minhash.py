@@ -20,7 +20,7 @@ estimates J with a standard error of 0.009 at J = 0.8, where 128 signature posit
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +33,12 @@ from simdb.simhash import (
     ASCII_WORDS,
     DEFAULT_FEATURES,
     SHINGLE_MULTIPLIER,
+    Content,
     EmptyDocument,
     Features,
-    feature_hashes,
-    or_none,
-    unit_text,
+    document_shingles,
+    empty,
+    sorted_out,
 )
 
 SIGNATURE_SPECS = (1, 2)
@@ -99,36 +100,40 @@ def signature(shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS) -
 
 
 def document_signature(
-    content: str | bytes,
+    content: Content,
     features: Features = DEFAULT_FEATURES,
     permutations: int = DEFAULT_PERMUTATIONS,
     spec: int = MINHASH_SPEC_VERSION,
 ) -> UInt64Array:
     """A document's sketch as a jaccard index of signature spec `spec` stores it (v2: the
     signature, then the check); raises EmptyDocument if it has no shingles."""
-    if features.binary:
-        return sketch(feature_hashes(content, features), permutations, spec)
     found = document_signatures([content], features, permutations, spec)[0]
     if found is None:
-        raise EmptyDocument("the document has no word characters")
+        raise empty(features)
     return found
 
 
 def document_signatures(
-    contents: Sequence[str | bytes],
+    contents: Sequence[Content],
     features: Features = DEFAULT_FEATURES,
     permutations: int = DEFAULT_PERMUTATIONS,
     spec: int = MINHASH_SPEC_VERSION,
 ) -> list[UInt64Array | None]:
     """document_signature() of each document, None where it has no shingles. Text features take
-    one compiled call for all of them, outside the GIL (see simhash.fingerprints)."""
-    if features.binary:
-        return [or_none(document_signature, content, features, permutations, spec) for content in contents]
+    one compiled call for all of them, outside the GIL (see simhash.fingerprints); bytes
+    features, long texts and streams are sketched a piece at a time (_sketch_of_pieces)."""
+    bins = CHECK_BINS if check_signature_spec(spec) == 2 else 0  # v1 has no check
+    found, whole, texts = sorted_out(
+        contents,
+        features,
+        lambda content: _sketch_of_pieces(document_shingles(content, features)(), permutations, spec),
+    )
+    if not whole:
+        return found
     from simdb import kernels
 
-    bins = CHECK_BINS if check_signature_spec(spec) == 2 else 0  # v1 has no check
-    values, found = kernels.signatures(
-        [unit_text(content, features) for content in contents],
+    values, present = kernels.signatures(
+        texts,
         features.kind == "char",
         ASCII_WORDS,
         features.n,
@@ -137,7 +142,36 @@ def document_signatures(
         (bins, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES),
         _probe_index(),
     )
-    return [row if present else None for row, present in zip(values, found, strict=True)]
+    for at, row, has in zip(whole, values, present, strict=True):
+        found[at] = row if has else None
+    return found
+
+
+def _sketch_of_pieces(pieces: Iterable[UInt64Array], permutations: int, spec: int) -> UInt64Array | None:
+    """The sketch of the set of all the pieces' shingle hashes, one piece at a time (None: no
+    shingles). The same as the whole set's: a signature value is a minimum over the set, which
+    is the least of the pieces' minima, and so is each bin of the check."""
+    from simdb import kernels
+
+    values: UInt64Array | None = None
+    least = np.zeros(CHECK_BINS, dtype=np.uint64)
+    full = np.zeros(CHECK_BINS, dtype=np.bool_)
+    for hashes in pieces:
+        # each value once: the hash set costs far less than the permutations of a repeated value
+        distinct = kernels.distinct(hashes)
+        minima = kernels.minima(distinct, seeds(permutations))
+        values = minima if values is None else np.minimum(values, minima)
+        if spec == 2:
+            kernels.check_bins(distinct, least, full, _CHECK_SEED)
+    if values is None or spec == 1:
+        return values
+    bits = kernels.check_finish(least, full, _PROBE_SEED, _BIT_SEED, _MAX_PROBES, _probe_index())
+    return np.concatenate([values, _packed(bits)])
+
+
+def _packed(bits: npt.NDArray[np.uint8]) -> UInt64Array:
+    """One byte (0 or 1) per bin, as the check's 64-bit words: bin i is bit i % 64 of word i // 64."""
+    return np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
 
 
 def check_words(shingles: UInt64Array) -> UInt64Array:
@@ -158,8 +192,9 @@ def check_words(shingles: UInt64Array) -> UInt64Array:
     from simdb import kernels
 
     probes = _probe_index()
-    bits = kernels.check_bits(shingles, CHECK_BINS, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES, probes)
-    return np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
+    return _packed(
+        kernels.check_bits(shingles, CHECK_BINS, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES, probes)
+    )
 
 
 @functools.cache
@@ -180,10 +215,10 @@ def sketch(
     shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS, spec: int = MINHASH_SPEC_VERSION
 ) -> UInt64Array:
     """A set's sketch under signature spec `spec`: its signature (v1), then its check (v2)."""
-    values = signature(shingles, permutations)
-    if check_signature_spec(spec) == 1:
-        return values
-    return np.concatenate([values, check_words(shingles)])
+    found = _sketch_of_pieces([shingles], permutations, check_signature_spec(spec))
+    if found is None:
+        raise EmptyDocument("the document has no shingles")
+    return found
 
 
 def similarity(a: UInt64Array, b: UInt64Array, permutations: int, spec: int = MINHASH_SPEC_VERSION) -> float:

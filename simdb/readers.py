@@ -17,10 +17,13 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 from simdb.errors import InputError, InvalidParameter
 from simdb.keys import key_problem, shown
+
+if TYPE_CHECKING:
+    from simdb.simhash import Content
 
 FORMATS = ("auto", "text", "jsonl", "csv")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -37,6 +40,7 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _DECODE_ERRORS = (OSError, EOFError, zlib.error)  # a file's read, or a gzip stream's decompression
+_STREAM_PIECE = 1 << 20  # a FileStream's pieces
 _SKIP_HINT = "fix it, or pass --skip-errors to skip bad records and go on"
 
 csv.field_size_limit(2**31 - 1)
@@ -60,9 +64,12 @@ class Document:
     sketch: object | None = None  # a fingerprint or signature computed elsewhere (--fingerprint-field)
     mtime_ns: int | None = None  # a file's modification time when it was read
     given_size: int | None = None  # a file's size on disk, or the size a record gives with its sketch
+    stream: FileStream | None = None  # a file too large to read whole (Options.stream_over)
 
     @property
-    def content(self) -> str | bytes:
+    def content(self) -> Content:
+        if self.stream is not None:
+            return self.stream
         return self.data if self.data is not None else self.text
 
     @property
@@ -72,6 +79,51 @@ class Document:
         if self.given_size is not None or self.sketch is not None:
             return self.given_size
         return len(self.data) if self.data is not None else len(self.text.encode("utf-8"))
+
+
+@dataclass
+class FileStream:
+    """A file too large to hold whole, read from its start, piece by piece, each time it is
+    sketched: its raw bytes, or its text decoded as a whole file's is (decompressed first when
+    `gzipped`, in `encoding`; `repaired` is set once invalid bytes have been replaced). The file
+    is read after its size and mtime were taken, so a file that changes meanwhile is read again
+    by the next ingest."""
+
+    path: str
+    size: int
+    raw: bool
+    gzipped: bool = False
+    encoding: str = "utf-8"
+    repaired: bool = False
+
+    def pieces(self) -> Iterator[str | bytes]:
+        try:
+            with open(self.path, "rb") as handle:
+                source: BinaryIO = gzip.GzipFile(fileobj=handle, mode="rb") if self.gzipped else handle  # type: ignore[assignment]
+                blocks = iter(lambda: source.read(_STREAM_PIECE), b"")
+                yield from blocks if self.raw else self._decoded(blocks)
+        except _DECODE_ERRORS as error:
+            reason = _why_unreadable(self.path, error) if isinstance(error, OSError) else str(error)
+            raise InputError(
+                f"cannot read {self.path}: {reason}",
+                "check the file, then run the same ingest again to store the rest",
+            ) from error
+
+    def _decoded(self, blocks: Iterable[bytes]) -> Iterator[str]:
+        """The blocks decoded one by one (a character may span two), strictly until an invalid
+        byte turns up, then replacing it as `decode` does."""
+        decoder = codecs.getincrementaldecoder(self.encoding)()
+        for block in itertools.chain(blocks, [b""]):  # b"": the end, where a cut-off character is invalid
+            state = decoder.getstate()
+            try:
+                text = decoder.decode(block, final=not block)
+            except UnicodeDecodeError:
+                self.repaired = True
+                decoder = codecs.getincrementaldecoder(self.encoding)("replace")
+                decoder.setstate(state)
+                text = decoder.decode(block, final=not block)
+            if text:
+                yield text
 
 
 @dataclass(frozen=True)
@@ -101,6 +153,8 @@ class Options:
     parse_sketch: Callable[[object], object] | None = None  # the index's check of such a field
     # (size, mtime_ns) stored for these file keys: files where both are unchanged are not read
     known: Callable[[list[str]], Mapping[str, tuple[int | None, int | None]]] | None = None
+    # files larger than this many bytes are not read whole: their Document has a FileStream
+    stream_over: int | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -405,7 +459,13 @@ def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
             stream = gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[assignment]
             name = path.removesuffix(_GZIP_SUFFIX)
         try:
-            if kind == "text":
+            if (
+                kind == "text"
+                and options.stream_over is not None
+                and _size(path, options.raw) > options.stream_over
+            ):
+                yield from _streamed(stream, path, options, info, gzipped, extension_of(name))
+            elif kind == "text":
                 key = file_key(path, options.root)
                 yield from _read_text(
                     stream, key, options, info.st_mtime_ns, info.st_size, extension_of(name)
@@ -457,6 +517,29 @@ def _read_text(
 def _encoding(start: bytes) -> str:
     """utf-16 or utf-32 when a text starts with that byte-order mark, else utf-8."""
     return next((name for bom, name in _BOMS if start.startswith(bom)), "utf-8")
+
+
+def _streamed(
+    stream: BinaryIO, path: str, options: Options, info: os.stat_result, gzipped: bool, extension: str
+) -> Iterator[Item]:
+    """A file larger than options.stream_over as a Document that reads it when it is sketched
+    (a FileStream), after the check for binary content that a text read makes."""
+    key = file_key(path, options.root)
+    start = b"" if options.raw else stream.read(_BINARY_SNIFF)
+    encoding = _encoding(start)
+    if encoding == "utf-8" and b"\0" in start:
+        yield Skip(key, "binary", info.st_size)
+        return
+    reader = FileStream(path, info.st_size, options.raw, gzipped, encoding)
+    yield Document(
+        key,
+        "",
+        info.st_size,
+        extension=extension,
+        mtime_ns=info.st_mtime_ns,
+        given_size=info.st_size,
+        stream=reader,
+    )
 
 
 def _without_bom(lines: Iterable[bytes]) -> Iterator[bytes]:

@@ -5,7 +5,9 @@ Spec v1 weighs each shingle by its number of occurrences; spec v2 (the default f
 counts each distinct shingle once, so the fingerprint tracks the overlap of shingle sets
 (Jaccard) and a few frequent shingles (markup, runs of zero bytes) cannot decide every bit.
 Steps 1-4 are the same in both. A 128-bit fingerprint keeps the 64-bit one as its low half and
-folds a second word per shingle, fmix64(hash XOR WIDE_KEY), into its high half.
+folds a second word per shingle, fmix64(hash XOR WIDE_KEY), into its high half. A long document
+is hashed a piece at a time, in memory bounded whatever its length (see PIECE), with the same
+fingerprint.
 
 Pure code (numpy, xxhash and the compiled loops of simdb.kernels), so it is fast to test and easy
 to port; the README gives the spec step by step, tests pin it with known-answer vectors and
@@ -18,7 +20,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +38,14 @@ _HIGH_BYTE = re.compile(rb"[\x80-\xff]")  # a byte of a non-ASCII character in U
 SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 WIDE_KEY = np.uint64(0x6A09E667F3BCC908)  # frac(sqrt(2)) * 2^64: the second word's hashes for 128 bits
 FEATURE_KINDS = ("word", "char", "bytes")
-BYTES_CHUNK = 1 << 22  # bytes features are counted in chunks of 4 MiB, so memory stays bounded
+# Memory per document is bounded: a document longer than PIECE (bytes, or characters of text) is
+# hashed a piece at a time, and spec v2 holds at most DISTINCT_LIMIT distinct shingles at once
+# (a hash set of twice as many slots: 128 MiB), passing over the document once per range of hash
+# values where it has more. The fingerprint is the same as the whole document's.
+PIECE = 1 << 20
+DISTINCT_LIMIT = 1 << 23
+_FIRST_SLOTS = 1 << 12  # a document's hash set starts this small and doubles as it fills
+_SPACES = (" ", "\n", "\t", "\r")  # where a text is cut into pieces (before one of them)
 MAX_SHINGLE = 32
 
 # _BIT_TABLE[v, b] is bit b of byte value v: turns per-byte value histograms into bit counts.
@@ -95,6 +104,13 @@ DEFAULT_FEATURES = Features()
 
 class EmptyDocument(ValueError):
     """The document has no tokens, so it has no fingerprint (callers count and skip it)."""
+
+
+def empty(features: Features) -> EmptyDocument:
+    """The EmptyDocument of a document without shingles under these features."""
+    return EmptyDocument(
+        "the document is empty" if features.binary else "the document has no word characters"
+    )
 
 
 def normalize(text: str) -> str:
@@ -162,35 +178,88 @@ def fold(ones: npt.NDArray[np.int64], total: int) -> int:
     return int.from_bytes(np.packbits(2 * ones > total, bitorder="little").tobytes(), "little")
 
 
-def _fold_occurrences(chunks: Iterable[UInt64Array], bits: int) -> int:
-    """Spec v1, step 5: bit i is 1 exactly when more shingle occurrences have it set than clear.
+Pieces = Callable[[], Iterable[UInt64Array]]  # shingle hashes in pieces, from the start at each call
+Counts = tuple[npt.NDArray[np.int64], int]  # step 5's counters: shingles with each bit set, of how many
 
-    Every occurrence adds +1 where its hash has a 1 and -1 where it has a 0, which is the
-    same as weighting each distinct shingle by its number of occurrences.
-    """
+
+def _counted(pieces: Iterable[UInt64Array], bits: int) -> Counts:
+    """Step 5's counters of the hashes in these pieces: every shingle occurrence (spec v1, which
+    weighs a distinct shingle by its occurrences), or every distinct shingle once (spec v2:
+    distinct_ranges), adds +1 where its hash has a 1 and -1 where it has a 0."""
     ones = np.zeros(bits, dtype=np.int64)
     total = 0
-    for hashes in chunks:
+    for hashes in pieces:
         ones += wide_bit_counts(hashes, bits)
         total += len(hashes)
-    return fold(ones, total)
+    return ones, total
 
 
-def _fold_distinct(chunks: Iterable[UInt64Array], bits: int) -> int:
-    """Spec v2, step 5: bit i is 1 exactly when more distinct shingles have it set than clear."""
+def distinct_ranges(
+    pieces: Callable[[], Iterable[npt.NDArray[Any]]], limit: int | None = None, n: int = 0
+) -> Iterator[UInt64Array]:
+    """The distinct values of all the pieces, at most `limit` (DISTINCT_LIMIT) at a time. With
+    `n`, the pieces are bytes (each beginning with the last n - 1 of the one before, _overlapping)
+    and the values the hashes of their n-grams (bytes features), computed where they are collected.
+
+    One pass over the pieces collects them in a hash set. If it would hold more than `limit`,
+    it keeps only the values whose top bit is 0, then (if still too many) top two bits 00, and
+    so on: the values whose top d bits are 0. The next pass collects those whose top d bits
+    are 1, and so on up to 2^d - 1 (going deeper again where a range holds too many), so that
+    every distinct value comes in exactly one range. Hash values are uniform, so a document
+    with D distinct values takes between D / limit and 2D / limit passes; one where D <= limit
+    (and a range that held few values is followed by a wider one: _next_range).
+    Each array yielded is valid until the next is asked for.
+    """
     from simdb import kernels
 
-    parts = [kernels.distinct(hashes) for hashes in chunks]
-    distinct = parts[0] if len(parts) == 1 else kernels.distinct(np.concatenate(parts))
-    return fold(wide_bit_counts(distinct, bits), len(distinct))
+    limit = DISTINCT_LIMIT if limit is None else limit
+    largest = 1 << (2 * limit - 1).bit_length()  # slots: a power of 2, at least twice the limit
+    table = np.zeros(min(_FIRST_SLOTS, largest), dtype=np.uint64)
+    prefix, depth = 0, 0
+    while True:
+        held, zero = 0, False
+        for values in pieces():
+            state = (table, held, zero, np.uint64(prefix), depth, limit, largest)
+            if n:  # fewer than n bytes in all: one shingle of them all
+                size = min(n, len(values))
+                table, held, zero, found, depth = kernels.collect_bytes(
+                    values, _BYTE_HASHES, size, SHINGLE_MULTIPLIER, *state
+                )
+            else:
+                table, held, zero, found, depth = kernels.collect(values, *state)
+            prefix = int(found)
+        count = kernels.drain(table)
+        yield table[: count + int(zero)]  # after the values, table[count] is 0: the value 0, if held
+        table[: count + 1] = 0
+        prefix, depth = _next_range(prefix, depth, held, limit)
+        if prefix == 1 << depth:  # past the last range
+            return
 
 
-_FOLDS: dict[int, Callable[[Iterable[UInt64Array], int], int]] = {1: _fold_occurrences, 2: _fold_distinct}
+def _next_range(prefix: int, depth: int, held: int, limit: int) -> tuple[int, int]:
+    """The range after the one of `prefix` at `depth`, which held `held` values: the next at the
+    same depth, or where that begins a range of twice the size (an even prefix) and the last
+    held at most a quarter of the limit, that range (and so on): hash values are uniform, but a
+    caller's values may not be, and a range past them all then takes one pass, not billions."""
+    prefix += 1
+    while depth > 0 and prefix % 2 == 0 and 4 * held <= limit:
+        prefix, depth, held = prefix // 2, depth - 1, 2 * held
+    return prefix, depth
+
+
+def _counts(content: Content, features: Features, spec: int, bits: int) -> Counts:
+    """Step 5's counters of a document, under fingerprint spec `spec`, a piece at a time."""
+    if spec == 1:
+        return _counted(document_shingles(content, features)(), bits)
+    if features.binary:  # the byte n-grams' hashes computed as they are collected
+        n = features.n
+        return _counted(distinct_ranges(lambda: _byte_windows(content, n), n=n), bits)
+    return _counted(distinct_ranges(document_shingles(content, features)), bits)
 
 
 def check_spec(spec: int) -> int:
     """`spec` if this simdb computes fingerprints of that spec version, else InvalidParameter."""
-    if spec not in _FOLDS:
+    if spec not in SPEC_VERSIONS:
         raise InvalidParameter(
             f"unknown fingerprint spec {spec}", f"use one of {', '.join(map(str, SPEC_VERSIONS))}"
         )
@@ -208,53 +277,149 @@ def check_bits(bits: int) -> int:
 
 def simhash(hashes: UInt64Array, spec: int = SPEC_VERSION, bits: int = 64) -> int:
     """Step 5: the `bits`-bit fingerprint of a document's shingle hashes, under fingerprint spec `spec`."""
-    return _FOLDS[check_spec(spec)]([hashes], check_bits(bits))
+    pieces = [hashes] if check_spec(spec) == 1 else distinct_ranges(lambda: [hashes])
+    return fold(*_counted(pieces, check_bits(bits)))
 
 
 # xxh3_64 of each single byte value: the unit hashes of bytes features.
 _BYTE_HASHES = np.array([xxhash.xxh3_64_intdigest(bytes([value])) for value in range(256)], dtype=np.uint64)
 
 
-def _byte_shingle_chunks(data: bytes, n: int) -> Iterator[UInt64Array]:
-    """The byte n-gram hashes of `data`, in chunks of BYTES_CHUNK overlapping by n - 1 bytes."""
-    size = min(n, len(data))
-    for start in range(0, max(1, len(data) - size + 1), BYTES_CHUNK):
-        chunk = np.frombuffer(
-            data, dtype=np.uint8, count=min(BYTES_CHUNK + size - 1, len(data) - start), offset=start
-        )
-        yield shingle_hashes(_BYTE_HASHES[chunk], size)
-
-
 def fingerprint_bytes(data: bytes, n: int = 4, spec: int = SPEC_VERSION, bits: int = 64) -> int:
     """SimHash of raw content with bytes:N features (byte n-grams), for any file, text or not.
 
     Units are the bytes; unit hash = xxh3_64 of the single byte; shingles and the fold are as
-    for text. Hashed in chunks, so a large file needs memory for its distinct n-grams only (v2)
-    or for one chunk (v1).
+    for text. Hashed a piece at a time, like any long document (see PIECE).
     """
-    if not data:
-        raise EmptyDocument("the file is empty")
-    return _FOLDS[check_spec(spec)](_byte_shingle_chunks(data, n), check_bits(bits))
+    return fingerprint(data, Features("bytes", n), spec, bits)
 
 
-def feature_hashes(content: str | bytes, features: Features = DEFAULT_FEATURES) -> UInt64Array:
-    """Steps 1-4: the 64-bit hash of every shingle occurrence of a document, in order.
+class Stream(Protocol):
+    """A document read in pieces, from its start at each call of `pieces`: a file too large to
+    hold whole (readers.FileStream). Text comes as str pieces, raw content as bytes, cut anywhere
+    between characters."""
+
+    def pieces(self) -> Iterator[str | bytes]: ...
+
+
+Content = str | bytes | Stream
+
+
+def in_pieces(content: Content, features: Features) -> bool:
+    """Whether a document is hashed a piece at a time: bytes features, text longer than PIECE,
+    or a stream. (Shorter text goes to the kernels with the rest of its batch, in one call.)"""
+    return features.binary or not isinstance(content, str) or len(content) > PIECE
+
+
+def _raw_pieces(content: Content) -> Iterator[bytes | memoryview]:
+    """A document's bytes (text in UTF-8) in pieces of at most PIECE."""
+    if isinstance(content, str):
+        for at in range(0, len(content), PIECE):
+            yield content[at : at + PIECE].encode("utf-8")
+        return
+    for part in [content] if isinstance(content, bytes) else content.pieces():
+        raw = memoryview(part.encode("utf-8") if isinstance(part, str) else part)
+        for at in range(0, len(raw), PIECE):
+            yield raw[at : at + PIECE]
+
+
+def _text_pieces(content: Content) -> Iterator[str]:
+    """A document's text in pieces of about PIECE characters, each cut just before white space.
+
+    Steps 1-2 then give each piece exactly what they give it within the whole text: NFKC has a
+    boundary before every ASCII character (nothing composes with one that precedes it), case
+    folding maps character by character, and a token never spans white space. A stretch without
+    white space longer than a piece is carried on until there is some.
+    """
+    if isinstance(content, bytes):
+        raise TypeError("text features need text, not bytes")
+    parts = (
+        (content[at : at + PIECE] for at in range(0, len(content), PIECE))
+        if isinstance(content, str)
+        else content.pieces()
+    )
+    carry = ""
+    for part in parts:
+        if isinstance(part, bytes):
+            raise TypeError("text features need text, not bytes")
+        text = carry + part
+        cut = max(text.rfind(space) for space in _SPACES)
+        if cut > 0:
+            yield text[:cut]
+        carry = text[max(cut, 0) :]
+    if carry:
+        yield carry
+
+
+def _unit_pieces(content: Content, features: Features) -> Iterator[UInt64Array]:
+    """Steps 1-3 of text a piece at a time: unit hashes whose concatenation is the whole text's."""
+    from simdb import kernels
+
+    if features.kind == "word":
+        for text in _text_pieces(content):
+            yield kernels.word_units(unit_text(text, features), ASCII_WORDS)
+        return
+    space = kernels.char_units(b" ")
+    started = False
+    for text in _text_pieces(content):
+        units = kernels.char_units(unit_text(text, features))
+        if len(units):  # the tokens of two pieces are joined by a space, as all tokens are
+            yield np.concatenate([space, units]) if started else units
+            started = True
+
+
+A = TypeVar("A", bound=np.generic)
+
+
+def _overlapping(parts: Iterable[npt.NDArray[A]], n: int) -> Iterator[npt.NDArray[A]]:
+    """The parts' concatenation again in pieces, each beginning with the last n - 1 elements of
+    the one before, so that each window of n lies in exactly one piece and begins in it. (If
+    there are fewer than n in all, one piece of them all.)"""
+    carry: npt.NDArray[A] | None = None
+    made = False
+    for part in parts:
+        window = part if carry is None or not len(carry) else np.concatenate([carry, part])
+        if len(window) >= n:
+            yield window
+            made = True
+            carry = window[len(window) - n + 1 :].copy()
+        else:
+            carry = window
+    if not made and carry is not None and len(carry):
+        yield carry
+
+
+def _byte_windows(content: Content, n: int) -> Iterator[npt.NDArray[np.uint8]]:
+    """A document's bytes (text in UTF-8) in pieces that overlap by n - 1 (_overlapping)."""
+    return _overlapping((np.frombuffer(raw, dtype=np.uint8) for raw in _raw_pieces(content)), n)
+
+
+def shingle_pieces(units: Iterable[UInt64Array], n: int) -> Iterator[UInt64Array]:
+    """Step 4 a piece at a time: the shingle hashes of the units' concatenation (the last n - 1
+    units of a piece begin windows that end in the next)."""
+    for window in _overlapping(units, n):
+        yield shingle_hashes(window, n)
+
+
+def document_shingles(content: Content, features: Features) -> Pieces:
+    """Steps 1-4 in pieces of bounded size: a function that yields the document's shingle
+    hashes, from its start at each call (spec v2 may pass over a document more than once)."""
+    if features.binary:
+        n = features.n
+        return lambda: (shingle_hashes(_BYTE_HASHES[raw], n) for raw in _byte_windows(content, n))
+    return lambda: shingle_pieces(_unit_pieces(content, features), features.n)
+
+
+def feature_hashes(content: Content, features: Features = DEFAULT_FEATURES) -> UInt64Array:
+    """Steps 1-4: the 64-bit hash of every shingle occurrence of a document, in order, in one
+    array (for measurements; sketches take them a piece at a time).
 
     For bytes features the units are the raw bytes, or the bytes of a text in UTF-8.
     """
-    if features.binary:
-        raw = content.encode("utf-8") if isinstance(content, str) else content
-        data = np.frombuffer(raw, dtype=np.uint8)
-        if len(data) == 0:
-            raise EmptyDocument("the document is empty")
-        return shingle_hashes(_BYTE_HASHES[data], features.n)
-    from simdb import kernels
-
-    text = unit_text(content, features)
-    units = kernels.char_units(text) if features.kind == "char" else kernels.word_units(text, ASCII_WORDS)
-    if len(units) == 0:
-        raise EmptyDocument("the document has no word characters")
-    return shingle_hashes(units, features.n)
+    pieces = list(document_shingles(content, features)())
+    if not pieces:
+        raise empty(features)
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
 def unit_text(content: str | bytes, features: Features) -> bytes:
@@ -268,8 +433,26 @@ def unit_text(content: str | bytes, features: Features) -> bytes:
     return content.encode() if content.isascii() else token_text(content)
 
 
+def sorted_out(
+    contents: Sequence[Content], features: Features, alone: Callable[[Content], T | None]
+) -> tuple[list[T | None], list[int], list[bytes]]:
+    """A batch sorted out: the sketch `alone` makes of each document taken a piece at a time
+    (in_pieces), else None, and where the others are, with their unit_text, for one call of the
+    kernels."""
+    found: list[T | None] = [None] * len(contents)
+    whole: list[int] = []
+    texts: list[bytes] = []
+    for at, content in enumerate(contents):
+        if isinstance(content, str) and not in_pieces(content, features):
+            whole.append(at)
+            texts.append(unit_text(content, features))
+        else:
+            found[at] = alone(content)
+    return found, whole, texts
+
+
 def fingerprint(
-    content: str | bytes, features: Features = DEFAULT_FEATURES, spec: int = SPEC_VERSION, bits: int = 64
+    content: Content, features: Features = DEFAULT_FEATURES, spec: int = SPEC_VERSION, bits: int = 64
 ) -> int:
     """The unsigned `bits`-bit SimHash (64 or 128) of a document under fingerprint spec `spec` (v2
     by default); raises EmptyDocument if it has no shingles.
@@ -277,17 +460,14 @@ def fingerprint(
     Text goes through the features; raw bytes (a file read for bytes:N) need bytes features,
     and bytes features take text as its UTF-8 bytes.
     """
-    if features.binary:
-        raw = content.encode("utf-8") if isinstance(content, str) else content
-        return fingerprint_bytes(raw, features.n, spec, bits)
     found = fingerprints([content], features, spec, bits)[0]
     if found is None:
-        raise EmptyDocument("the document has no word characters")
+        raise empty(features)
     return found
 
 
 def fingerprints(
-    contents: Sequence[str | bytes],
+    contents: Sequence[Content],
     features: Features = DEFAULT_FEATURES,
     spec: int = SPEC_VERSION,
     bits: int = 64,
@@ -295,32 +475,32 @@ def fingerprints(
     """fingerprint() of each document, None where it has no shingles.
 
     Text features take one compiled call for all the documents (steps 3-5), which runs outside
-    the GIL: threads that each fingerprint a part of a batch use every core.
+    the GIL: threads that each fingerprint a part of a batch use every core. Bytes features,
+    long texts and streams are hashed a piece at a time (the same fingerprints, in bounded memory).
     """
-    if features.binary:
-        return [or_none(fingerprint, content, features, spec, bits) for content in contents]
+    check_spec(spec)
+    check_bits(bits)
+
+    def alone(content: Content) -> int | None:
+        ones, total = _counts(content, features, spec, bits)
+        return fold(ones, total) if total else None
+
+    found, whole, texts = sorted_out(contents, features, alone)
+    if not whole:
+        return found
     from simdb import kernels
 
     ones, totals = kernels.bit_counts(
-        [unit_text(content, features) for content in contents],
+        texts,
         features.kind == "char",
         ASCII_WORDS,
         features.n,
         SHINGLE_MULTIPLIER,
-        check_spec(spec) == 2,  # v2 counts each distinct shingle once, v1 every occurrence
-        check_bits(bits) // WORD,
+        spec == 2,  # v2 counts each distinct shingle once, v1 every occurrence
+        bits // WORD,
         WIDE_KEY,
     )
     majority = np.packbits(2 * ones > totals[:, None], axis=1, bitorder="little")  # step 5, row by row
-    return [
-        int.from_bytes(row.tobytes(), "little") if total else None
-        for row, total in zip(majority, totals, strict=True)
-    ]
-
-
-def or_none(function: Callable[..., T], *arguments: object) -> T | None:
-    """function(*arguments), or None where the document has no shingles (EmptyDocument)."""
-    try:
-        return function(*arguments)
-    except EmptyDocument:
-        return None
+    for at, row, total in zip(whole, majority, totals, strict=True):
+        found[at] = int.from_bytes(row.tobytes(), "little") if total else None
+    return found

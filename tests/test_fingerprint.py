@@ -185,12 +185,12 @@ def test_bytes_fingerprint_equals_the_reference_and_chunking_does_not_matter(
 ) -> None:
     expected = reference_bytes_fingerprint(data, n, spec)
     assert fingerprint_bytes(data, n, spec) == expected
-    original = simhash.BYTES_CHUNK
-    simhash.BYTES_CHUNK = 7  # tiny chunks, overlapping by n - 1 bytes
+    original = simhash.PIECE
+    simhash.PIECE = 7  # tiny pieces, whose last n - 1 bytes begin shingles that end in the next
     try:
         assert fingerprint_bytes(data, n, spec) == expected
     finally:
-        simhash.BYTES_CHUNK = original
+        simhash.PIECE = original
 
 
 def test_empty_bytes() -> None:

@@ -185,3 +185,22 @@ def test_store_refuses_a_key_postgresql_cannot_store_before_sending_the_batch(co
     assert _rows(conn) == {}
     ingest.store(conn, made, {"k" * 2600: fingerprint(TEXT)})  # the longest key a row may have
     assert list(_rows(conn)) == ["k" * 2600]
+
+
+def test_gzip_and_utf16_files_larger_than_the_batch_bytes_are_read_in_pieces_as_text(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    """Items 7 and 13 together: a file over --batch-bytes is read a piece at a time when it is
+    sketched, decompressed and decoded as a whole read would (the pieces are 1 MiB: past one)."""
+    folder = tmp_path / "large"
+    folder.mkdir()
+    text = " ".join(f"token{number}" for number in range(250_000))  # 2.1 MB
+    (folder / "big.txt.gz").write_bytes(gzip.compress(text.encode()))
+    (folder / "wide.txt").write_bytes(codecs.BOM_UTF16_BE + (text + " wide").encode("utf-16-be"))
+    simdb(capsys, "create", "docs")
+    code, out, err = simdb(capsys, "ingest", "docs", str(folder), "--batch-bytes", "64K")
+    assert (code, err) == (0, "")
+    assert untimed(out) == "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n"
+    stored = _rows(conn)
+    assert stored[str(folder / "big.txt.gz")][:3:2] == (to_signed(fingerprint(text)), "txt")
+    assert stored[str(folder / "wide.txt")][0] == to_signed(fingerprint(text + " wide"))

@@ -16,7 +16,7 @@ import click
 from simdb import connection, modes, readers, schema
 from simdb.errors import InputError
 from simdb.minhash import MINHASH_SPEC_VERSION
-from simdb.simhash import SPEC_VERSION, EmptyDocument, Features
+from simdb.simhash import SPEC_VERSION, Content, EmptyDocument, Features
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -165,7 +165,7 @@ def exactly_one(**given: object) -> None:
         raise click.UsageError(f"give exactly one of {flags}")
 
 
-def sketch_of(make: Callable[[str | bytes], T], content: str | bytes, source: str, features: Features) -> T:
+def sketch_of(make: Callable[[Content], T], content: Content, source: str, features: Features) -> T:
     """The fingerprint or signature of --text or a --file's content, or a one-line error if it has none."""
     try:
         return make(content)

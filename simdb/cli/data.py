@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 
 import click
@@ -13,6 +14,17 @@ from simdb.cli.common import counter, database, dsn_option, json_option, show
 from simdb.errors import InvalidParameter
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
+
+
+def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A number of bytes, plain or with K, M or G (KiB, MiB, GiB): 64M, 512K, 2G."""
+    found = _SIZE.fullmatch(value.strip())
+    if found is None or int(found[1]) == 0:
+        raise click.BadParameter(f"{value!r} is not a size: give bytes, or a number and K, M or G, e.g. 64M")
+    return int(found[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[found[2].lower()]
 
 
 @click.command(name="ingest")
@@ -57,6 +69,16 @@ PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove withou
     help="Documents per transaction.",
 )
 @click.option(
+    "--batch-bytes",
+    metavar="SIZE",
+    callback=_byte_size,
+    default=f"{ingest.DEFAULT_BATCH_BYTES >> 20}M",
+    show_default=True,
+    help="Bytes of documents per transaction at most (K, M, G: 512K, 64M, 1G); a larger document "
+    "is one by itself. Ingest holds up to three batches at once. A file larger than this is not "
+    "read whole, but piece by piece as it is fingerprinted.",
+)
+@click.option(
     "--force",
     is_flag=True,
     help="Read and fingerprint every file again, also those whose size and modification time are "
@@ -98,6 +120,7 @@ def ingest_(
     skip_errors: bool,
     root: str | None,
     batch_size: int,
+    batch_bytes: int,
     force: bool,
     delete_missing: bool,
     create_missing: bool,
@@ -134,11 +157,19 @@ def ingest_(
             raw=target.features.binary,
             parse_sketch=target.parse_given,
             known=None if force else ingest.file_times(conn, target),
+            stream_over=batch_bytes,
         )
         with counter(f"ingest {name}", "B", readers.total_size(paths, options.raw)) as done:
             documents = readers.read(paths, options)
             report = ingest.ingest(
-                conn, target, documents, batch_size=batch_size, progress=done, jobs=jobs, delete_missing=scope
+                conn,
+                target,
+                documents,
+                batch_size=batch_size,
+                batch_bytes=batch_bytes,
+                progress=done,
+                jobs=jobs,
+                delete_missing=scope,
             )
     show(report, as_json)
 

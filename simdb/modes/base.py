@@ -22,7 +22,7 @@ from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.minhash import UInt64Array
 from simdb.placement import LOCAL, Placement
-from simdb.simhash import Features
+from simdb.simhash import Content, Features
 
 Sketch = int | UInt64Array  # an unsigned SimHash fingerprint, or a MinHash signature
 SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
@@ -47,11 +47,11 @@ class Spec(ABC):
         """A new index's parameters, derived for its expected rows (not stored yet: index.save)."""
 
     @abstractmethod
-    def sketch(self, content: str | bytes, features: Features) -> Sketch:
+    def sketch(self, content: Content, features: Features) -> Sketch:
         """A document's fingerprint or signature; raises EmptyDocument if it has no shingles."""
 
     @abstractmethod
-    def sketches(self, contents: list[str | bytes], features: Features) -> list[Sketch | None]:
+    def sketches(self, contents: list[Content], features: Features) -> list[Sketch | None]:
         """Sketches of many documents (None for an empty one), in one call of the kernels where
         the features allow: the unit of work of a sketching thread."""
 
@@ -159,11 +159,11 @@ class Index(ABC):
 
     # --- sketches ---------------------------------------------------------------------------
 
-    def sketch(self, content: str | bytes) -> Sketch:
+    def sketch(self, content: Content) -> Sketch:
         """A document's fingerprint or signature; raises EmptyDocument if it has no shingles."""
         return self.spec.sketch(content, self.features)
 
-    def sketches(self, contents: list[str | bytes]) -> list[Sketch | None]:
+    def sketches(self, contents: list[Content]) -> list[Sketch | None]:
         """Sketches of many documents (None for an empty one): the unit of work of a sketching thread."""
         return self.spec.sketches(contents, self.features)
 

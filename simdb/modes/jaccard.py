@@ -49,7 +49,7 @@ from simdb.minhash import (
     to_stored,
 )
 from simdb.modes.base import CUTOFF, SKETCH, Index, Sketch, Spec
-from simdb.simhash import Features
+from simdb.simhash import Content, Features
 
 PAIRS_MIN_SIMILARITY = sql.SQL("$1")  # the only parameter of the pairs statement
 
@@ -71,10 +71,10 @@ class JaccardSpec(Spec):
         spec = check_signature_spec(self.signature_spec)
         return JaccardIndex(name, features, expected_rows, self.threshold, self.permutations, banding, spec)
 
-    def sketch(self, content: str | bytes, features: Features) -> UInt64Array:
+    def sketch(self, content: Content, features: Features) -> UInt64Array:
         return document_signature(content, features, self.permutations, self.signature_spec)
 
-    def sketches(self, contents: list[str | bytes], features: Features) -> list[Sketch | None]:
+    def sketches(self, contents: list[Content], features: Features) -> list[Sketch | None]:
         return list(document_signatures(contents, features, self.permutations, self.signature_spec))
 
     def literal(self, value: Sketch) -> str:

@@ -34,6 +34,7 @@ from simdb.simhash import (
     SPEC_VERSION,
     SPEC_VERSIONS,
     WIDTHS,
+    Content,
     Features,
     check_bits,
     check_spec,
@@ -71,10 +72,10 @@ class SimhashSpec(Spec):
         plan = BlockPlan(self.max_distance, chosen, bits)
         return SimhashIndex(name, features, expected_rows, plan, check_spec(self.fingerprint_spec))
 
-    def sketch(self, content: str | bytes, features: Features) -> int:
+    def sketch(self, content: Content, features: Features) -> int:
         return fingerprint(content, features, self.fingerprint_spec, self.bits)
 
-    def sketches(self, contents: list[str | bytes], features: Features) -> list[Sketch | None]:
+    def sketches(self, contents: list[Content], features: Features) -> list[Sketch | None]:
         return list(fingerprints(contents, features, self.fingerprint_spec, self.bits))
 
     def literal(self, value: Sketch) -> str:

@@ -458,12 +458,9 @@ def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
         if gzipped:  # read as what it holds: its content's kind, and extension, by the inner name
             stream = gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[assignment]
             name = path.removesuffix(_GZIP_SUFFIX)
+        whole = _size(path, options.raw) if gzipped else info.st_size  # (bytes once decompressed)
         try:
-            if (
-                kind == "text"
-                and options.stream_over is not None
-                and _size(path, options.raw) > options.stream_over
-            ):
+            if kind == "text" and options.stream_over is not None and whole > options.stream_over:
                 yield from _streamed(stream, path, options, info, gzipped, extension_of(name))
             elif kind == "text":
                 key = file_key(path, options.root)

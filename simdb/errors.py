@@ -43,6 +43,10 @@ class PermissionDenied(SimdbError):
     """The connected role lacks a right the request needs; the message says which role has it."""
 
 
+class SchemaNewer(SimdbError):
+    """The database's simdb schema was migrated by a newer simdb than this one."""
+
+
 class DatabaseUnavailable(SimdbError):
     """No PostgreSQL could be reached, or the embedded one could not start."""
 

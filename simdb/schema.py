@@ -14,7 +14,7 @@ from psycopg import sql
 
 from simdb import layout
 from simdb.connection import Connection
-from simdb.errors import SchemaMissing
+from simdb.errors import SchemaMissing, SchemaNewer
 from simdb.names import VERSION_TABLE, in_schema, qualified
 from simdb.resources import resource_dir
 
@@ -54,6 +54,12 @@ def ensure_schema(conn: Connection, *, create: bool = True) -> bool:
     revision = current_revision(conn)
     if revision == HEAD:
         return False
+    if revision is not None and revision > HEAD:  # (revisions are numbered with four digits)
+        raise SchemaNewer(
+            f"the simdb schema in database {conn.info.dbname!r} is at revision {revision}, newer than"
+            f" this simdb knows ({HEAD}): a newer simdb upgraded it",
+            "upgrade simdb (pip install -U simdb-pg), or connect to another database",
+        )
     if revision is None and not create:
         raise SchemaMissing(
             f"no simdb schema in database {conn.info.dbname!r}",

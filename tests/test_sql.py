@@ -46,6 +46,21 @@ def test_ensure_schema_migrates_once(empty_db: str) -> None:
         assert schema.ensure_schema(conn) is False
 
 
+def test_a_schema_migrated_by_a_newer_simdb_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    """An older simdb on a database a newer one upgraded: Alembic's traceback (\"Can't locate
+    revision\") became one line saying which simdb to use."""
+    conn.execute("UPDATE simdb._alembic_version SET version_num = '9999'")
+    code, out, err = simdb(capsys, "list")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"simdb: error: the simdb schema in database {conn.info.dbname!r} is at revision 9999, newer than"
+        f" this simdb knows ({schema.HEAD}): a newer simdb upgraded it (upgrade simdb (pip install -U"
+        " simdb-pg), or connect to another database)\n"
+    )
+
+
 def test_sql_hamming_equals_python(conn: Conn) -> None:
     rng = random.Random(1)
     pairs = [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(2000)]

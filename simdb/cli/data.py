@@ -132,7 +132,7 @@ def ingest_(
     A file's key is its absolute path (`docs/a.txt`, `./docs/a.txt` and `/home/me/docs/a.txt`
     are one key), or its path relative to --relative-to; JSONL and CSV records give theirs.
     Re-ingesting a key replaces its row, so an interrupted run is completed by running it again.
-    Files ending in .gz are read decompressed (a .jsonl.gz file as JSONL); text files in UTF-16
+    gzip files are read decompressed (a .jsonl.gz file as JSONL); text files in UTF-16
     or UTF-32 are read by their byte-order mark. A file reached under several names (links) is
     read once, and names that cannot be keys (not UTF-8, over 2600 bytes) are skipped and counted.
     """

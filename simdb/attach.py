@@ -265,7 +265,8 @@ def source_of(conn: Connection, name: str) -> Source:
 
 @dataclass
 class SyncReport(ingest.Report):
-    """What one sync did: ingest's counts (rows without text skipped as "empty"), and rows removed."""
+    """What one sync did: ingest's counts (rows without text counted as "empty", and not in the
+    index), and rows removed."""
 
     removed: int = 0
 
@@ -284,7 +285,8 @@ class SyncReport(ingest.Report):
     def summary(self) -> str:
         return (
             f"synced: {self.added} new, {self.updated} updated, {self.removed} removed, "
-            f"{self.empty} without text skipped; unchanged rows were not read"
+            f"{self.empty} without text (not indexed); unchanged rows were compared by hash, not"
+            " fingerprinted"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -398,23 +400,28 @@ def _store_rows(
     """Sketch and store the (key, text, md5 of text) rows `statement` selects, in batches.
 
     The rows are selected in one snapshot (a WITH HOLD cursor) and each batch is stored in its
-    own transaction; rows without text or without shingles are counted as "empty".
+    own transaction; rows without text or without shingles are counted as "empty", and leave the
+    index in the same transaction (their old sketch no longer describes them).
     """
     with conn.cursor(name=cursor_name, withhold=True) as cursor:
         with conn.transaction():
             cursor.execute(statement)
         while rows := cursor.fetchmany(BATCH):
             batch: dict[str, Sketch] = {}
-            sizes, hashes = {}, {}
+            sizes, hashes, empty = {}, {}, []
             values = made.sketches([row_text or "" for _, row_text, _ in rows])
             for (row_key, row_text, row_hash), value in zip(rows, values, strict=True):
                 if value is None:
-                    report.skipped["empty"] += 1
+                    empty.append(row_key)
                     continue
                 batch[row_key] = value
                 sizes[row_key] = len(row_text.encode("utf-8"))
                 hashes[row_key] = bytes(row_hash)
-            ingest.count_stored(report, len(batch), ingest.store(conn, made, batch, sizes, hashes))
+            report.skipped["empty"] += len(empty)
+            with conn.transaction():
+                if empty:
+                    ingest.delete(conn, made, empty)
+                ingest.count_stored(report, len(batch), ingest.store(conn, made, batch, sizes, hashes))
             if progress is not None:
                 progress(len(rows))
 

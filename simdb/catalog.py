@@ -150,3 +150,12 @@ def mark_synced(conn: Connection, name: str) -> None:
 def readable_tables() -> list[sql.Identifier]:
     """The catalog tables a reader role needs to SELECT (to load an index's parameters)."""
     return [INDEXES, TABLES, in_schema(VERSION_TABLE)]
+
+
+def sync_grants(role: sql.Identifier) -> list[sql.Composed]:
+    """What a writer role needs of the catalog to sync an attached index: read the source it
+    follows, and record when it synced (that column only)."""
+    return [
+        sql.SQL("GRANT SELECT ON {} TO {}").format(SOURCES, role),
+        sql.SQL("GRANT UPDATE (synced_at) ON {} TO {}").format(SOURCES, role),
+    ]

@@ -225,7 +225,8 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     A reader gets USAGE on the schema and SELECT on the index, its clusters and the catalog;
     simdb's functions are executable by everyone, as PostgreSQL grants by default (and everyone
     may use simdb_internal, where the ones they call are: migration 0011). A writer also gets
-    INSERT, UPDATE and DELETE on the index's rows.
+    INSERT, UPDATE and DELETE on the index's rows, and what a sync needs of the catalog (the
+    source table itself is the application's to grant).
     """
     index = get(conn, name)
     exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
@@ -240,3 +241,5 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.SQL(", ").join(readable), who))
         if writer:
             conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(index.table, who))
+            for statement in catalog.sync_grants(who):
+                conn.execute(statement)

@@ -54,7 +54,7 @@ def test_attach_sync_reflects_inserts_updates_deletes(
     )
     assert code == 0, err
     assert out.splitlines()[1] == (
-        "synced: 4 new, 0 updated, 0 removed, 1 without text skipped; unchanged rows were not read"
+        "synced: 4 new, 0 updated, 0 removed, 1 without text (not indexed); unchanged rows were compared by hash, not fingerprinted"
     )
     assert keys(conn) == ["1", "2", "3", "4"]
     near = conn.execute("SELECT key FROM simdb.near_key('arts', '1')").fetchall()
@@ -65,7 +65,7 @@ def test_attach_sync_reflects_inserts_updates_deletes(
     conn.execute("DELETE FROM public.articles WHERE id = 3")
     assert keys(conn) == ["1", "2", "4"]  # the key is the primary key: the row went with its source row
     assert simdb(capsys, "sync", "arts")[1] == (
-        "synced: 1 new, 1 updated, 0 removed, 1 without text skipped; unchanged rows were not read\n"
+        "synced: 1 new, 1 updated, 0 removed, 1 without text (not indexed); unchanged rows were compared by hash, not fingerprinted\n"
     )
     assert keys(conn) == ["1", "2", "4", "6"]
     assert ("2",) not in conn.execute("SELECT key FROM simdb.near_key('arts', '1')").fetchall()
@@ -270,3 +270,22 @@ def test_a_key_column_that_is_not_unique_is_refused(capsys: pytest.CaptureFixtur
     code, _, err = simdb(capsys, "sync", "notes")
     assert code == 1 and "key column 'ref' of public.notes is not unique: more than one row has 'b'" in err
     assert sorted(key for (key,) in conn.execute("SELECT key FROM simdb.notes")) == ["a", "b"]
+
+
+@pytest.mark.parametrize("emptied", [None, "", "... !!! ..."])
+def test_a_row_whose_text_is_emptied_leaves_the_index(articles: Conn, emptied: str | None) -> None:
+    """Issue 28, item 3: after `SET body = NULL` (or '', or no words) a sync skipped the row, and it
+    kept its old fingerprint for good: a query by that text still found it at distance 0."""
+    attach.attach(articles, "arts", "public.articles", "id", "body")
+    assert attach.sync(articles, "arts").empty == 1  # the row inserted with a NULL body
+    keys = "SELECT key FROM simdb.arts ORDER BY key"
+    assert [row[0] for row in articles.execute(keys)] == ["1", "2", "3", "4"]
+    articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (emptied,))
+    report = attach.sync(articles, "arts")
+    assert (report.empty, report.updated, report.removed) == (2, 0, 0)
+    assert [row[0] for row in articles.execute(keys)] == ["2", "3", "4"]
+    found = articles.execute(
+        "SELECT key FROM simdb.near('arts', %s::bigint, 0)",
+        (fingerprint(BODY) - (1 << 64) * (fingerprint(BODY) >> 63),),
+    ).fetchall()
+    assert found == [("4",)]  # the same text, still in the table; no longer row 1

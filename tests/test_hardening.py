@@ -190,8 +190,8 @@ def test_ctrl_c_ends_an_ingest_with_130_and_a_watch_normally(dsn: str, tmp_path:
         out, err = watching.communicate(timeout=30)
     assert watching.returncode == 0 and err == "", err
     assert out.splitlines() == [
-        "synced: 0 new, 0 updated, 0 removed, 0 without text skipped; unchanged rows were not read",
-        "synced: 1 new, 0 updated, 0 removed, 0 without text skipped; unchanged rows were not read",
+        "synced: 0 new, 0 updated, 0 removed, 0 without text (not indexed); unchanged rows were compared by hash, not fingerprinted",
+        "synced: 1 new, 0 updated, 0 removed, 0 without text (not indexed); unchanged rows were compared by hash, not fingerprinted",
     ]
 
 

@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import index, ingest
+from simdb import attach, index, ingest
 
 
 @pytest.fixture
@@ -131,3 +131,29 @@ def test_a_reader_running_clusters_is_told_which_role_may(
             ("a", 1),
             ("b", 1),
         ]
+
+
+def test_a_writer_syncs_an_attached_index_and_a_reader_cannot(
+    dsn: str, conn: Conn, roles: tuple[str, str]
+) -> None:
+    """Issue 28, item 4: a writer's sync failed with `permission denied for table _sources`."""
+    reader, writer = roles
+    conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO public.notes VALUES (1, 'the first note of a long list of notes')")
+    attach.attach(conn, "notes", "public.notes", "id", "body")
+    index.grant(conn, "notes", reader)
+    index.grant(conn, "notes", writer, writer=True)
+    conn.execute(
+        sql.SQL("GRANT SELECT ON public.notes TO {}, {}").format(
+            sql.Identifier(reader), sql.Identifier(writer)
+        )
+    )
+    conn.execute("INSERT INTO public.notes VALUES (2, 'a second note, written after the attach')")
+    with _as_role(dsn, writer) as session:
+        assert attach.sync(session, "notes").added == 2  # (attach itself does not sync)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the column a sync records, no more
+            session.execute("UPDATE simdb._sources SET source_table = 'elsewhere'")
+    assert [row[0] for row in conn.execute("SELECT key FROM simdb.notes ORDER BY key")] == ["1", "2"]
+    conn.execute("INSERT INTO public.notes VALUES (3, 'a third note that only the writer may add')")
+    with _as_role(dsn, reader) as session, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        attach.sync(session, "notes")

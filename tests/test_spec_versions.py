@@ -111,7 +111,7 @@ def test_reindex_moves_an_attached_index_while_queries_run(
     assert index.get(conn, "docs").spec_version == 2
     assert simdb(capsys, "sync", "docs") == (
         0,
-        "synced: 0 new, 0 updated, 0 removed, 1 without text skipped; unchanged rows were not read\n",
+        "synced: 0 new, 0 updated, 0 removed, 1 without text (not indexed); unchanged rows were compared by hash, not fingerprinted\n",
         "",
     )  # the content hashes still match the text
     assert simdb(capsys, "reindex", "docs") == (0, "index docs already uses spec v2; nothing to do\n", "")

@@ -121,6 +121,28 @@ def _bad_condition(condition: str, why: str) -> InvalidParameter:
     )
 
 
+def _check_row_alone(conn: Connection, source: Source, label: str) -> None:
+    """Refuse a --where condition that looks beyond the row (a subquery, an aggregate, another
+    table): PostgreSQL decides, as it does for a CHECK constraint, on an empty temporary copy of
+    the table's columns (the user's table is neither locked nor changed)."""
+    probe = sql.Identifier(source.table)  # (the copy has the table's name: `articles.lang` still works)
+    try:
+        with conn.transaction() as transaction:
+            conn.execute(sql.SQL("CREATE TEMP TABLE {} (LIKE {})").format(probe, source.relation))
+            conn.execute(
+                sql.SQL("ALTER TABLE pg_temp.{} ADD CHECK ({})").format(
+                    probe, sql.SQL(source.condition or "")
+                )
+            )
+            raise psycopg.Rollback(transaction)
+    except psycopg.Error as error:
+        reason = str(error).splitlines()[0].replace(" in check constraint", "")
+        raise InvalidParameter(
+            f"the --where condition {source.condition!r} must look at one row of {label} alone: {reason}",
+            "use the table's own columns, e.g. \"published AND lang = 'en'\"",
+        ) from error
+
+
 def parse_table(text: str) -> tuple[str, str]:
     """'schema.table' or 'table' (schema public) -> (schema, table)."""
     schema, dot, table = text.partition(".")
@@ -208,6 +230,7 @@ def _validate(conn: Connection, source: Source, cascade: bool) -> str:
                 f"the --where condition does not work on {label}: {str(error).splitlines()[0]}",
                 'give a SQL condition over the table\'s columns, e.g. "published"',
             ) from error
+        _check_row_alone(conn, source, label)
     if cascade and not _key_is_unique(conn, source):
         raise InvalidParameter(
             f"--cascade needs a primary or unique key column; {source.key_column!r} of {label} is not one",

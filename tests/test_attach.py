@@ -289,3 +289,29 @@ def test_a_row_whose_text_is_emptied_leaves_the_index(articles: Conn, emptied: s
         (fingerprint(BODY) - (1 << 64) * (fingerprint(BODY) >> 63),),
     ).fetchall()
     assert found == [("4",)]  # the same text, still in the table; no longer row 1
+
+
+def test_a_where_condition_may_look_at_its_row_alone(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """Issue 28, item 4: `--where "(SELECT count(*) FROM other_table) > 0"` was accepted, though
+    the condition is documented to run on the table alone."""
+    articles.execute("CREATE TABLE public.other_table (x int)")
+    base = ("attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+    for condition, reason in (
+        ("(SELECT count(*) FROM other_table) > 0", "cannot use subquery"),
+        ("id IN (SELECT x FROM other_table)", "cannot use subquery"),
+        ("EXISTS (SELECT 1 FROM other_table AS o WHERE o.x = articles.id)", "cannot use subquery"),
+    ):
+        code, out, err = simdb(capsys, *base, "--where", condition)
+        assert (code, out) == (1, "") and err == (
+            f"simdb: error: the --where condition {condition!r} must look at one row of public.articles "
+            f"alone: {reason} (use the table's own columns, e.g. \"published AND lang = 'en'\")\n"
+        ), err
+    assert articles.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)
+    assert articles.execute("SELECT to_regclass('pg_temp.articles')").fetchone() == (None,)
+    assert (
+        simdb(capsys, *base, "--where", "articles.published AND length(body) > now()::date - now()::date")[0]
+        == 0
+    )
+    assert articles.execute("SELECT count(*) FROM simdb.arts").fetchone() == (3,)  # (published, with text)

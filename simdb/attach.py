@@ -22,7 +22,7 @@ from psycopg import sql
 from simdb import catalog, ingest
 from simdb import index as indexes
 from simdb.connection import Connection
-from simdb.errors import InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes import Index, Sketch, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.simhash import DEFAULT_FEATURES, Features
@@ -278,12 +278,33 @@ def attach(
 
 
 def source_of(conn: Connection, name: str) -> Source:
+    """The table index NAME follows, checked to be there still with its key and text columns
+    (IndexMismatch, naming what went, before a sync or reindex changes anything)."""
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(
             f"index {name!r} is not attached to a table", "attach one with `simdb attach NAME --table ...`"
         )
-    return Source(**dataclasses.asdict(row))
+    source = Source(**dataclasses.asdict(row))
+    table, columns = conn.execute(
+        "SELECT count(c.oid) > 0,"
+        " coalesce(array_agg(a.attname::text) FILTER (WHERE a.attname IS NOT NULL), '{}')"
+        " FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+        " LEFT JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
+        " AND a.attname = ANY(%s) WHERE n.nspname = %s AND c.relname = %s",
+        ([source.key_column, source.text_column], source.schema, source.table),
+    ).fetchone() or (False, [])
+    label = f"{source.schema}.{source.table}"
+    again = f"drop the index (`simdb drop {name}`) and attach it to the table as it is now"
+    if not table:
+        raise IndexMismatch(f"index {name!r} follows table {label}, which no longer exists", again)
+    for column in (source.key_column, source.text_column):
+        if column not in columns:
+            raise IndexMismatch(
+                f"index {name!r} follows column {column!r} of {label}, which is gone (renamed or dropped)",
+                again,
+            )
+    return source
 
 
 @dataclass

@@ -315,3 +315,32 @@ def test_a_where_condition_may_look_at_its_row_alone(
         == 0
     )
     assert articles.execute("SELECT count(*) FROM simdb.arts").fetchone() == (3,)  # (published, with text)
+
+
+def test_a_sync_after_the_table_or_a_column_went_says_so_and_changes_nothing(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """Issue 28, item 4: a renamed text column or a dropped table gave PostgreSQL's raw error."""
+    assert (
+        simdb(capsys, "attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")[
+            0
+        ]
+        == 0
+    )
+    rows = "SELECT key, fingerprint FROM simdb.arts ORDER BY key"
+    before = articles.execute(rows).fetchall()
+    again = "(drop the index (`simdb drop arts`) and attach it to the table as it is now)"
+    articles.execute("ALTER TABLE public.articles RENAME COLUMN body TO text_body")
+    assert simdb(capsys, "sync", "arts") == (
+        1,
+        "",
+        f"simdb: error: index 'arts' follows column 'body' of public.articles, which is gone (renamed or dropped) {again}\n",
+    )
+    articles.execute("DROP TABLE public.articles")
+    assert simdb(capsys, "sync", "arts") == (
+        1,
+        "",
+        f"simdb: error: index 'arts' follows table public.articles, which no longer exists {again}\n",
+    )
+    assert articles.execute(rows).fetchall() == before
+    assert simdb(capsys, "drop", "arts", "--yes")[0] == 0

@@ -18,6 +18,7 @@ with the rest of the migration.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,6 +33,8 @@ from sqlalchemy.engine import Connection as SAConnection
 from simdb import attach, catalog, index, layout, names, schema
 from simdb.connection import Connection
 from simdb.errors import SimdbError
+
+_log = logging.getLogger(__name__)  # shown with Alembic's own output (its WARNING level)
 
 
 def _connection() -> SAConnection:
@@ -99,9 +102,24 @@ def create_index(name: str, **options: Any) -> None:
     index.create(_driver(), name, **options)
 
 
-def attach_index(name: str, table: str, key_column: str, text_column: str, **options: Any) -> None:
-    """simdb attach NAME over an existing table (run `simdb sync NAME` to fingerprint its rows)."""
-    attach.attach(_driver(), name, table, key_column, text_column, **options)
+def attach_index(
+    name: str, table: str, key_column: str, text_column: str, *, sync: bool = False, **options: Any
+) -> None:
+    """simdb attach NAME over an existing table. With `sync`, its rows are fingerprinted too, in
+    the migration's transaction (a long migration for a large table); without, the index starts
+    empty, and a warning in the migration's output says to run `simdb sync NAME`."""
+    driver = _driver()
+    attach.attach(driver, name, table, key_column, text_column, **options)
+    if sync:
+        attach.sync(driver, name)
+    else:
+        _log.warning(
+            "simdb index %s is attached to %s but holds no rows yet: run `simdb sync %s` "
+            "(or attach_index(..., sync=True) to fill it in the migration)",
+            name,
+            table,
+            name,
+        )
 
 
 def drop_index(name: str) -> None:

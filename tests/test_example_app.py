@@ -62,14 +62,14 @@ def test_app_migrations_attach_simdb_and_queries_join_the_model(empty_db: str) -
         dups = near("articles_dups", fingerprint(BODY), 3)
         rows = session.execute(
             select(Article.title, dups.c.distance)
-            .join(dups, cast(Article.id, Text) == dups.c.key)
+            .join(dups, Article.id == cast(dups.c.key, BigInteger))  # as the README joins
             .order_by(dups.c.distance, Article.id)
         ).all()
         assert [title for title, _ in rows] == ["original", "reposted"]
         assert rows[0].distance == 0
         around = near_key("articles_dups", "1")
         titles = session.scalars(
-            select(Article.title).join(around, cast(Article.id, Text) == around.c.key)
+            select(Article.title).join(around, Article.id == cast(around.c.key, BigInteger))
         ).all()
         assert sorted(titles) == ["original", "reposted"]
         distance = session.scalar(select(hamming(0xFFFFFFFFFFFFFFFF, 0x0F)))
@@ -146,3 +146,33 @@ def test_simdb_migrations_take_one_line_each_in_the_apps_alembic_output(
     assert len(steps) == 2 * revisions
     for step in steps:
         assert "\n" not in step and len(step.split(", ", 1)[1]) <= 80, step
+
+
+def test_attach_index_fills_the_index_in_the_migration_or_warns_that_it_is_empty(
+    empty_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28, item 4: a migration's attach_index left the index empty without a word."""
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
+        conn.execute("INSERT INTO public.notes VALUES (1, %s), (2, %s), (3, NULL)", (BODY, BODY + " again"))
+
+    def attached(name: str, **extra: bool) -> Callable[[], None]:
+        def migration() -> None:  # the body of an application's upgrade()
+            simdb_ops.ensure_schema()
+            simdb_ops.attach_index(name, table="public.notes", key_column="id", text_column="body", **extra)
+
+        return migration
+
+    _in_migration(empty_db, attached("filled", sync=True), commit=False)  # rolled back: no trace
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regclass('simdb.filled')").fetchone() == (None,)
+    _in_migration(empty_db, attached("filled", sync=True), commit=True)
+    with caplog.at_level(logging.WARNING, logger="simdb.alembic"):
+        _in_migration(empty_db, attached("empty"), commit=True)
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT key FROM simdb.filled ORDER BY key").fetchall() == [("1",), ("2",)]
+        assert conn.execute("SELECT count(*) FROM simdb.empty").fetchone() == (0,)
+    assert caplog.messages == [
+        "simdb index empty is attached to public.notes but holds no rows yet: run `simdb sync empty` "
+        "(or attach_index(..., sync=True) to fill it in the migration)"
+    ]

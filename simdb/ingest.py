@@ -451,8 +451,10 @@ def store(
                 " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
             ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
         ).fetchone()
-        _mark_seen(conn, index, keys)  # the rows left as they were (those written are seen already)
-    return (counts[0], counts[1]) if counts else (0, 0)
+        inserted, updated = (counts[0], counts[1]) if counts else (0, 0)
+        if inserted + updated < len(rows):  # some rows were left as they were: they are seen too
+            _mark_seen(conn, index, keys)
+    return inserted, updated
 
 
 def _check_keys(keys: Iterable[str]) -> None:

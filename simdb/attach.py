@@ -11,7 +11,6 @@ asked for, never added by default.
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,13 +18,14 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, ingest
+from simdb import catalog, ingest, intable, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes import Index, Sketch, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.simhash import DEFAULT_FEATURES, Features
+from simdb.storage import InTable
 
 BATCH = 2000
 _LINK_ATTEMPTS = 5
@@ -44,148 +44,13 @@ class Source(catalog.SourceRow):
         table (never simdb's, so no name is ambiguous) and is checked to stay inside its parentheses."""
         if not self.condition:
             return self.relation
-        check_condition(self.condition)
+        tables.check_condition(self.condition)
         return sql.SQL("(SELECT * FROM {} WHERE ({}))").format(self.relation, sql.SQL(self.condition))
-
-
-def check_condition(condition: str) -> None:
-    """Refuse a --where condition that could reach outside its parentheses in simdb's statements.
-
-    Quoted strings, quoted names, dollar quotes and /* comments */ are skipped; outside them the
-    parentheses must balance, and `;` or a `--` comment (which would swallow what follows) are refused.
-    """
-    depth, at = 0, 0
-    while at < len(condition):
-        char, pair = condition[at], condition[at : at + 2]
-        if char in "'\"":
-            escapes = char == "'" and at > 0 and condition[at - 1] in "eE"
-            at = _closing_quote(condition, at, char, escapes)
-            if at == len(condition):
-                raise _bad_condition(condition, f"a {char} quote in it is not closed")
-        elif char == "$" and (tag := re.match(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$", condition[at:])):
-            end = condition.find(tag.group(0), at + len(tag.group(0)))
-            if end < 0:
-                raise _bad_condition(condition, f"its dollar quote {tag.group(0)} is not closed")
-            at = end + len(tag.group(0)) - 1
-        elif pair == "/*":
-            at = _comment_end(condition, at)
-            if at == len(condition):
-                raise _bad_condition(condition, "a /* comment in it is not closed")
-        elif pair == "--" or char == ";":
-            raise _bad_condition(condition, f"{pair if pair == '--' else char!r} is not allowed in it")
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                raise _bad_condition(condition, "it closes a parenthesis it did not open")
-        at += 1
-    if depth:
-        raise _bad_condition(condition, "it leaves a parenthesis open")
-
-
-def _closing_quote(text: str, start: int, quote: str, escapes: bool) -> int:
-    """Index of the quote closing the one at `start` (a doubled quote stays inside), or the end."""
-    at = start + 1
-    while at < len(text):
-        if escapes and text[at] == "\\":
-            at += 2
-            continue
-        if text[at] == quote:
-            if text[at + 1 : at + 2] != quote:
-                return at
-            at += 1
-        at += 1
-    return len(text)
-
-
-def _comment_end(text: str, start: int) -> int:
-    """Index of the last character of the (nestable) block comment opening at `start`."""
-    depth, at = 0, start
-    while at < len(text):
-        if text.startswith("/*", at):
-            depth, at = depth + 1, at + 2
-        elif text.startswith("*/", at):
-            depth, at = depth - 1, at + 2
-            if depth == 0:
-                return at - 1
-        else:
-            at += 1
-    return len(text)
-
-
-def _bad_condition(condition: str, why: str) -> InvalidParameter:
-    return InvalidParameter(
-        f"the --where condition {condition!r} is refused: {why}",
-        "give one SQL condition over the table's columns, e.g. \"published AND lang = 'en'\"",
-    )
-
-
-def _check_row_alone(conn: Connection, source: Source, label: str) -> None:
-    """Refuse a --where condition that looks beyond the row (a subquery, an aggregate, another
-    table): PostgreSQL decides, as it does for a CHECK constraint, on an empty temporary copy of
-    the table's columns (the user's table is neither locked nor changed)."""
-    probe = sql.Identifier(source.table)  # (the copy has the table's name: `articles.lang` still works)
-    try:
-        with conn.transaction() as transaction:
-            conn.execute(sql.SQL("CREATE TEMP TABLE {} (LIKE {})").format(probe, source.relation))
-            conn.execute(
-                sql.SQL("ALTER TABLE pg_temp.{} ADD CHECK ({})").format(
-                    probe, sql.SQL(source.condition or "")
-                )
-            )
-            raise psycopg.Rollback(transaction)
-    except psycopg.Error as error:
-        reason = str(error).splitlines()[0].replace(" in check constraint", "")
-        raise InvalidParameter(
-            f"the --where condition {source.condition!r} must look at one row of {label} alone: {reason}",
-            "use the table's own columns, e.g. \"published AND lang = 'en'\"",
-        ) from error
-
-
-def parse_table(text: str) -> tuple[str, str]:
-    """'schema.table' or 'table' (schema public) -> (schema, table)."""
-    schema, dot, table = text.partition(".")
-    if not dot:
-        schema, table = "public", text
-    if not schema or not table or "." in table:
-        raise InvalidParameter(f"bad table name {text!r}", "write SCHEMA.TABLE, e.g. public.articles")
-    return schema, table
-
-
-def _column_type(conn: Connection, source: Source, column: str) -> tuple[str, str]:
-    """The column's SQL type and its type category ('S' for the string types)."""
-    row = conn.execute(
-        "SELECT format_type(a.atttypid, a.atttypmod), t.typcategory FROM pg_attribute AS a"
-        " JOIN pg_type AS t ON t.oid = a.atttypid"
-        " JOIN pg_class AS c ON c.oid = a.attrelid JOIN pg_namespace AS n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = %s AND c.relname = %s AND a.attname = %s AND a.attnum > 0 AND NOT a.attisdropped",
-        (source.schema, source.table, column),
-    ).fetchone()
-    if row is None:
-        raise InvalidParameter(
-            f"table {source.schema}.{source.table} has no column {column!r}",
-            "check --key-column and --text-column",
-        )
-    return str(row[0]), str(row[1])
-
-
-def _key_is_unique(conn: Connection, source: Source) -> bool:
-    """Whether the key column alone is a primary key or has a unique constraint."""
-    row = conn.execute(
-        "SELECT 1 FROM pg_constraint AS k JOIN pg_class AS c ON c.oid = k.conrelid"
-        " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
-        " JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum = ANY(k.conkey)"
-        " WHERE n.nspname = %s AND c.relname = %s AND k.contype IN ('p', 'u')"
-        " AND cardinality(k.conkey) = 1 AND a.attname = %s",
-        (source.schema, source.table, source.key_column),
-    ).fetchone()
-    return row is not None
 
 
 def _a_duplicate_key(conn: Connection, source: Source) -> str | None:
     """One key value that more than one source row has (None when the key column is unique)."""
-    if _key_is_unique(conn, source):
+    if tables.key_is_unique(conn, source):
         return None
     row = conn.execute(
         sql.SQL("SELECT s.{key}::text FROM {rows} AS s GROUP BY 1 HAVING count(*) > 1 LIMIT 1").format(
@@ -209,18 +74,9 @@ def _refuse_duplicate_keys(conn: Connection, source: Source) -> None:
 def _validate(conn: Connection, source: Source, cascade: bool) -> str:
     """Check the table, columns, condition and keys before anything is created; the key's type."""
     label = f"{source.schema}.{source.table}"
-    found = conn.execute(
-        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s", (source.schema, source.table)
-    ).fetchone()
-    if found is None:
-        raise InvalidParameter(f"no table {label}", "check --table (SCHEMA.TABLE)")
-    key_type, _ = _column_type(conn, source, source.key_column)
-    text_type, category = _column_type(conn, source, source.text_column)
-    if category != "S":
-        raise InvalidParameter(
-            f"--text-column {source.text_column!r} of {label} is {text_type}, not text",
-            "give a text or varchar column (a view can cast another type with ::text)",
-        )
+    tables.require_table(conn, source)
+    key_type, _ = tables.column_type(conn, source, source.key_column)
+    tables.require_text(conn, source)
     if source.condition:
         try:
             with conn.transaction():
@@ -230,8 +86,8 @@ def _validate(conn: Connection, source: Source, cascade: bool) -> str:
                 f"the --where condition does not work on {label}: {str(error).splitlines()[0]}",
                 'give a SQL condition over the table\'s columns, e.g. "published"',
             ) from error
-        _check_row_alone(conn, source, label)
-    if cascade and not _key_is_unique(conn, source):
+        tables.check_row_alone(conn, source, label)
+    if cascade and not tables.key_is_unique(conn, source):
         raise InvalidParameter(
             f"--cascade needs a primary or unique key column; {source.key_column!r} of {label} is not one",
             "leave out --cascade (sync removes deleted rows), or give a unique --key-column",
@@ -256,7 +112,7 @@ def attach(
     """Create index NAME over an existing table: everything is checked first (the table, the
     columns' types, the --where condition, unique keys), then created in one transaction.
     `cascade`: index rows go with their source row at once (a foreign key; see the module)."""
-    schema, relation = parse_table(table)
+    schema, relation = tables.parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
     key_type = _validate(conn, source, cascade)
     with conn.transaction():
@@ -343,7 +199,9 @@ class SyncReport(ingest.Report):
         }
 
 
-def sync(conn: Connection, name: str, progress: Callable[[int], object] | None = None) -> SyncReport:
+def sync(
+    conn: Connection, name: str, progress: Callable[[int], object] | None = None
+) -> SyncReport | intable.FillReport:
     """Sketch the source rows that are new or changed since the last sync; drop vanished ones.
 
     The changed rows are selected in one snapshot (a WITH HOLD cursor), then stored in batches of
@@ -351,6 +209,8 @@ def sync(conn: Connection, name: str, progress: Callable[[int], object] | None =
     run again after a failure.
     """
     made = indexes.get(conn, name)
+    if isinstance(made.storage, InTable):
+        return intable.fill(conn, made, made.storage, progress)
     source = source_of(conn, name)
     has_source_key = indexes.has_column(conn, made.name, "source_key")
     _refuse_duplicate_keys(conn, source)
@@ -493,11 +353,16 @@ def watch(
     conn: Connection,
     name: str,
     interval: float,
-    report: Callable[[SyncReport], None],
+    report: Callable[[SyncReport | intable.FillReport], None],
     rounds: int | None = None,
 ) -> None:
     """Sync every `interval` seconds (polling) until interrupted, or `rounds` times; `report`
-    the first round and each one that changed something."""
+    the first round and each one that changed something. An index in the application's table
+    is woken by its triggers instead (intable.watch)."""
+    made = indexes.get(conn, name)
+    if isinstance(made.storage, InTable):
+        intable.watch(conn, made, made.storage, interval, report, rounds)
+        return
     done = 0
     while rounds is None or done < rounds:
         result = sync(conn, name)

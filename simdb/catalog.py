@@ -108,34 +108,51 @@ def block_orders(conn: Connection, name: str) -> list[list[int]]:
 
 @dataclass(frozen=True)
 class SourceRow:
-    """The user table an attached index reads, as _sources records it."""
+    """The user table an index reads, as _sources records it: an attached index's text column,
+    or (an index in the application's own table) its sketch column, with or without text ('')."""
 
     schema: str
     table: str
     key_column: str
     text_column: str
     condition: str | None
+    sketch_column: str | None = None  # since revision 0013
 
 
 def add_source(conn: Connection, name: str, source: SourceRow) -> None:
+    columns = ["source_schema", "source_table", "key_column", "text_column", "condition"]
+    values: list[object] = [source.schema, source.table, source.key_column, source.text_column or None]
+    values.append(source.condition)
+    if source.sketch_column:
+        columns.append("sketch_column")
+        values.append(source.sketch_column)
     conn.execute(
-        sql.SQL(
-            "INSERT INTO {} (index_name, source_schema, source_table, key_column, text_column, condition)"
-            " VALUES (%s, %s, %s, %s, %s, %s)"
-        ).format(SOURCES),
-        (name, source.schema, source.table, source.key_column, source.text_column, source.condition),
+        sql.SQL("INSERT INTO {} (index_name, {}) VALUES (%s, {})").format(
+            SOURCES,
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+        ),
+        [name, *values],
     )
 
 
 def source_row(conn: Connection, name: str) -> SourceRow | None:
+    """The record of the table index NAME reads, or None (read as JSON: revisions before 0013,
+    which migrations still meet, have no sketch_column)."""
     row = conn.execute(
-        sql.SQL(
-            "SELECT source_schema, source_table, key_column, text_column, condition"
-            " FROM {} WHERE index_name = %s"
-        ).format(SOURCES),
-        (name,),
+        sql.SQL("SELECT to_jsonb(s) FROM {} AS s WHERE index_name = %s").format(SOURCES), (name,)
     ).fetchone()
-    return None if row is None else SourceRow(*row)
+    if row is None:
+        return None
+    found = row[0]
+    return SourceRow(
+        found["source_schema"],
+        found["source_table"],
+        found["key_column"],
+        found["text_column"] or "",
+        found["condition"],
+        found.get("sketch_column"),
+    )
 
 
 def set_spec_version(conn: Connection, name: str, version: int) -> None:
@@ -149,7 +166,7 @@ def mark_synced(conn: Connection, name: str) -> None:
 
 def readable_tables() -> list[sql.Identifier]:
     """The catalog tables a reader role needs to SELECT (to load an index's parameters)."""
-    return [INDEXES, TABLES, in_schema(VERSION_TABLE)]
+    return [INDEXES, TABLES, SOURCES, in_schema(VERSION_TABLE)]
 
 
 def sync_grants(role: sql.Identifier) -> list[sql.Composed]:

@@ -7,13 +7,14 @@ indexes, in one transaction each, through the catalog.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, dispatch, names, placement
+from simdb import catalog, dispatch, names, placement, storage
 from simdb.connection import Connection
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
 from simdb.modes import Index, SimhashSpec, Spec, index_class
@@ -63,10 +64,9 @@ def save(conn: Connection, made: AnyIndex) -> AnyIndex:
             }
             catalog.add_index(conn, values)
             made.register(conn)
-            made.create_objects(conn, str(values["near_sql"]))
-            dispatch.regenerate(conn)
             comment = f"simdb {made.mode} index {name}: {made.summary}, {made.features}"
-            conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(made.table, sql.Literal(comment)))
+            made.create_objects(conn, str(values["near_sql"]), comment)
+            dispatch.regenerate(conn)
     except psycopg.errors.UniqueViolation as error:
         raise IndexExists(f"index {name!r} already exists", "pick another name") from error
     return made
@@ -106,7 +106,8 @@ def get(conn: Connection, name: str) -> Index:
         )
     made = index_class(row["mode"]).from_catalog(conn, row)
     placed = placement.of(conn, name)
-    return made if placed == made.placement else dataclasses.replace(made, placement=placed)
+    stored = storage.of(catalog.source_row(conn, name))
+    return dataclasses.replace(made, placement=placed, storage=stored)
 
 
 def get_or_create(conn: Connection, name: str) -> Index:
@@ -134,7 +135,7 @@ class Summary:
         made = self.index
         return (
             f"{made.name:<20} {made.mode:<8} {self.rows:>10}  {made.features!s:<8} "
-            f"v{made.spec_version:<3}  {made.summary}{_semicolon(made.placement.describe())}"
+            f"v{made.spec_version:<3}  {made.summary}{_semicolon(made.whereabouts)}"
         )
 
 
@@ -206,15 +207,16 @@ def remake_functions(conn: Connection, made: Index) -> None:
 
 def drop(conn: Connection, name: str) -> None:
     """Remove an index: its table, functions, clusters and catalog rows, in one transaction."""
-    get(conn, name)
+    made = get(conn, name)
     with conn.transaction():
-        drop_objects(conn, name)
+        drop_objects(conn, name, made.storage.drop_statements(made))
         dispatch.regenerate(conn)
 
 
-def drop_objects(conn: Connection, name: str) -> None:
-    """Everything index NAME owns, and its catalog rows (also used by migrations' downgrades)."""
-    for statement in names.owned_objects(name):
+def drop_objects(conn: Connection, name: str, first: Sequence[sql.Composed] = ()) -> None:
+    """Everything index NAME owns (`first`: what its storage has outside simdb's schemas), and its
+    catalog rows (also used by migrations' downgrades)."""
+    for statement in [*first, *names.owned_objects(name)]:
         conn.execute(statement)
     catalog.remove_index(conn, name)
 

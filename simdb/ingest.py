@@ -118,6 +118,7 @@ def ingest(
     ingest neither wrote nor found unchanged are removed at the end, unless a file or folder
     could not be read (its rows would look missing).
     """
+    index.storage.refuse_writes(index, "ingest")
     report = Report()
     clock = report.seconds
     started = time.perf_counter()
@@ -530,11 +531,12 @@ def vacuum(conn: Connection, index: Index) -> None:
     leave it to autovacuum rather than commit the caller's transaction.
     """
     if conn.autocommit:
-        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(index.table))
+        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(index.storage.heap(index)))
 
 
 def delete(conn: Connection, index: Index, keys: Iterable[str]) -> int:
     """Remove the rows of these keys in one transaction; returns how many existed."""
+    index.storage.refuse_writes(index, "delete")
     wanted = sorted(set(keys))
     with conn.transaction():
         cursor = conn.execute(sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(index.table), (wanted,))
@@ -551,6 +553,7 @@ def prune(
     """Remove the rows last seen (written, or found unchanged by an ingest) more than `older_than`
     ago; returns how many. `agree(removed, rows)` sees what the deletion would do before it
     commits; if it says no, nothing is removed."""
+    index.storage.refuse_writes(index, "prune")
     with conn.transaction() as transaction:
         cursor = conn.execute(
             sql.SQL("DELETE FROM {} WHERE seen_at < now() - %s").format(index.table), (older_than,)

@@ -106,10 +106,47 @@ def stage_table(mode: str, size: int, index: str) -> sql.Identifier:
     return sql.Identifier(f"_simdb_{mode}{size}_{index}")
 
 
+def app_btree_name(index: str, column: str) -> str:
+    """A B-tree simdb puts on the application's table (an index in its own column): simdb_NAME_<column>,
+    in that table's schema, so that its name says whose it is."""
+    return f"simdb_{index}_{column}"
+
+
+def app_trigger_name(index: str, what: str) -> str:
+    """A trigger simdb puts on the application's table: simdb_NAME_<what>."""
+    return f"simdb_{index}_{what}"
+
+
+def clear_function(index: str) -> sql.Identifier:
+    """simdb_internal."NAME__clear"(): the trigger that clears a sketch whose text changed."""
+    return internal(f"{index}__clear")
+
+
+def wake_function(index: str) -> sql.Identifier:
+    """simdb_internal."NAME__wake"(): the trigger that wakes `simdb sync --watch` (NOTIFY)."""
+    return internal(f"{index}__wake")
+
+
+def channel(index: str) -> str:
+    """The NOTIFY channel that says index NAME has rows to sync: simdb_NAME."""
+    return f"simdb_{index}"
+
+
+def fill_stage_table(mode: str, size: int, index: str) -> sql.Identifier:
+    """The session's temporary table of sketches to write into an application's table (as
+    stage_table, by the sketches' shape)."""
+    return sql.Identifier(f"_simdb_fill_{mode}{size}_{index}")
+
+
 def owned_objects(index: str) -> list[sql.Composed]:
-    """DROP statements for everything an index owns in the database, whether it exists or not."""
+    """DROP statements for everything an index owns in simdb's schemas, whether it exists or not
+    (after its storage dropped what it has elsewhere: storage.Storage.drop_statements)."""
     return [
         sql.SQL("DROP TABLE IF EXISTS {}").format(table(index)),
         sql.SQL("DROP TABLE IF EXISTS {}").format(clusters_table(index)),
         *(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function) for function in functions(index)),
+        *(
+            sql.SQL("DROP FUNCTION IF EXISTS {}()").format(function)
+            for function in (clear_function(index), wake_function(index))
+        ),
     ]

@@ -99,6 +99,7 @@ def test_folder_ingest_and_query(
             "features": "word:3",
             "spec_version": 2,
             "placement": "local",
+            "storage": "own",
             "bits": 64,
             "max_distance": 3,
             "blocks": 4,

@@ -16,12 +16,14 @@ from typing import ClassVar
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 from support import Conn, jaccard_corpus
 
-from simdb import batch, index, ingest, query
+from simdb import batch, index, ingest, intable, query
 from simdb.errors import InvalidParameter
 from simdb.modes import Index, JaccardIndex, JaccardSpec, SimhashSpec, Sketch, Spec
 from simdb.placement import LOCAL, Distributed, Placement
+from simdb.simhash import DEFAULT_FEATURES
 
 Score = int | float
 
@@ -40,7 +42,10 @@ class Oracle(ABC):
     described: ClassVar[str]  # the index's own cutoff in words
     unrelated: ClassVar[str]  # key prefix of rows planted far from everything
 
-    def __init__(self, conn: Conn, placed: Placement) -> None:
+    def __init__(self, conn: Conn, placed: Placement, in_table: bool = False) -> None:
+        if in_table:
+            self.made, self.stored = _in_table(conn, self)
+            return
         self.made = index.create(conn, "docs", self.spec, expected_rows=4000, placed=placed)
         self.stored = self.rows(self.made)
         ingest.store(conn, self.made, self.stored)
@@ -64,6 +69,26 @@ class Oracle(ABC):
     def cutoff_argument(self, cutoff: Score | None) -> dict[str, Score | None]:
         """The cutoff as the library takes it: max_distance=k or min_similarity=s, by mode."""
         return {self.made.cutoff_column: cutoff}
+
+
+def _in_table(conn: Conn, oracle: Oracle) -> tuple[Index, dict[str, Sketch]]:
+    """The oracle's rows written by an application into its own table (a text key, the sketch in
+    a column of the index's type, rows without one too), and index "docs" attached to that column."""
+    planned = oracle.spec.build("docs", DEFAULT_FEATURES, 4000)
+    rows = oracle.rows(planned)
+    conn.execute(
+        sql.SQL("CREATE TABLE app_docs (id text PRIMARY KEY, sketch {}, note text)").format(
+            sql.SQL(planned.column_type)
+        )
+    )
+    with conn.cursor().copy("COPY app_docs (id, sketch) FROM STDIN") as copy:
+        for key, value in rows.items():
+            copy.write_row((key, planned.to_sql(value)))
+        copy.write_row(("no_sketch_yet", None))
+    made = intable.attach_in_table(
+        conn, "docs", "public.app_docs", "id", "sketch", spec=oracle.spec, expected_rows=4000
+    )
+    return made, rows
 
 
 def _flip(rng: np.random.Generator, value: int, count: int, width: int) -> int:
@@ -202,12 +227,15 @@ ORACLES = {
 }
 
 
-PLACEMENTS = {"local": LOCAL, "citus": Distributed(shards=4)}
+PLACEMENTS = {"local": LOCAL, "in_table": LOCAL, "citus": Distributed(shards=4)}
 
 
-@pytest.fixture(params=[pytest.param("local"), pytest.param("citus", marks=pytest.mark.citus)])
+@pytest.fixture(
+    params=[pytest.param("local"), pytest.param("in_table"), pytest.param("citus", marks=pytest.mark.citus)]
+)
 def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
-    """A connection to a fresh database (local), or to the Citus coordinator (citus)."""
+    """A connection to a fresh database (local: simdb's own table; in_table: the rows in an
+    application's table, storage.column), or to the Citus coordinator (citus)."""
     if request.param == "citus":
         yield request.getfixturevalue("citus_conn")
         return
@@ -217,8 +245,8 @@ def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
 
 @pytest.fixture(params=list(ORACLES))
 def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
-    placed = PLACEMENTS[request.node.callspec.params["conn"]]
-    return ORACLES[request.param](conn, placed)
+    where = request.node.callspec.params["conn"]
+    return ORACLES[request.param](conn, PLACEMENTS[where], in_table=where == "in_table")
 
 
 @pytest.mark.parametrize("step", [0, 1, 2])

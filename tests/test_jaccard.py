@@ -111,6 +111,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "features": "word:3",
             "spec_version": 2,
             "placement": "local",
+            "storage": "own",
             "threshold": 0.75,
             "permutations": 128,
             "bands": 18,

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from simdb import attach, index, modes, names, planner, scaleplan, schema
+from simdb import attach, index, intable, modes, names, planner, scaleplan, schema
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
@@ -173,8 +173,23 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool
 @click.command(name="attach")
 @click.argument("name")
 @click.option("--table", required=True, metavar="SCHEMA.TABLE", help="Your existing table.")
-@click.option("--key-column", required=True, help="Its unique key column (any type; stored as text).")
-@click.option("--text-column", required=True, help="Its text column to fingerprint.")
+@click.option("--key-column", required=True, help="Its unique key column (any type; answered as text).")
+@click.option(
+    "--text-column",
+    help="Its text column to fingerprint (required unless --fingerprint-column/--signature-column).",
+)
+@click.option(
+    "--fingerprint-column",
+    metavar="COLUMN",
+    help="simhash: keep the index in this column of your table (bigint, or bit(128) with --bits 128): "
+    "simdb's B-trees go on it and every write is searchable at once; with --text-column, simdb "
+    "fills it where it is NULL.",
+)
+@click.option(
+    "--signature-column",
+    metavar="COLUMN",
+    help="jaccard: the same, for a bigint[] column of MinHash signatures.",
+)
 @click.option("--where", "condition", metavar="SQL", help="Only rows matching this SQL condition.")
 @click.option("--no-sync", is_flag=True, help="Only attach; fingerprint later with `simdb sync`.")
 @click.option(
@@ -193,25 +208,48 @@ def attach_(
     name: str,
     table: str,
     key_column: str,
-    text_column: str,
+    text_column: str | None,
+    fingerprint_column: str | None,
+    signature_column: str | None,
     condition: str | None,
     no_sync: bool,
     cascade: bool,
     as_json: bool,
     **options: Any,
 ) -> None:
-    """Create index NAME over an existing table (which is not altered), then sync it.
+    """Create index NAME over an existing table, then sync it.
 
-    simdb."NAME" keeps one row per source row, keyed by the source key as text. `simdb sync NAME`
-    brings it up to date again later: new and changed rows are fingerprinted, deleted ones removed.
+    With --text-column alone, simdb."NAME" is a table of simdb's that keeps one row per source row,
+    keyed by the source key as text; `simdb sync NAME` brings it up to date again later.
+
+    With --fingerprint-column (or --signature-column), the index lives in your table: simdb's
+    B-trees go on that column and simdb."NAME" is a view of your table, so what your application
+    writes there is found in the same transaction. With --text-column too, `simdb sync NAME` fills
+    the column where it is NULL (a trigger clears it when the text changes).
     """
     settings = _index_settings(options)
+    sketch_columns = {"fingerprint": fingerprint_column, "signature": signature_column}
+    given = {kind: column for kind, column in sketch_columns.items() if column}
+    if len(given) > 1:
+        raise click.UsageError("give one of --fingerprint-column and --signature-column")
+    if not given and not text_column:
+        raise click.UsageError("give --text-column, or --fingerprint-column/--signature-column")
     with database(ctx, create_schema=True) as conn:
-        made = attach.attach(
-            conn, name, table, key_column, text_column, condition, **settings, cascade=cascade
-        )
+        if given:
+            if cascade:
+                raise click.UsageError(
+                    "--cascade is for a side table: an index in your table has no rows of its own"
+                )
+            ((kind, column),) = given.items()
+            made = intable.attach_in_table(
+                conn, name, table, key_column, column, text_column, condition, **settings, sketch_kind=kind
+            )
+        else:
+            made = attach.attach(
+                conn, name, table, key_column, text_column or "", condition, **settings, cascade=cascade
+            )
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
-        if not no_sync:
+        if not no_sync and text_column:
             with counter(f"sync {name}", " rows") as done:
                 show(attach.sync(conn, name, done), as_json)
 

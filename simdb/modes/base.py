@@ -23,6 +23,7 @@ from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.minhash import UInt64Array
 from simdb.placement import LOCAL, Placement
 from simdb.simhash import Content, Features
+from simdb.storage.base import OWN, Storage, btree_statements
 
 Sketch = int | UInt64Array  # an unsigned SimHash fingerprint, or a MinHash signature
 SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]
@@ -68,6 +69,7 @@ class Index(ABC):
     features: Features
     expected_rows: int
     placement: Placement = field(default=LOCAL, kw_only=True)  # not a catalog column: Citus' metadata
+    storage: Storage = field(default=OWN, kw_only=True)  # where the rows live (catalog: _sources)
 
     mode: ClassVar[str]
     widths: ClassVar[tuple[int, ...]] = (BITS,)  # the widths of a fingerprint or signature value it makes
@@ -96,6 +98,11 @@ class Index(ABC):
         """The sketch's PostgreSQL type, as binary COPY and function arguments name it."""
 
     @property
+    def column_type(self) -> str:
+        """The sketch column's type, as format_type names it (an application's column must be it)."""
+        return self.sketch_type
+
+    @property
     @abstractmethod
     def spec(self) -> Spec:
         """The mode's parameters of this index as one value."""
@@ -122,12 +129,18 @@ class Index(ABC):
             "features": str(self.features),
             "spec_version": self.spec_version,
             **self.placement.as_dict(),
+            **self.storage.as_dict(),
         }
+
+    @property
+    def whereabouts(self) -> str:
+        """Where the rows are, in a few words ('' for simdb's own table on one server)."""
+        return ", ".join(part for part in (self.placement.describe(), self.storage.describe()) if part)
 
     def lines(self) -> list[str]:
         return [
             f"{self.mode} index {self.name}: {self.summary}, features {self.features}, "
-            f"spec v{self.spec_version}{_comma(self.placement.describe())}; "
+            f"spec v{self.spec_version}{_comma(self.whereabouts)}; "
             f'SQL: {names.SCHEMA}."{self.name}"'
         ]
 
@@ -231,21 +244,13 @@ class Index(ABC):
         permuted table's prefix of a fingerprint, or a band's key of a signature."""
 
     def btrees(self, *, if_missing: bool = False) -> list[sql.Composed]:
-        """CREATE INDEX NAME_<column> on each B-tree's expression of the stored sketch (IF NOT
-        EXISTS with `if_missing`). Nothing derived is stored in the row; where many rows share a
-        key (short prefixes), PostgreSQL stores it once with the list of those rows (B-tree
-        deduplication)."""
+        """CREATE INDEX NAME_<column> on each B-tree's expression of the stored sketch in simdb's
+        own table (IF NOT EXISTS with `if_missing`). Nothing derived is stored in the row; where
+        many rows share a key (short prefixes), PostgreSQL stores it once with the list of those
+        rows (B-tree deduplication)."""
+        name_of = names.btree_name(self.name, "{column}")
         stored = sql.Identifier(self.sketch_column)
-        create = sql.SQL("CREATE INDEX IF NOT EXISTS" if if_missing else "CREATE INDEX")
-        return [
-            sql.SQL("{create} {name} ON {table} (({key}))").format(
-                create=create,
-                name=sql.Identifier(names.btree_name(self.name, column)),
-                table=self.table,
-                key=key,
-            )
-            for column, key in zip(self.columns, self.btree_keys(stored), strict=True)
-        ]
+        return btree_statements(self, self.table, stored, name_of, if_missing=if_missing)
 
     def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
         """Every pair within the cutoff found in memory (simdb.pairing), several times faster than
@@ -286,29 +291,10 @@ class Index(ABC):
     def pairs_function(self) -> sql.Identifier:
         return names.pairs_function(self.name)
 
-    def create_objects(self, conn: Connection, near_sql: str) -> None:
-        """The index's table, its B-trees and its near and pairs functions (after its catalog row).
-
-        The key is the row's identity (a distributed table can be split on it). Everything derived
-        from the sketch is computed by PostgreSQL (the B-trees' expressions), so any
-        application can insert (key, sketch) in plain SQL and be found as simdb would find it.
-        """
-        conn.execute(
-            sql.SQL(
-                "CREATE TABLE {table} ("
-                " key text NOT NULL, {sketch}, size bigint, content_hash bytea, extension text,"
-                " mtime_ns bigint, added_at timestamptz NOT NULL DEFAULT now(),"
-                " seen_at timestamptz NOT NULL DEFAULT now(),"
-                " CONSTRAINT {pkey} PRIMARY KEY (key))"
-            ).format(
-                table=self.table,
-                sketch=self.sketch_definition(),
-                pkey=sql.Identifier(names.primary_key_name(self.name)),
-            )
-        )
-        for statement in self.btrees():
-            conn.execute(statement)
-        self.placement.place(conn, self.table)
+    def create_objects(self, conn: Connection, near_sql: str, comment: str) -> None:
+        """The index's rows where its storage keeps them, their B-trees, and its near and pairs
+        functions (after its catalog row)."""
+        self.storage.create(conn, self, comment)
         self.create_functions(conn, near_sql)
 
     def create_functions(self, conn: Connection, near_sql: str) -> None:

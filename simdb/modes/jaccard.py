@@ -214,6 +214,10 @@ class JaccardIndex(Index):
         return "int8[]"
 
     @property
+    def column_type(self) -> str:
+        return "bigint[]"
+
+    @property
     def spec(self) -> JaccardSpec:
         return JaccardSpec(self.threshold, self.permutations, self.signature_spec)
 

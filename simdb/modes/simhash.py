@@ -113,6 +113,10 @@ class SimhashIndex(Index):
     def sketch_size(self) -> int:
         return self.bits
 
+    @property
+    def column_type(self) -> str:
+        return self.width.column_type
+
     def sketch_check(self, sketch: sql.Composable) -> sql.Composable:
         """A bit string of another length is refused (only bit(128) fingerprints can be wrong)."""
         length = self.width.length(sketch)

@@ -1,0 +1,235 @@
+"""Indexes in the application's own table (storage.column): attach one, and fill its sketches.
+
+`attach` checks the table and its columns, records the index, makes the view simdb."NAME" and,
+with a text column, the triggers that clear a sketch whose text changed; then it builds the
+B-trees on the table (CONCURRENTLY where it may: the application keeps writing meanwhile).
+`fill` (what `simdb sync` does for such an index) sketches the rows whose sketch is missing,
+found through a partial B-tree, so that it costs what changed, never a pass over the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from simdb import catalog, ingest, names, tables
+from simdb import index as indexes
+from simdb.connection import Connection
+from simdb.errors import InvalidParameter
+from simdb.modes import Index, SimhashSpec, Spec
+from simdb.planner import DEFAULT_EXPECTED_ROWS
+from simdb.simhash import DEFAULT_FEATURES, Features
+from simdb.storage import InTable
+
+BATCH = 2000
+
+
+def attach_in_table(
+    conn: Connection,
+    name: str,
+    table: str,
+    key_column: str,
+    sketch_column: str,
+    text_column: str | None = None,
+    condition: str | None = None,
+    spec: Spec | None = None,
+    *,
+    features: Features = DEFAULT_FEATURES,
+    expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    sketch_kind: str | None = None,
+) -> Index:
+    """Create index NAME in table's own `sketch_column` (keyed by `key_column`; with `text_column`,
+    simdb fills the sketches from that text). Everything is checked before anything is made.
+    `sketch_kind`: what the caller called the column ('fingerprint', 'signature'), checked against
+    the mode's sketch."""
+    schema, relation = tables.parse_table(table)
+    stored = InTable(schema, relation, key_column, sketch_column, text_column or None, condition)
+    made = dataclasses.replace((spec or SimhashSpec()).build(name, features, expected_rows), storage=stored)
+    if sketch_kind is not None and sketch_kind != made.sketch_column:
+        raise InvalidParameter(
+            f"--{sketch_kind}-column does not apply to a {made.mode} index",
+            f"give its {made.sketch_column}s with --{made.sketch_column}-column",
+        )
+    key_type = _validate(conn, made, stored)
+    with conn.transaction():
+        indexes.save(conn, made)
+        row = catalog.SourceRow(schema, relation, key_column, text_column or "", condition, sketch_column)
+        catalog.add_source(conn, name, row)
+    concurrently = conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    try:
+        for statement in stored.btrees(made, key_type, concurrently=concurrently):
+            conn.execute(statement)
+    except BaseException:
+        if concurrently:  # (inside a caller's transaction, its rollback undoes everything)
+            indexes.drop(conn, name)
+        raise
+    if conn.autocommit:
+        conn.execute(sql.SQL("ANALYZE {}").format(stored.relation))
+    return indexes.get(conn, name)
+
+
+def _validate(conn: Connection, made: Index, stored: InTable) -> str:
+    """The table, its columns' types, the condition and the key's uniqueness; the key's type."""
+    source = catalog.SourceRow(stored.schema, stored.table, stored.key_column, stored.text_column or "", None)
+    tables.require_table(conn, source)
+    key_type, _ = tables.column_type(conn, source, stored.key_column)
+    sketch_type, _ = tables.column_type(conn, source, stored.sketch_column)
+    if sketch_type != made.column_type:
+        option = f"--{made.sketch_column}-column"
+        raise InvalidParameter(
+            f"{option} {stored.sketch_column!r} of {stored.label} is {sketch_type}; index {made.name!r}"
+            f" ({made.mode}, {made.summary}) keeps {made.column_type}",
+            f"add a column of that type (ALTER TABLE {stored.label} ADD COLUMN ... {made.column_type})",
+        )
+    if stored.text_column:
+        tables.require_text(conn, source)
+    if stored.condition:
+        tables.check_condition(stored.condition)
+        tables.check_row_alone(conn, dataclasses.replace(source, condition=stored.condition), stored.label)
+    if not tables.key_is_unique(conn, source):
+        raise InvalidParameter(
+            f"--key-column {stored.key_column!r} of {stored.label} is not a primary key or unique",
+            "give the table's primary key (an index in the table answers with one key per row)",
+        )
+    return key_type
+
+
+@dataclass
+class FillReport:
+    """What one fill did: rows given a sketch, rows whose text has no words (left without one)."""
+
+    name: str
+    filled: int = 0
+    empty: int = 0
+    fills: bool = True  # False: the index has no text column; the application writes the sketches
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.filled)
+
+    def lines(self) -> list[str]:
+        if not self.fills:
+            return [f"index {self.name} has no text column: the application writes its sketches"]
+        return [
+            f"synced: {self.filled} sketches filled, {self.empty} rows whose text has no words"
+            " (left without one); rows with a sketch were not read"
+        ]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"filled": self.filled, "empty": self.empty}
+
+
+def fill(
+    conn: Connection, made: Index, stored: InTable, progress: Callable[[int], object] | None = None
+) -> FillReport:
+    """Sketch the rows whose sketch is missing (and whose text is not NULL), in pages by key, each
+    written in its own transaction; a row whose text changed since it was read, or whose sketch
+    was set meanwhile, is left as the application made it."""
+    report = FillReport(made.name, fills=stored.text_column is not None)
+    if not stored.text_column:
+        return report
+    key, text = sql.Identifier(stored.key_column), sql.Identifier(stored.text_column)
+    sketch = sql.Identifier(stored.sketch_column)
+    key_type = _key_type(conn, stored)
+    condition = sql.SQL(" AND ({})").format(sql.SQL(stored.condition)) if stored.condition else sql.SQL("")
+    page = sql.SQL(
+        "SELECT t.{key}::text, t.{text}, md5(t.{text}) FROM {table} AS t"
+        " WHERE t.{sketch} IS NULL AND t.{text} IS NOT NULL{condition}{after} ORDER BY t.{key} LIMIT {n}"
+    )
+    after: list[Any] = []
+    while True:
+        statement = page.format(
+            key=key,
+            text=text,
+            table=stored.relation,
+            sketch=sketch,
+            condition=condition,
+            after=sql.SQL(" AND t.{} > %s::{}").format(key, sql.SQL(key_type)) if after else sql.SQL(""),
+            n=sql.Literal(BATCH),
+        )
+        rows = conn.execute(statement, after).fetchall()
+        if not rows:
+            return report
+        values = made.sketches([row_text for _, row_text, _ in rows])
+        written = [(k, v, h) for (k, _, h), v in zip(rows, values, strict=True) if v is not None]
+        report.empty += len(rows) - len(written)
+        report.filled += _write(conn, made, stored, key_type, written)
+        if progress is not None:
+            progress(len(rows))
+        after = [rows[-1][0]]
+
+
+def _write(
+    conn: Connection, made: Index, stored: InTable, key_type: str, rows: list[tuple[str, Any, str]]
+) -> int:
+    """Set the sketch of these (key, sketch, md5 of the text sketched) rows, in one transaction,
+    where the sketch is still missing and the text is still the one sketched."""
+    if not rows:
+        return 0
+    stage = names.fill_stage_table(made.mode, made.sketch_size, made.name)
+    with conn.transaction():
+        conn.execute(
+            sql.SQL(
+                "CREATE TEMP TABLE IF NOT EXISTS {} (key text, {}, text_md5 text) ON COMMIT DELETE ROWS"
+            ).format(stage, made.sketch_definition())
+        )
+        cursor = conn.cursor()
+        to_copy = made.copy_sketches(cursor)
+        columns = sql.SQL(", ").join(map(sql.Identifier, ("key", made.sketch_column, "text_md5")))
+        ingest._copy(
+            cursor,
+            stage,
+            columns,
+            ["text", made.sketch_type, "text"],
+            [(k, to_copy(v), h) for k, v, h in rows],
+        )
+        updated = conn.execute(
+            sql.SQL(
+                "UPDATE {table} AS t SET {sketch} = s.{staged} FROM {stage} AS s"
+                " WHERE t.{key} = s.key::{key_type} AND t.{sketch} IS NULL AND md5(t.{text}) = s.text_md5"
+            ).format(
+                table=stored.relation,
+                sketch=sql.Identifier(stored.sketch_column),
+                staged=sql.Identifier(made.sketch_column),
+                stage=stage,
+                key=sql.Identifier(stored.key_column),
+                key_type=sql.SQL(key_type),
+                text=sql.Identifier(stored.text_column or ""),
+            )
+        )
+    return updated.rowcount
+
+
+def _key_type(conn: Connection, stored: InTable) -> str:
+    source = catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None)
+    return tables.column_type(conn, source, stored.key_column)[0]
+
+
+def watch(
+    conn: Connection,
+    made: Index,
+    stored: InTable,
+    interval: float,
+    report: Callable[[FillReport], None],
+    rounds: int | None = None,
+) -> None:
+    """Fill now, then again on each NOTIFY from the table's triggers (a commit that inserted rows or
+    changed their text), and every `interval` seconds as well; `rounds` fills in all (tests).
+    While nothing changes it waits on the connection and reads nothing."""
+    if not conn.autocommit:
+        raise InvalidParameter("sync --watch needs an autocommit connection", "connect with autocommit=True")
+    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(names.channel(made.name))))
+    report(fill(conn, made, stored))
+    done = 1
+    while rounds is None or done < rounds:
+        for _ in conn.notifies(timeout=interval, stop_after=1):
+            pass
+        result = fill(conn, made, stored)
+        if result.changed:
+            report(result)
+        done += 1

@@ -1,0 +1,98 @@
+"""The storage interface, and simdb's own table (the default kind)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from psycopg import sql
+
+from simdb import names
+from simdb.connection import Connection
+
+if TYPE_CHECKING:
+    from simdb.modes import Index
+
+
+def btree_statements(
+    made: Index,
+    table: sql.Composable,
+    sketch: sql.Composable,
+    name_of: str,
+    *,
+    if_missing: bool = False,
+    concurrently: bool = False,
+) -> list[sql.Composed]:
+    """CREATE INDEX on each of the mode's B-tree expressions of `sketch` (a column of `table`),
+    named name_of.format(column=...) in `table`'s schema."""
+    words = ["CREATE INDEX", "CONCURRENTLY" if concurrently else "", "IF NOT EXISTS" if if_missing else ""]
+    create = sql.SQL(" ".join(word for word in words if word))
+    return [
+        sql.SQL("{create} {name} ON {table} (({key}))").format(
+            create=create, name=sql.Identifier(name_of.format(column=column)), table=table, key=key
+        )
+        for column, key in zip(made.columns, made.btree_keys(sketch), strict=True)
+    ]
+
+
+class Storage(ABC):
+    """Where an index's rows live: what makes and removes them, and who may write them."""
+
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def create(self, conn: Connection, made: Index, comment: str) -> None:
+        """simdb."NAME" (a table, or a view of the application's table) and the B-trees that search
+        it, in the caller's transaction (after the index's catalog rows)."""
+
+    def drop_statements(self, made: Index) -> list[sql.Composed]:
+        """What to remove besides what names.owned_objects names (the application's objects are
+        never among them: only simdb's B-trees and triggers on its table)."""
+        return []
+
+    def heap(self, made: Index) -> sql.Identifier:
+        """The table that holds the rows (what VACUUM and row addresses are about)."""
+        return made.table
+
+    def refuse_writes(self, made: Index, what: str) -> None:  # noqa: B027 (most kinds take writes)
+        """Raise if simdb must not write this index's rows itself (`what`: the command)."""
+
+    def describe(self) -> str:
+        """A few words for `simdb list`: where the rows are ('' for simdb's own table)."""
+        return ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"storage": self.kind}
+
+
+@dataclass(frozen=True)
+class OwnTable(Storage):
+    """simdb."NAME": key, sketch, and what ingest knows of each row (size, content hash, ...)."""
+
+    kind: ClassVar[str] = "own"
+
+    def create(self, conn: Connection, made: Index, comment: str) -> None:
+        """The table, keyed by key (a distributed table can be split on it), and one B-tree per
+        expression of the sketch: any application can insert (key, sketch) in plain SQL and be
+        found as simdb would find it."""
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {table} ("
+                " key text NOT NULL, {sketch}, size bigint, content_hash bytea, extension text,"
+                " mtime_ns bigint, added_at timestamptz NOT NULL DEFAULT now(),"
+                " seen_at timestamptz NOT NULL DEFAULT now(),"
+                " CONSTRAINT {pkey} PRIMARY KEY (key))"
+            ).format(
+                table=made.table,
+                sketch=made.sketch_definition(),
+                pkey=sql.Identifier(names.primary_key_name(made.name)),
+            )
+        )
+        for statement in made.btrees():
+            conn.execute(statement)
+        made.placement.place(conn, made.table)
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(made.table, sql.Literal(comment)))
+
+
+OWN = OwnTable()

@@ -1,0 +1,200 @@
+"""The application's own table: an index whose rows are the table's rows, pgvector-style.
+
+The application keeps each row's fingerprint (or signature) in a column of its own table T; simdb
+puts the mode's B-trees on expressions of that column (named simdb_NAME_<column>, in T's schema)
+and makes simdb."NAME" a view of T with the columns every index has (key as text, the sketch
+under the mode's column name), so that every query face reads it as it reads simdb's own table.
+PostgreSQL inlines the view, so a probe of the view's sketch is a probe of T's B-trees, and what
+the application writes is searchable in its own transaction.
+
+With a text column C, simdb also keeps the sketch current: a trigger clears it when C changes
+(unless the same write sets it: the application's own value wins), a partial B-tree finds the
+rows whose sketch is missing, and `simdb sync` fills them (simdb.intable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from psycopg import sql
+
+from simdb import names
+from simdb.connection import Connection
+from simdb.errors import InvalidParameter
+from simdb.storage.base import Storage, btree_statements
+
+if TYPE_CHECKING:
+    from simdb.modes import Index
+
+
+@dataclass(frozen=True)
+class InTable(Storage):
+    """Rows in the application's table schema.table: key column, sketch column, maybe text."""
+
+    schema: str
+    table: str
+    key_column: str
+    sketch_column: str
+    text_column: str | None = None
+    condition: str | None = None
+
+    kind: ClassVar[str] = "column"
+
+    @property
+    def relation(self) -> sql.Identifier:
+        return sql.Identifier(self.schema, self.table)
+
+    @property
+    def label(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def _column(self, name: str | None) -> sql.Composable:
+        return sql.SQL("t.{}").format(sql.Identifier(name)) if name else sql.SQL("NULL")
+
+    def create(self, conn: Connection, made: Index, comment: str) -> None:
+        """The view simdb."NAME" of the rows that have a sketch (and meet the --where condition);
+        its ctid is the table's, so rows are read by address as in simdb's own table. The B-trees
+        come after (`btrees`): they may be built CONCURRENTLY, outside this transaction."""
+        has_sketch = sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(self.sketch_column))
+        where = has_sketch
+        if self.condition:
+            where = sql.SQL("{} AND ({})").format(has_sketch, sql.SQL(self.condition))
+        size = sql.SQL("octet_length({})::bigint").format(self._column(self.text_column))
+        conn.execute(
+            sql.SQL(
+                "CREATE VIEW {view} AS SELECT t.ctid AS ctid, t.{key}::text AS key,"
+                " t.{sketch} AS {as_sketch}, {size} AS size, NULL::bytea AS content_hash,"
+                " NULL::text AS extension, NULL::bigint AS mtime_ns, NULL::timestamptz AS added_at,"
+                " NULL::timestamptz AS seen_at FROM {table} AS t WHERE {where}"
+            ).format(
+                view=made.table,
+                key=sql.Identifier(self.key_column),
+                sketch=sql.Identifier(self.sketch_column),
+                as_sketch=sql.Identifier(made.sketch_column),
+                size=size if self.text_column else sql.SQL("NULL::bigint"),
+                table=self.relation,
+                where=where,
+            )
+        )
+        conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(made.table, sql.Literal(comment)))
+        if self.text_column:
+            self._create_triggers(conn, made)
+
+    def btrees(self, made: Index, key_type: str, *, concurrently: bool) -> list[sql.Composed]:
+        """The mode's B-trees on the sketch column; one on the key as text where the key is not
+        text already (lookups by key, as simdb.near_key makes them, would scan the table); and
+        with a text column, the partial B-tree of the rows whose sketch is missing."""
+        statements = btree_statements(
+            made,
+            self.relation,
+            sql.Identifier(self.sketch_column),
+            names.app_btree_name(made.name, "{column}"),
+            concurrently=concurrently,
+        )
+        create = sql.SQL("CREATE INDEX CONCURRENTLY" if concurrently else "CREATE INDEX")
+        key = sql.Identifier(self.key_column)
+        if key_type != "text" and not key_type.startswith("character varying"):
+            statements.append(
+                sql.SQL("{} {} ON {} (({}::text))").format(
+                    create, sql.Identifier(names.app_btree_name(made.name, "key")), self.relation, key
+                )
+            )
+        if self.text_column:
+            statements.append(
+                sql.SQL("{} {} ON {} ({}) WHERE {} IS NULL AND {} IS NOT NULL").format(
+                    create,
+                    sql.Identifier(names.app_btree_name(made.name, "unfilled")),
+                    self.relation,
+                    key,
+                    sql.Identifier(self.sketch_column),
+                    sql.Identifier(self.text_column),
+                )
+            )
+        return statements
+
+    def _create_triggers(self, conn: Connection, made: Index) -> None:
+        """BEFORE UPDATE OF the text column, for each row whose text changed and whose sketch the
+        same write left as it was: clear the sketch (the next sync refills it). AFTER INSERT or
+        UPDATE OF the text, once per statement: wake `sync --watch` (NOTIFY, delivered at commit).
+        A sync's own writes set only the sketch, so they fire neither."""
+        text, sketch = sql.Identifier(self.text_column or ""), sql.Identifier(self.sketch_column)
+        clear, wake = names.clear_function(made.name), names.wake_function(made.name)
+        conn.execute(
+            sql.SQL(
+                "CREATE FUNCTION {clear}() RETURNS trigger LANGUAGE plpgsql AS $$"
+                " BEGIN NEW.{sketch} := NULL; RETURN NEW; END $$"
+            ).format(clear=clear, sketch=sketch)
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE FUNCTION {wake}() RETURNS trigger LANGUAGE plpgsql AS $$"
+                " BEGIN PERFORM pg_notify({channel}, ''); RETURN NULL; END $$"
+            ).format(wake=wake, channel=sql.Literal(names.channel(made.name)))
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE TRIGGER {name} BEFORE UPDATE OF {text} ON {table} FOR EACH ROW"
+                " WHEN (NEW.{text} IS DISTINCT FROM OLD.{text} AND NEW.{sketch} IS NOT DISTINCT FROM"
+                " OLD.{sketch}) EXECUTE FUNCTION {clear}()"
+            ).format(
+                name=sql.Identifier(names.app_trigger_name(made.name, "clear")),
+                text=text,
+                sketch=sketch,
+                table=self.relation,
+                clear=clear,
+            )
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE TRIGGER {name} AFTER INSERT OR UPDATE OF {text} ON {table}"
+                " FOR EACH STATEMENT EXECUTE FUNCTION {wake}()"
+            ).format(
+                name=sql.Identifier(names.app_trigger_name(made.name, "wake")),
+                text=text,
+                table=self.relation,
+                wake=wake,
+            )
+        )
+
+    def drop_statements(self, made: Index) -> list[sql.Composed]:
+        """The view, and simdb's B-trees and triggers on the table, by their names, so nothing of
+        the application's is touched (names.owned_objects drops the trigger functions after)."""
+        in_schema = [*made.columns, "key", "unfilled"]
+        return [
+            sql.SQL("DROP VIEW IF EXISTS {}").format(made.table),
+            *(
+                sql.SQL("DROP INDEX IF EXISTS {}").format(
+                    sql.Identifier(self.schema, names.app_btree_name(made.name, column))
+                )
+                for column in in_schema
+            ),
+            *(
+                sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
+                    sql.Identifier(names.app_trigger_name(made.name, what)), self.relation
+                )
+                for what in ("clear", "wake")
+            ),
+        ]
+
+    def heap(self, made: Index) -> sql.Identifier:
+        return self.relation
+
+    def refuse_writes(self, made: Index, what: str) -> None:
+        fill = f", or set {self.text_column} and run `simdb sync {made.name}`" if self.text_column else ""
+        raise InvalidParameter(
+            f"{what} does not write index {made.name!r}: its rows are the rows of {self.label}",
+            f"write its {self.sketch_column} column there, as simdb.fingerprint computes it{fill}",
+        )
+
+    def describe(self) -> str:
+        return f"in {self.label}.{self.sketch_column}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "storage": self.kind,
+            "table": self.label,
+            "key_column": self.key_column,
+            "sketch_column": self.sketch_column,
+            "text_column": self.text_column,
+        }

@@ -1,0 +1,242 @@
+"""An index in the application's own table (attach --fingerprint-column / --signature-column):
+what the application writes is searchable in its own transaction, a rollback leaves no trace,
+simdb fills and refreshes sketches from a text column, and drop removes exactly simdb's objects.
+(The contract suite, test_contract.py, checks every query face on it against brute force.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import psycopg
+import pytest
+from psycopg import sql
+from support import Conn, simdb
+
+from simdb import attach, fingerprint, index, ingest, intable, query
+from simdb.bits import to_signed
+from simdb.errors import InvalidParameter
+from simdb.modes import JaccardSpec, SimhashSpec
+
+BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
+OTHER = "something else entirely, about other things and more of them"
+
+
+@pytest.fixture
+def articles(conn: Conn) -> Conn:
+    conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint, lang text)")
+    conn.execute(
+        "INSERT INTO public.articles (body, lang) VALUES (%s, 'en'), (%s, 'en'), (%s, 'en'), (NULL, 'en')",
+        (BODY, BODY + " extra", OTHER),
+    )
+    return conn
+
+
+def _fingerprints(conn: Conn) -> dict[int, int | None]:
+    return dict(conn.execute("SELECT id, fp FROM public.articles ORDER BY id").fetchall())  # type: ignore[arg-type]
+
+
+def _near(conn: Conn, key: str) -> list[tuple[str, int]]:
+    return [(str(k), int(d)) for k, d in conn.execute("SELECT * FROM simdb.near_key('arts', %s)", (key,))]
+
+
+def test_attach_fills_the_column_and_every_face_answers_with_the_table_key(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    code, out, err = simdb(
+        capsys,
+        "attach", "arts", "--table", "public.articles", "--key-column", "id",
+        "--fingerprint-column", "fp", "--text-column", "body",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1] == (
+        "synced: 3 sketches filled, 0 rows whose text has no words (left without one);"
+        " rows with a sketch were not read"
+    )
+    stored = _fingerprints(articles)
+    assert stored[1] == to_signed(fingerprint(BODY)) and stored[3] == to_signed(fingerprint(OTHER))
+    assert stored[4] is None  # NULL text: nothing to fingerprint
+    assert _near(articles, "1")[0] == ("1", 0)
+    near = query.near(articles, index.get(articles, "arts"), fingerprint(BODY))
+    assert [match.key for match in near][:1] == ["1"]
+    joined = articles.execute(
+        "SELECT a.id, n.distance FROM simdb.near('arts', %s::bigint) AS n JOIN public.articles AS a"
+        " ON a.id = n.key::bigint ORDER BY n.distance, a.id LIMIT 1",
+        (to_signed(fingerprint(BODY)),),
+    ).fetchall()
+    assert joined == [(1, 0)]
+
+
+def test_a_write_is_found_in_its_own_transaction_and_a_rollback_leaves_no_trace(articles: Conn) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp")
+    value = to_signed(fingerprint("a brand new document written by the application itself"))
+    with articles.transaction() as transaction:
+        (key,) = articles.execute(
+            "INSERT INTO public.articles (body, fp) VALUES ('x', %s) RETURNING id", (value,)
+        ).fetchone() or (None,)
+        found = articles.execute("SELECT key FROM simdb.near('arts', %s::bigint, 0)", (value,)).fetchall()
+        assert found == [(str(key),)]
+        raise psycopg.Rollback(transaction)
+    assert articles.execute("SELECT key FROM simdb.near('arts', %s::bigint, 0)", (value,)).fetchall() == []
+
+
+def test_a_text_change_clears_the_sketch_unless_the_write_sets_it_and_sync_refills(articles: Conn) -> None:
+    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
+    articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (OTHER,))
+    articles.execute("UPDATE public.articles SET lang = 'de' WHERE id = 2")  # text untouched: kept
+    articles.execute("UPDATE public.articles SET body = 'own value', fp = 42 WHERE id = 3")  # the app's wins
+    assert _fingerprints(articles) == {1: None, 2: to_signed(fingerprint(BODY + " extra")), 3: 42, 4: None}
+    assert _near(articles, "3") == [("3", 0)]  # row 1 is not in the index while its sketch is missing
+    articles.execute("UPDATE public.articles SET body = '' WHERE id = 2")  # emptied: leaves the index
+    assert intable.fill(articles, made, made.storage).as_dict() == {"filled": 1, "empty": 1}  # type: ignore[arg-type]
+    assert _fingerprints(articles) == {1: to_signed(fingerprint(OTHER)), 2: None, 3: 42, 4: None}
+    assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}
+
+
+def test_sync_writes_no_stale_sketch_over_a_text_changed_meanwhile(articles: Conn, dsn: str) -> None:
+    """The fill writes a sketch only where the text is still the one it sketched."""
+    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    rows = [("1", fingerprint(BODY), "not the md5 of the text now")]
+    assert intable._write(articles, made, made.storage, "bigint", rows) == 0  # type: ignore[arg-type]
+    assert _fingerprints(articles)[1] is None
+
+
+def test_watch_fills_a_commit_without_polling(articles: Conn, dsn: str) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    reports: list[object] = []
+    with psycopg.connect(dsn, autocommit=True) as watcher:
+        listening = threading.Thread(
+            target=attach.watch, args=(watcher, "arts", 3600.0, reports.append, 2), daemon=True
+        )
+        listening.start()
+        while not reports:  # the first fill (everything) is done: it is listening
+            listening.join(0.05)
+        articles.execute("INSERT INTO public.articles (body) VALUES (%s)", (BODY + " again",))
+        listening.join(60)
+    assert not listening.is_alive()  # woken by NOTIFY, not by the hour-long timer
+    assert [report.as_dict() for report in reports] == [  # type: ignore[attr-defined]
+        {"filled": 3, "empty": 0},
+        {"filled": 1, "empty": 0},
+    ]
+
+
+def test_writes_through_simdb_are_refused(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    attach.sync(articles, "arts")
+    made = index.get(articles, "arts")
+    hint = (
+        "(write its fp column there, as simdb.fingerprint computes it, or set body and run `simdb sync arts`)"
+    )
+    for command in (["delete", "arts", "1"], ["prune", "arts", "--older-than", "1d", "--yes"]):
+        code, _, err = simdb(capsys, *command)
+        assert (code, err) == (
+            1,
+            f"simdb: error: {command[0]} does not write index 'arts': its rows are the rows of"
+            f" public.articles {hint}\n",
+        )
+    with pytest.raises(InvalidParameter, match="ingest does not write index 'arts'"):
+        ingest.ingest(articles, made, [])
+    assert _fingerprints(articles)[1] is not None
+
+
+def test_drop_removes_exactly_simdbs_objects(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    articles.execute("CREATE INDEX articles_lang ON public.articles (lang)")
+    before = _objects(articles)
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    attach.sync(articles, "arts")
+    assert _objects(articles) - before == {
+        "index simdb_arts_key", "index simdb_arts_p0", "index simdb_arts_p1", "index simdb_arts_p2",
+        "index simdb_arts_p3", "index simdb_arts_unfilled", "trigger simdb_arts_clear",
+        "trigger simdb_arts_wake",
+    }  # fmt: skip
+    assert simdb(capsys, "drop", "arts", "--yes") == (0, "dropped index arts\n", "")
+    assert _objects(articles) == before
+    assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
+    functions = "SELECT count(*) FROM pg_proc WHERE proname LIKE 'arts\\_\\_%'"
+    assert articles.execute(functions).fetchone() == (0,)
+    assert _fingerprints(articles)[1] is not None  # the application's data stays
+
+
+def _objects(conn: Conn) -> set[str]:
+    rows = conn.execute(
+        "SELECT 'index ' || indexname FROM pg_indexes WHERE tablename = 'articles'"
+        " UNION ALL SELECT 'trigger ' || tgname FROM pg_trigger"
+        " WHERE tgrelid = 'public.articles'::regclass AND NOT tgisinternal"
+    )
+    return {str(name) for (name,) in rows}
+
+
+def test_attach_checks_the_columns_first(articles: Conn) -> None:
+    articles.execute("CREATE TABLE public.plain (id int, fp bigint)")  # no unique key
+    cases = [
+        (("public.articles", "id", "body"), "--fingerprint-column 'body' of public.articles is text;"),
+        (("public.articles", "id", "fp", "lang", None, JaccardSpec()), "is bigint; index 'arts' (jaccard"),
+        (("public.plain", "id", "fp"), "--key-column 'id' of public.plain is not a primary key or unique"),
+        (("public.articles", "id", "fp", None, "(SELECT true)"), "must look at one row of public.articles"),
+        (("public.nope", "id", "fp"), "no table public.nope"),
+    ]
+    for arguments, message in cases:
+        with pytest.raises(InvalidParameter, match=message.replace("(", r"\(")):
+            intable.attach_in_table(articles, "arts", *arguments)  # type: ignore[arg-type]
+        assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
+    with pytest.raises(InvalidParameter, match="--signature-column does not apply to a simhash index"):
+        intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", sketch_kind="signature")
+
+
+def test_jaccard_in_table_with_a_where_condition(articles: Conn) -> None:
+    articles.execute("ALTER TABLE public.articles ADD COLUMN sig bigint[]")
+    spec = JaccardSpec(threshold=0.5)
+    made = intable.attach_in_table(
+        articles, "arts", "public.articles", "id", "sig", "body", "lang = 'en'", spec
+    )
+    assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
+    articles.execute("UPDATE public.articles SET lang = 'de' WHERE id = 2")
+    found = query.near(articles, made, made.sketch(BODY))
+    assert [match.key for match in found] == ["1"]  # row 2 no longer meets the condition
+
+
+def test_cli_attach_json_and_list(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    code, out, _ = simdb(
+        capsys,
+        "attach", "arts", "--table", "public.articles", "--key-column", "id",
+        "--fingerprint-column", "fp", "--no-sync", "--json",
+    )  # fmt: skip
+    assert code == 0
+    shown = json.loads(out.splitlines()[0])
+    assert {
+        key: shown[key] for key in ("storage", "table", "key_column", "sketch_column", "text_column")
+    } == {
+        "storage": "column",
+        "table": "public.articles",
+        "key_column": "id",
+        "sketch_column": "fp",
+        "text_column": None,
+    }
+    assert simdb(capsys, "sync", "arts") == (
+        0,
+        "index arts has no text column: the application writes its sketches\n",
+        "",
+    )
+    code, _, err = simdb(capsys, "attach", "x", "--table", "public.articles", "--key-column", "id")
+    assert (code, err.splitlines()[-1]) == (
+        2,
+        "Error: give --text-column, or --fingerprint-column/--signature-column",
+    )
+
+
+def test_a_reader_role_queries_an_index_in_the_table(articles: Conn, dsn: str) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body", spec=SimhashSpec())
+    attach.sync(articles, "arts")
+    role = "simdb_intable_reader"
+    articles.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+    articles.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
+    try:
+        index.grant(articles, "arts", role)
+        with psycopg.connect(dsn, autocommit=True) as session:
+            session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+            assert _near(session, "1")[0] == ("1", 0)
+            assert index.get(session, "arts").storage.kind == "column"
+    finally:
+        articles.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        articles.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -192,6 +192,13 @@ def calibrate_(
     default=None,
     help="--distributed: shards [default: 2 per worker].",
 )
+@click.option(
+    "--app-table",
+    is_flag=True,
+    help="An application's table of --rows ~2 KB texts with the index in its own column: first "
+    "fill against ingest, near against simdb's own table and a query by hand, the triggers' cost "
+    "to single-row writes, syncs, and the lag of sync --watch.",
+)
 @features_option
 @json_option
 @dsn_option
@@ -223,6 +230,8 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
         )
     runs: dict[str, Callable[..., Result]] = {"simhash": _bench_index, "jaccard": _bench_modes}
     run = _bench_distributed if options["distributed"] else runs[mode]
+    if options["app_table"]:
+        run = _bench_app_table
     show(run(ctx, progress_say(as_json), **options), as_json)
 
 
@@ -284,6 +293,18 @@ def _bench_distributed(
             queries=queries,
             shards=shards,
             progress=say,
+        )
+
+
+def _bench_app_table(
+    ctx: click.Context, say: Callable[[str], None], *, rows: int, queries: int, **_: Any
+) -> Result:
+    """simdb bench --app-table: an index in an application's own table, beside its baselines."""
+    from simdb.measure import apptable
+
+    with database(ctx, create_schema=True) as conn:
+        return apptable.bench_app_table(
+            conn, conn.info.dsn, rows=rows, queries=queries, jobs=os.cpu_count() or 1, progress=say
         )
 
 

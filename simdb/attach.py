@@ -270,6 +270,11 @@ def reindex(conn: Connection, name: str, progress: Callable[[int], object] | Non
     target = made.upgraded()
     if target is None:
         return ReindexReport(name, made.spec_version, made.spec_version, 0)
+    if isinstance(made.storage, InTable):
+        moved = intable.refill(conn, target, made.storage, progress)
+        with conn.transaction():
+            catalog.set_spec_version(conn, name, target.spec_version)
+        return ReindexReport(name, made.spec_version, target.spec_version, moved)
     try:
         source = source_of(conn, name)
     except InvalidParameter:

@@ -241,7 +241,8 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     with conn.transaction():
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(names.SCHEMA), who))
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.SQL(", ").join(readable), who))
-        if writer:
+        if writer and index.storage.writes_own_rows:
             conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(index.table, who))
+        if writer:
             for statement in catalog.sync_grants(who):
                 conn.execute(statement)

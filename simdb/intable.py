@@ -131,44 +131,85 @@ def fill(
     written in its own transaction; a row whose text changed since it was read, or whose sketch
     was set meanwhile, is left as the application made it."""
     report = FillReport(made.name, fills=stored.text_column is not None)
+    if stored.text_column:
+        _sketch_rows(conn, made, stored, report, progress, missing_only=True)
+    return report
+
+
+def refill(
+    conn: Connection, target: Index, stored: InTable, progress: Callable[[int], object] | None = None
+) -> int:
+    """Sketch every row with text again under `target`'s spec (reindex), in pages by key, each in
+    its own transaction; the number of rows rewritten."""
     if not stored.text_column:
-        return report
-    key, text = sql.Identifier(stored.key_column), sql.Identifier(stored.text_column)
-    sketch = sql.Identifier(stored.sketch_column)
+        raise InvalidParameter(
+            f"index {target.name!r} has no text column: the application writes its"
+            f" {stored.sketch_column} column, so simdb cannot move it to spec v{target.spec_version}",
+            f"write every row's {stored.sketch_column} under spec v{target.spec_version}, then attach"
+            " a new index to the column",
+        )
+    report = FillReport(target.name)
+    _sketch_rows(conn, target, stored, report, progress, missing_only=False)
+    return report.filled
+
+
+def _sketch_rows(
+    conn: Connection,
+    made: Index,
+    stored: InTable,
+    report: FillReport,
+    progress: Callable[[int], object] | None,
+    *,
+    missing_only: bool,
+) -> None:
+    """Sketch the rows with text (`missing_only`: whose sketch is NULL, found by the partial
+    B-tree) page by page in key order, and write each page in its own transaction."""
+    key, text = sql.Identifier(stored.key_column), sql.Identifier(stored.text_column or "")
     key_type = _key_type(conn, stored)
-    condition = sql.SQL(" AND ({})").format(sql.SQL(stored.condition)) if stored.condition else sql.SQL("")
+    conditions = [sql.SQL("t.{} IS NOT NULL").format(text)]
+    if missing_only:
+        conditions.append(sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)))
+    if stored.condition:
+        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
     page = sql.SQL(
-        "SELECT t.{key}::text, t.{text}, md5(t.{text}) FROM {table} AS t"
-        " WHERE t.{sketch} IS NULL AND t.{text} IS NOT NULL{condition}{after} ORDER BY t.{key} LIMIT {n}"
+        "SELECT t.{key}::text, t.{text}, md5(t.{text}) FROM {table} AS t WHERE {conditions}"
+        " ORDER BY t.{key} LIMIT {n}"
     )
     after: list[Any] = []
     while True:
+        where = (
+            [*conditions, sql.SQL("t.{} > %s::{}").format(key, sql.SQL(key_type))] if after else conditions
+        )
         statement = page.format(
             key=key,
             text=text,
             table=stored.relation,
-            sketch=sketch,
-            condition=condition,
-            after=sql.SQL(" AND t.{} > %s::{}").format(key, sql.SQL(key_type)) if after else sql.SQL(""),
+            conditions=sql.SQL(" AND ").join(where),
             n=sql.Literal(BATCH),
         )
         rows = conn.execute(statement, after).fetchall()
         if not rows:
-            return report
+            return
         values = made.sketches([row_text for _, row_text, _ in rows])
         written = [(k, v, h) for (k, _, h), v in zip(rows, values, strict=True) if v is not None]
         report.empty += len(rows) - len(written)
-        report.filled += _write(conn, made, stored, key_type, written)
+        report.filled += _write(conn, made, stored, key_type, written, missing_only=missing_only)
         if progress is not None:
             progress(len(rows))
         after = [rows[-1][0]]
 
 
 def _write(
-    conn: Connection, made: Index, stored: InTable, key_type: str, rows: list[tuple[str, Any, str]]
+    conn: Connection,
+    made: Index,
+    stored: InTable,
+    key_type: str,
+    rows: list[tuple[str, Any, str]],
+    *,
+    missing_only: bool = True,
 ) -> int:
     """Set the sketch of these (key, sketch, md5 of the text sketched) rows, in one transaction,
-    where the sketch is still missing and the text is still the one sketched."""
+    where the text is still the one sketched (and, `missing_only`, the sketch still missing)."""
     if not rows:
         return 0
     stage = names.fill_stage_table(made.mode, made.sketch_size, made.name)
@@ -191,7 +232,7 @@ def _write(
         updated = conn.execute(
             sql.SQL(
                 "UPDATE {table} AS t SET {sketch} = s.{staged} FROM {stage} AS s"
-                " WHERE t.{key} = s.key::{key_type} AND t.{sketch} IS NULL AND md5(t.{text}) = s.text_md5"
+                " WHERE t.{key} = s.key::{key_type} AND md5(t.{text}) = s.text_md5{missing}"
             ).format(
                 table=stored.relation,
                 sketch=sql.Identifier(stored.sketch_column),
@@ -199,6 +240,9 @@ def _write(
                 stage=stage,
                 key=sql.Identifier(stored.key_column),
                 key_type=sql.SQL(key_type),
+                missing=sql.SQL(" AND t.{} IS NULL").format(sql.Identifier(stored.sketch_column))
+                if missing_only
+                else sql.SQL(""),
                 text=sql.Identifier(stored.text_column or ""),
             )
         )

@@ -225,18 +225,44 @@ def test_cli_attach_json_and_list(capsys: pytest.CaptureFixture[str], articles: 
     )
 
 
-def test_a_reader_role_queries_an_index_in_the_table(articles: Conn, dsn: str) -> None:
+def test_a_granted_role_queries_an_index_in_the_table_and_cannot_write_the_table_through_it(
+    articles: Conn, dsn: str
+) -> None:
     intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body", spec=SimhashSpec())
     attach.sync(articles, "arts")
     role = "simdb_intable_reader"
     articles.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
     articles.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
     try:
-        index.grant(articles, "arts", role)
+        index.grant(articles, "arts", role, writer=True)
         with psycopg.connect(dsn, autocommit=True) as session:
             session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
             assert _near(session, "1")[0] == ("1", 0)
             assert index.get(session, "arts").storage.kind == "column"
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the view would pass it on
+                session.execute("DELETE FROM simdb.arts")
     finally:
         articles.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         articles.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_reindex_moves_the_column_to_the_newest_spec(articles: Conn) -> None:
+    intable.attach_in_table(
+        articles, "arts", "public.articles", "id", "fp", "body", spec=SimhashSpec(fingerprint_spec=1)
+    )
+    attach.sync(articles, "arts")
+    assert _fingerprints(articles)[1] == to_signed(fingerprint(BODY, spec=1))
+    report = attach.reindex(articles, "arts")
+    assert (report.from_version, report.to_version, report.rows) == (1, 2, 3)
+    assert _fingerprints(articles) == {
+        1: to_signed(fingerprint(BODY)),
+        2: to_signed(fingerprint(BODY + " extra")),
+        3: to_signed(fingerprint(OTHER)),
+        4: None,
+    }
+    assert index.get(articles, "arts").spec_version == 2
+    intable.attach_in_table(
+        articles, "bare", "public.articles", "id", "fp", spec=SimhashSpec(fingerprint_spec=1)
+    )
+    with pytest.raises(InvalidParameter, match="index 'bare' has no text column: the application writes"):
+        attach.reindex(articles, "bare")

@@ -40,6 +40,8 @@ class Storage(ABC):
     """Where an index's rows live: what makes and removes them, and who may write them."""
 
     kind: ClassVar[str]
+    writes_own_rows: ClassVar[bool] = True  # False: the rows are the application's (a writer role
+    # gets no INSERT, UPDATE or DELETE on simdb."NAME", a view that would pass them to its table)
 
     @abstractmethod
     def create(self, conn: Connection, made: Index, comment: str) -> None:

@@ -40,6 +40,7 @@ class InTable(Storage):
     condition: str | None = None
 
     kind: ClassVar[str] = "column"
+    writes_own_rows: ClassVar[bool] = False
 
     @property
     def relation(self) -> sql.Identifier:

@@ -105,9 +105,8 @@ def get(conn: Connection, name: str) -> Index:
             "check the name and the database: `simdb list` shows the indexes there",
         )
     made = index_class(row["mode"]).from_catalog(conn, row)
-    placed = placement.of(conn, name)
     stored = storage.of(catalog.source_row(conn, name))
-    return dataclasses.replace(made, placement=placed, storage=stored)
+    return dataclasses.replace(made, placement=stored.placement(conn, name), storage=stored)
 
 
 def get_or_create(conn: Connection, name: str) -> Index:

@@ -111,6 +111,7 @@ class Distributed(Placement):
     the key's shard, a probe runs on every shard at once."""
 
     shards: int | None = None  # None: 2 per worker when placing (see SHARDS_PER_WORKER)
+    column: str = DISTRIBUTION_COLUMN  # another for an application's table (storage.column)
 
     kind: ClassVar[str] = "distributed"
     # Citus plans a query over many shards only with its parameters bound (a custom plan). A probe
@@ -129,10 +130,11 @@ class Distributed(Placement):
             )
 
     def describe(self) -> str:
-        return f"distributed by key, {self.shards} shards" if self.shards else "distributed by key"
+        by = f"distributed by {self.column}"
+        return f"{by}, {self.shards} shards" if self.shards else by
 
     def as_dict(self) -> dict[str, object]:
-        return {"placement": self.kind, "shards": self.shards, "distribution_column": DISTRIBUTION_COLUMN}
+        return {"placement": self.kind, "shards": self.shards, "distribution_column": self.column}
 
     def place(self, conn: Connection, table: sql.Identifier, *, beside: sql.Identifier | None = None) -> None:
         check_citus(conn)
@@ -211,22 +213,44 @@ def check_citus(conn: Connection) -> None:
         )
 
 
-def of(conn: Connection, table: str) -> Placement:
-    """The placement of simdb.<table>, as Citus' metadata has it (Local without Citus)."""
+def _citus_table(conn: Connection, relation: str) -> tuple[str, str, int] | None:
+    """(method, distribution column, shards) of a Citus table (a regclass's text), or None."""
     if not has_citus(conn):
-        return LOCAL
+        return None
     row = conn.execute(
         "SELECT p.partmethod, column_to_column_name(p.logicalrelid, p.partkey),"
         " (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = p.logicalrelid)"
         " FROM pg_dist_partition p WHERE p.logicalrelid = to_regclass(%s)",
-        (f'{SCHEMA}."{table}"',),
+        (relation,),
     ).fetchone()
-    if row is None:
+    return None if row is None else (str(row[0]), str(row[1]), int(row[2]))
+
+
+def of_application_table(conn: Connection, relation: str) -> Placement:
+    """The placement of an application's table that holds an index (storage.column): Local, or
+    Distributed by its own column where Citus hash-distributes it; other Citus tables (reference,
+    append) are refused."""
+    found = _citus_table(conn, relation)
+    if found is None:
         return LOCAL
-    method, column, shards = row
+    method, column, shards = found
+    if method != "h":
+        raise InvalidParameter(
+            f"table {relation} is a Citus table that is not hash-distributed",
+            "keep the index in a hash-distributed table (create_distributed_table) or a local one",
+        )
+    return Distributed(shards, column)
+
+
+def of(conn: Connection, table: str) -> Placement:
+    """The placement of simdb.<table>, as Citus' metadata has it (Local without Citus)."""
+    found = _citus_table(conn, f'{SCHEMA}."{table}"')
+    if found is None:
+        return LOCAL
+    method, column, shards = found
     if method != "h" or column != DISTRIBUTION_COLUMN:
         raise InvalidParameter(
             f"table {SCHEMA}.{table} is a Citus table that simdb did not make (not hash-distributed by key)",
             f"undistribute it (SELECT undistribute_table('{SCHEMA}.{table}')) and run `simdb distribute`",
         )
-    return Distributed(int(shards))
+    return Distributed(shards)

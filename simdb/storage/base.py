@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from psycopg import sql
 
-from simdb import names
+from simdb import names, placement
 from simdb.connection import Connection
 
 if TYPE_CHECKING:
     from simdb.modes import Index
+    from simdb.placement import Placement
 
 
 def btree_statements(
@@ -52,6 +53,10 @@ class Storage(ABC):
         """What to remove besides what names.owned_objects names (the application's objects are
         never among them: only simdb's B-trees and triggers on its table)."""
         return []
+
+    def placement(self, conn: Connection, name: str) -> Placement:
+        """Where the rows are: simdb."NAME"'s placement in Citus' metadata (Local without Citus)."""
+        return placement.of(conn, name)
 
     def heap(self, made: Index) -> sql.Identifier:
         """The table that holds the rows (what VACUUM and row addresses are about)."""

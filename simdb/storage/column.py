@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 from psycopg import sql
 
-from simdb import names
+from simdb import names, placement
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.storage.base import Storage, btree_statements
 
 if TYPE_CHECKING:
     from simdb.modes import Index
+    from simdb.placement import Placement
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,10 @@ class InTable(Storage):
 
     def heap(self, made: Index) -> sql.Identifier:
         return self.relation
+
+    def placement(self, conn: Connection, name: str) -> Placement:
+        """The application's table's: Local, or distributed by its own column on Citus."""
+        return placement.of_application_table(conn, self.relation.as_string(conn))
 
     def refuse_writes(self, made: Index, what: str) -> None:
         fill = f", or set {self.text_column} and run `simdb sync {made.name}`" if self.text_column else ""

@@ -201,7 +201,7 @@ def clusters(
                     "CREATE TABLE {} (key text PRIMARY KEY, cluster integer NOT NULL, {} {} NOT NULL)"
                 ).format(table, column, sql.SQL(index.cutoff_type))
             )
-            index.placement.place(conn, table, beside=index.table)
+            index.placement.place(conn, table, beside=index.storage.colocation(index))
         conn.execute(sql.SQL("TRUNCATE {}").format(table))
         with conn.cursor().copy(
             sql.SQL("COPY {} (key, cluster, {}) FROM STDIN").format(table, column)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from simdb import catalog, names, placement
+from simdb import catalog, names, placement, storage
 from simdb.connection import Connection
 from simdb.modes.simhash import SimhashIndex
 from simdb.modes.widths import WIDTHS
@@ -25,6 +25,11 @@ FALLBACK = names.internal("_near_dynamic")
 FINGERPRINT, MAX_DISTANCE = sql.SQL("$2"), sql.SQL("$3")  # simdb.near's parameters after index_name
 
 
+def _placement(conn: Connection, name: str) -> placement.Placement:
+    """Where index NAME's rows are, as its storage says (an application's table may be distributed)."""
+    return storage.of(catalog.source_row(conn, name)).placement(conn, name)
+
+
 def regenerate(conn: Connection) -> None:
     """simdb.near(text, bigint, integer) and simdb.near(text, bit, integer) for the indexes in the
     catalog now (inside the caller's transaction)."""
@@ -32,7 +37,7 @@ def regenerate(conn: Connection) -> None:
     limits = catalog.simhash_limits(conn)
     rows = {name: catalog.index_row(conn, name) for name, _, _ in limits}
     indexes = {name: SimhashIndex.from_catalog(conn, row) for name, row in rows.items() if row is not None}
-    inline = {name: placement.of(conn, name).inline_near for name in indexes}
+    inline = {name: _placement(conn, name).inline_near for name in indexes}
     cutoff = sql.SQL("coalesce({}, {})")
     for bits, own in WIDTHS.items():
         length = own.length(FINGERPRINT)  # a branch takes fingerprints of the right length only

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, ingest, names, tables
+from simdb import catalog, dispatch, ingest, names, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
@@ -68,6 +68,7 @@ def attach_in_table(
         indexes.save(conn, made)
         row = catalog.SourceRow(schema, relation, key_column, text_column or "", condition, sketch_column)
         catalog.add_source(conn, name, row)
+        dispatch.regenerate(conn)  # again: the dispatcher asks the table where the rows are
     concurrently = conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     try:
         for statement in stored.btrees(made, key_type, concurrently=concurrently):

@@ -15,7 +15,8 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import batch, index, ingest, query, readers
+from simdb import batch, fingerprint, index, ingest, intable, query, readers
+from simdb.bits import to_signed
 from simdb.errors import InvalidParameter
 from simdb.placement import Distributed
 
@@ -261,3 +262,37 @@ def test_delete_prune_and_grant_work_on_a_distributed_index(
     finally:
         citus_conn.execute("DROP OWNED BY simdb_citus_reader")
         citus_conn.execute("DROP ROLE simdb_citus_reader")
+
+
+def test_an_index_in_a_distributed_application_table(citus_conn: Conn) -> None:
+    """The natural case on Citus: the application's table is distributed by its key, and the
+    index lives in its fingerprint column (the application writes it); simdb's triggers, which
+    would run on the workers, are refused."""
+    citus_conn.execute("DROP TABLE IF EXISTS app_articles")
+    citus_conn.execute("CREATE TABLE app_articles (id bigint PRIMARY KEY, body text, fp bigint)")
+    citus_conn.execute("SELECT create_distributed_table('app_articles', 'id', shard_count => 4)")
+    try:
+        with pytest.raises(InvalidParameter, match=r"--text-column is refused on public\.app_articles"):
+            intable.attach_in_table(citus_conn, "arts", "public.app_articles", "id", "fp", "body")
+        made = intable.attach_in_table(citus_conn, "arts", "public.app_articles", "id", "fp")
+        assert made.whereabouts == "distributed by id, 4 shards, in public.app_articles.fp"
+        values = {
+            number: to_signed(fingerprint(f"article {number} about topic {number % 3}"))
+            for number in range(40)
+        }
+        with citus_conn.transaction():
+            for number, value in values.items():
+                citus_conn.execute("INSERT INTO app_articles (id, fp) VALUES (%s, %s)", (number, value))
+            found = citus_conn.execute(
+                "SELECT key FROM simdb.near('arts', %s::bigint, 0)", (values[7],)
+            ).fetchall()
+            assert ("7",) in found  # in the writing transaction already
+        assert citus_conn.execute("SELECT key FROM simdb.near_key('arts', '7', 0)").fetchall() == sorted(
+            (str(n),) for n, v in values.items() if v == values[7]
+        )
+        index.drop(citus_conn, "arts")
+        assert citus_conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = 'app_articles'"
+        ).fetchone() == (1,)
+    finally:
+        citus_conn.execute("DROP TABLE IF EXISTS app_articles CASCADE")

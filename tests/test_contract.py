@@ -44,7 +44,7 @@ class Oracle(ABC):
 
     def __init__(self, conn: Conn, placed: Placement, in_table: bool = False) -> None:
         if in_table:
-            self.made, self.stored = _in_table(conn, self)
+            self.made, self.stored = _in_table(conn, self, placed)
             return
         self.made = index.create(conn, "docs", self.spec, expected_rows=4000, placed=placed)
         self.stored = self.rows(self.made)
@@ -71,9 +71,10 @@ class Oracle(ABC):
         return {self.made.cutoff_column: cutoff}
 
 
-def _in_table(conn: Conn, oracle: Oracle) -> tuple[Index, dict[str, Sketch]]:
+def _in_table(conn: Conn, oracle: Oracle, placed: Placement) -> tuple[Index, dict[str, Sketch]]:
     """The oracle's rows written by an application into its own table (a text key, the sketch in
-    a column of the index's type, rows without one too), and index "docs" attached to that column."""
+    a column of the index's type, rows without one too), and index "docs" attached to that column;
+    on Citus, the table is distributed by its key first."""
     planned = oracle.spec.build("docs", DEFAULT_FEATURES, 4000)
     rows = oracle.rows(planned)
     conn.execute(
@@ -81,6 +82,8 @@ def _in_table(conn: Conn, oracle: Oracle) -> tuple[Index, dict[str, Sketch]]:
             sql.SQL(planned.column_type)
         )
     )
+    if placed.kind == "distributed":
+        conn.execute("SELECT create_distributed_table('app_docs', 'id', shard_count => 4)")
     with conn.cursor().copy("COPY app_docs (id, sketch) FROM STDIN") as copy:
         for key, value in rows.items():
             copy.write_row((key, planned.to_sql(value)))
@@ -227,17 +230,31 @@ ORACLES = {
 }
 
 
-PLACEMENTS = {"local": LOCAL, "in_table": LOCAL, "citus": Distributed(shards=4)}
+PLACEMENTS = {
+    "local": LOCAL,
+    "in_table": LOCAL,
+    "citus": Distributed(shards=4),
+    "citus_in_table": Distributed(shards=4),
+}
 
 
 @pytest.fixture(
-    params=[pytest.param("local"), pytest.param("in_table"), pytest.param("citus", marks=pytest.mark.citus)]
+    params=[
+        pytest.param("local"),
+        pytest.param("in_table"),
+        pytest.param("citus", marks=pytest.mark.citus),
+        pytest.param("citus_in_table", marks=pytest.mark.citus),
+    ]
 )
 def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
     """A connection to a fresh database (local: simdb's own table; in_table: the rows in an
-    application's table, storage.column), or to the Citus coordinator (citus)."""
-    if request.param == "citus":
-        yield request.getfixturevalue("citus_conn")
+    application's table, storage.column), or to the Citus coordinator (citus; citus_in_table: the
+    application's table distributed by its key)."""
+    if request.param.startswith("citus"):
+        citus: Conn = request.getfixturevalue("citus_conn")
+        citus.execute("DROP TABLE IF EXISTS app_docs")
+        yield citus
+        citus.execute("DROP TABLE IF EXISTS app_docs CASCADE")
         return
     with psycopg.connect(request.getfixturevalue("dsn"), autocommit=True) as connection:
         yield connection
@@ -246,7 +263,7 @@ def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
 @pytest.fixture(params=list(ORACLES))
 def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
     where = request.node.callspec.params["conn"]
-    return ORACLES[request.param](conn, PLACEMENTS[where], in_table=where == "in_table")
+    return ORACLES[request.param](conn, PLACEMENTS[where], in_table=where.endswith("in_table"))
 
 
 @pytest.mark.parametrize("step", [0, 1, 2])

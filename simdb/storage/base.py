@@ -58,6 +58,11 @@ class Storage(ABC):
         """Where the rows are: simdb."NAME"'s placement in Citus' metadata (Local without Citus)."""
         return placement.of(conn, name)
 
+    def colocation(self, made: Index) -> sql.Identifier | None:
+        """The distributed table that a table joined with the rows on key goes beside (the clusters
+        table), or None where none can: it is then distributed on its own."""
+        return made.table
+
     def heap(self, made: Index) -> sql.Identifier:
         """The table that holds the rows (what VACUUM and row addresses are about)."""
         return made.table

@@ -160,9 +160,12 @@ class InTable(Storage):
         )
 
     def drop_statements(self, made: Index) -> list[sql.Composed]:
-        """The view, and simdb's B-trees and triggers on the table, by their names, so nothing of
-        the application's is touched (names.owned_objects drops the trigger functions after)."""
+        """The view, and simdb's B-trees and triggers on the table (triggers only where a text
+        column made them: Citus refuses even DROP TRIGGER IF EXISTS on a distributed table), by
+        their names, so nothing of the application's is touched (names.owned_objects drops the
+        trigger functions after)."""
         in_schema = [*made.columns, "key", "unfilled"]
+        triggers = ("clear", "wake") if self.text_column else ()
         return [
             sql.SQL("DROP VIEW IF EXISTS {}").format(made.table),
             *(
@@ -175,12 +178,16 @@ class InTable(Storage):
                 sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
                     sql.Identifier(names.app_trigger_name(made.name, what)), self.relation
                 )
-                for what in ("clear", "wake")
+                for what in triggers
             ),
         ]
 
     def heap(self, made: Index) -> sql.Identifier:
         return self.relation
+
+    def colocation(self, made: Index) -> sql.Identifier | None:
+        """None: the table is distributed by its own key column, not by the text of it."""
+        return None
 
     def placement(self, conn: Connection, name: str) -> Placement:
         """The application's table's: Local, or distributed by its own column on Citus."""

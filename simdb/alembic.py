@@ -19,11 +19,9 @@ with the rest of the migration.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import alembic.context
 import alembic.op
 from alembic import command
 from alembic.config import Config
@@ -47,27 +45,8 @@ def _driver() -> Connection:
     return driver  # type: ignore[return-value]
 
 
-@contextmanager
-def _nested_alembic() -> Iterator[None]:
-    """Run simdb's own Alembic history inside the user's migration.
-
-    Alembic keeps its `op` and `context` in module-level proxies, and a nested run removes them
-    when it ends; put the user's back so the rest of their migration still works.
-    """
-    saved = [module._proxy for module in (alembic.op, alembic.context)]
-    try:
-        yield
-    finally:
-        for proxy in saved:
-            if proxy is not None:
-                proxy._install_proxy()
-
-
 def _run_simdb_migrations(action: Callable[[Config], None]) -> None:
-    config = schema.alembic_config()
-    config.attributes["connection"] = _connection()
-    with _nested_alembic():
-        action(config)
+    schema.run_alembic(_connection(), action)
 
 
 def ensure_schema() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -22,13 +22,20 @@ from simdb import catalog, ingest, intable, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
-from simdb.modes import Index, Sketch, Spec
+from simdb.modes import Index, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
+from simdb.readers import Document
 from simdb.simhash import DEFAULT_FEATURES, Features
 from simdb.storage import InTable
 
-BATCH = 2000
+BATCH = 2000  # rows of a page read from the source table, and of a batch stored
 _LINK_ATTEMPTS = 5
+# which rows of a page (p) _store_rows stores: a sync's (text new, changed, or gone: then it leaves
+# the index) and a reindex's (in the index, with text)
+_NEW_OR_CHANGED = sql.SQL(
+    "p.body IS NULL OR (SELECT i.content_hash FROM {index} AS i WHERE i.key = p.key) IS DISTINCT FROM p.hash"
+)
+_INDEXED = sql.SQL("p.body IS NOT NULL AND EXISTS (SELECT FROM {index} AS i WHERE i.key = p.key)")
 
 
 class Source(catalog.SourceRow):
@@ -200,13 +207,14 @@ class SyncReport(ingest.Report):
 
 
 def sync(
-    conn: Connection, name: str, progress: Callable[[int], object] | None = None
+    conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, jobs: int = 1
 ) -> SyncReport | intable.FillReport:
-    """Sketch the source rows that are new or changed since the last sync; drop vanished ones.
+    """Sketch the source rows that are new or changed since the last sync (`jobs` threads); drop
+    vanished ones.
 
-    The changed rows are selected in one snapshot (a WITH HOLD cursor), then stored in batches of
-    their own transactions, so a sync can run at any time, while the application writes, and be
-    run again after a failure.
+    The source is read page by page in key order and the changed rows stored in batches of their
+    own transactions (see _store_rows), so a sync can run at any time, while the application
+    writes, and be run again after a failure.
     """
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
@@ -215,14 +223,8 @@ def sync(
     has_source_key = indexes.has_column(conn, made.name, "source_key")
     _refuse_duplicate_keys(conn, source)
     report = SyncReport()
-    key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
-    changed = sql.SQL(
-        "SELECT s.{key}::text, s.{text}, decode(md5(s.{text}), 'hex')"
-        " FROM {rows} AS s LEFT JOIN {index} AS i ON i.key = s.{key}::text"
-        " WHERE s.{key} IS NOT NULL"
-        " AND (s.{text} IS NULL OR i.content_hash IS DISTINCT FROM decode(md5(s.{text}), 'hex'))"
-    ).format(key=key, text=text, rows=source.rows, index=made.table)
-    _store_rows(conn, made, changed, f"simdb_sync_{name}", report, progress)
+    key = sql.Identifier(source.key_column)
+    _store_rows(conn, made, source, _NEW_OR_CHANGED, report, progress, jobs)
     if has_source_key:
         _link_source_keys(conn, made, source)
     with conn.transaction():
@@ -258,7 +260,9 @@ class ReindexReport:
         return [f"reindexed {self.name}: {moved}"]
 
 
-def reindex(conn: Connection, name: str, progress: Callable[[int], object] | None = None) -> ReindexReport:
+def reindex(
+    conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, jobs: int = 1
+) -> ReindexReport:
     """Move attached index NAME to the newest spec of its mode, in place, batch by batch.
 
     Each batch re-sketches rows from the source table's text and updates them in its own
@@ -284,14 +288,8 @@ def reindex(conn: Connection, name: str, progress: Callable[[int], object] | Non
             f"create a new index (`simdb create {name}_v{target.spec_version}`), ingest the same sources "
             f"into it again, and drop the old one once it is full",
         ) from None
-    key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
-    rows_to_move = sql.SQL(
-        "SELECT i.key, s.{text}, decode(md5(s.{text}), 'hex')"
-        " FROM {index} AS i JOIN {rows} AS s ON s.{key}::text = i.key"
-        " WHERE s.{text} IS NOT NULL"
-    ).format(key=key, text=text, rows=source.rows, index=made.table)
     report = ingest.Report()
-    _store_rows(conn, target, rows_to_move, f"simdb_reindex_{name}", report, progress)
+    _store_rows(conn, target, source, _INDEXED, report, progress, jobs)
     with conn.transaction():
         catalog.set_spec_version(conn, name, target.spec_version)
     ingest.vacuum(conn, made)
@@ -301,38 +299,98 @@ def reindex(conn: Connection, name: str, progress: Callable[[int], object] | Non
 def _store_rows(
     conn: Connection,
     made: Index,
-    statement: sql.Composed,
-    cursor_name: str,
+    source: Source,
+    wanted: sql.SQL,
     report: ingest.Report,
     progress: Callable[[int], object] | None,
+    jobs: int = 1,
 ) -> None:
-    """Sketch and store the (key, text, md5 of text) rows `statement` selects, in batches.
+    """Sketch and store the source rows that `wanted` picks, through ingest's write pipeline
+    (batches in their own transactions, `jobs` sketching threads); rows without text or without
+    shingles are counted as "empty", and leave the index in their batch's transaction (their old
+    sketch no longer describes them). `progress` gets the rows done.
 
-    The rows are selected in one snapshot (a WITH HOLD cursor) and each batch is stored in its
-    own transaction; rows without text or without shingles are counted as "empty", and leave the
-    index in the same transaction (their old sketch no longer describes them).
-    """
-    with conn.cursor(name=cursor_name, withhold=True) as cursor:
-        with conn.transaction():
-            cursor.execute(statement)
-        while rows := cursor.fetchmany(BATCH):
-            batch: dict[str, Sketch] = {}
-            sizes, hashes, empty = {}, {}, []
-            values = made.sketches([row_text or "" for _, row_text, _ in rows])
-            for (row_key, row_text, row_hash), value in zip(rows, values, strict=True):
-                if value is None:
-                    empty.append(row_key)
-                    continue
-                batch[row_key] = value
-                sizes[row_key] = len(row_text.encode("utf-8"))
-                hashes[row_key] = bytes(row_hash)
-            report.skipped["empty"] += len(empty)
+    `wanted` is a condition on the page's row `p` (key as text, body, hash: the MD5 of body) and
+    may look the row up in the index (`{index}`)."""
+    documents = _table_documents(conn, made, source, wanted)
+    ingest.write(
+        conn, made, documents, report, batch_size=BATCH, progress=progress, jobs=jobs, drop_empty=True
+    )
+
+
+def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.SQL) -> Iterator[Document]:
+    """The source rows `wanted` picks, as documents, read page by page in key order.
+
+    Each page is a statement of its own, `key > (the last one) ORDER BY key LIMIT n` on the key
+    column's own type, so the table's key index finds it and nothing holds a snapshot or writes
+    temporary files; a row deleted meanwhile is simply not read, one inserted ahead is. A page's
+    unwanted rows come back as their key alone. A key column without a B-tree is read in one
+    snapshot instead (a WITH HOLD cursor: each page would otherwise scan the whole table)."""
+    key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
+    row = sql.SQL("s.{key}::text AS key, s.{text} AS body, decode(md5(s.{text}), 'hex') AS hash").format(
+        key=key, text=text
+    )
+    rows = sql.SQL("{rows} AS s WHERE s.{key} IS NOT NULL").format(rows=source.rows, key=key)
+
+    def judged(page: sql.Composable) -> sql.Composed:
+        return sql.SQL("SELECT p.*, {wanted} AS wanted FROM ({page}) AS p").format(
+            wanted=wanted.format(index=made.table), page=page
+        )
+
+    if not _key_has_btree(conn, source):
+        every = sql.SQL("SELECT {} FROM {}").format(row, rows)
+        statement = sql.SQL("SELECT p.key, p.body, p.hash FROM ({} OFFSET 0) AS p WHERE p.wanted").format(
+            judged(every)
+        )
+        with conn.cursor(name=f"simdb_rows_{made.name}", withhold=True) as cursor:
             with conn.transaction():
-                if empty:
-                    ingest.delete(conn, made, empty)
-                ingest.count_stored(report, len(batch), ingest.store(conn, made, batch, sizes, hashes))
-            if progress is not None:
-                progress(len(rows))
+                cursor.execute(statement)
+            while batch := cursor.fetchmany(BATCH):
+                yield from (_row_document(*values) for values in batch)
+        return
+    # (ORDER BY at each level: PostgreSQL then sees the rows come sorted, and sorts nothing;
+    # OFFSET 0 keeps `wanted` from being evaluated once per use)
+    page = sql.SQL(
+        "SELECT p.key, p.wanted, CASE WHEN p.wanted THEN p.body END, CASE WHEN p.wanted THEN p.hash END"
+        " FROM ({} ORDER BY p.at OFFSET 0) AS p ORDER BY p.at"
+    )
+
+    def statement_after(after: sql.Composable) -> sql.Composed:
+        keyed = sql.SQL("SELECT {row}, s.{key} AS at FROM {rows}{after} ORDER BY s.{key} LIMIT %(n)s").format(
+            row=row, key=key, rows=rows, after=after
+        )
+        return page.format(judged(keyed))
+
+    first = statement_after(sql.SQL(""))
+    key_type = sql.SQL(tables.column_type(conn, source, source.key_column)[0])
+    later = statement_after(sql.SQL(" AND s.{} > CAST(%(after)s AS {})").format(key, key_type))
+    found = conn.execute(first, {"n": BATCH}).fetchall()
+    while found:
+        yield from (
+            _row_document(row_key, body, row_hash) for row_key, picked, body, row_hash in found if picked
+        )
+        if len(found) < BATCH:
+            return
+        found = conn.execute(later, {"n": BATCH, "after": found[-1][0]}).fetchall()
+
+
+def _row_document(key: str, body: str | None, content_hash: bytes | None) -> Document:
+    """A source row as a document: one unit of progress; no text is an empty document."""
+    return Document(key, body or "", 1, content_hash=None if content_hash is None else bytes(content_hash))
+
+
+def _key_has_btree(conn: Connection, source: Source) -> bool:
+    """Whether a B-tree of the source table leads with the key column, whole and in its own
+    collation: keyset pages then read only their rows."""
+    row = conn.execute(
+        "SELECT 1 FROM pg_index AS x JOIN pg_class AS c ON c.oid = x.indexrelid"
+        " JOIN pg_am AS am ON am.oid = c.relam"
+        " JOIN pg_attribute AS a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[0]"
+        " WHERE x.indrelid = %s::regclass AND a.attname = %s AND am.amname = 'btree'"
+        " AND x.indpred IS NULL AND x.indcollation[0] = a.attcollation AND x.indisvalid LIMIT 1",
+        (source.relation.as_string(conn), source.key_column),
+    ).fetchone()
+    return row is not None
 
 
 def _link_source_keys(conn: Connection, made: Index, source: Source) -> None:
@@ -360,6 +418,8 @@ def watch(
     interval: float,
     report: Callable[[SyncReport | intable.FillReport], None],
     rounds: int | None = None,
+    *,
+    jobs: int = 1,
 ) -> None:
     """Sync every `interval` seconds (polling) until interrupted, or `rounds` times; `report`
     the first round and each one that changed something. An index in the application's table
@@ -370,7 +430,7 @@ def watch(
         return
     done = 0
     while rounds is None or done < rounds:
-        result = sync(conn, name)
+        result = sync(conn, name, jobs=jobs)
         if done == 0 or result.changed:
             report(result)
         done += 1

@@ -123,16 +123,16 @@ def ingest(
     clock = report.seconds
     started = time.perf_counter()
     since = _database_now(conn)
-    empty, deferred = _first_load(conn, index)
-    try:
-        _ingest(conn, index, items, report, batch_size, batch_bytes, progress, jobs, empty)
-    except Exception as error:
-        if deferred and not during_interrupt(error):  # a rerun builds them if this fails too
-            with contextlib.suppress(psycopg.Error):
-                _build_btrees(conn, index, clock)
-        raise
-    if deferred:
-        _build_btrees(conn, index, clock)
+    write(
+        conn,
+        index,
+        items,
+        report,
+        batch_size=batch_size,
+        batch_bytes=batch_bytes,
+        progress=progress,
+        jobs=jobs,
+    )
     if delete_missing is not None and not report.skipped["unreadable"]:
         report.removed = remove_unseen(conn, index, delete_missing, since)
     if report.inserted or report.updated or report.removed:
@@ -141,6 +141,36 @@ def ingest(
         clock["vacuum"] = time.perf_counter() - began
     clock["total"] = time.perf_counter() - started
     return report
+
+
+def write(
+    conn: Connection,
+    index: Index,
+    items: Iterable[Item],
+    report: Report,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    progress: Callable[[int], object] | None = None,
+    jobs: int = 1,
+    drop_empty: bool = False,
+) -> None:
+    """The one write pipeline of every source (files, records, an application table's rows):
+    read, sketch (`jobs` threads) and store `items` in batches, counting into `report`, with a
+    first load's B-trees built once at the end (see ingest). `drop_empty`: a document without
+    shingles also leaves the index, in its batch's transaction (a table row whose text was emptied:
+    its old sketch no longer describes it)."""
+    clock = report.seconds
+    empty, deferred = _first_load(conn, index)
+    try:
+        _ingest(conn, index, items, report, batch_size, batch_bytes, progress, jobs, empty, drop_empty)
+    except Exception as error:
+        if deferred and not during_interrupt(error):  # a rerun builds them if this fails too
+            with contextlib.suppress(psycopg.Error):
+                _build_btrees(conn, index, clock)
+        raise
+    if deferred:
+        _build_btrees(conn, index, clock)
 
 
 def _database_now(conn: Connection) -> datetime:
@@ -159,6 +189,7 @@ def _ingest(
     progress: Callable[[int], object] | None,
     jobs: int,
     new_keys: bool,
+    drop_empty: bool,
 ) -> None:
     """ingest's loop: read, sketch and store the batches, counting into `report`."""
     clock = report.seconds
@@ -167,11 +198,14 @@ def _ingest(
     for documents, values in _timed(_sketched(batches, index, jobs, progress), clock, "sketch"):
         batch: dict[str, Sketch] = {}
         sizes: dict[str, int | None] = {}
+        hashes: dict[str, bytes] = {}
         extensions: dict[str, str | None] = {}
         mtimes: dict[str, int | None] = {}
+        empty: list[str] = []
         for document, value in zip(documents, values, strict=True):
             if value is None:
                 report.skipped["empty"] += 1
+                empty.append(document.key)
                 continue
             stream = document.stream
             report.repaired += document.repaired or (stream is not None and stream.repaired)
@@ -179,13 +213,18 @@ def _ingest(
                 report.updated += 1  # a later record with the same key replaces the earlier one
             batch[document.key] = value
             sizes[document.key] = document.size
+            if document.content_hash is not None:
+                hashes[document.key] = document.content_hash
             extensions[document.key] = document.extension
             mtimes[document.key] = document.mtime_ns
-        if batch:
-            began = time.perf_counter()
-            stored = store(conn, index, batch, sizes, extensions=extensions, mtimes=mtimes, new_keys=new_keys)
-            clock["store"] = clock.get("store", 0.0) + time.perf_counter() - began
-            count_stored(report, len(batch), stored)
+        began = time.perf_counter()
+        with conn.transaction() if drop_empty and empty else contextlib.nullcontext():
+            if drop_empty and empty:
+                delete(conn, index, empty)
+            if batch:
+                stored = store(conn, index, batch, sizes, hashes, extensions, mtimes, new_keys=new_keys)
+                count_stored(report, len(batch), stored)
+        clock["store"] = clock.get("store", 0.0) + time.perf_counter() - began
     clock["sketch"] = clock.get("sketch", 0.0) - clock.get("read", 0.0)  # reading ran inside it
 
 
@@ -197,11 +236,18 @@ def _first_load(conn: Connection, index: Index) -> tuple[bool, bool]:
     The B-trees are deferred when the index is empty (one build from all the rows costs far less
     than inserting each into every B-tree) or one of them is missing (a first load was
     interrupted); queries stay exact meanwhile, only slower. Both only on autocommit connections:
-    in a caller's transaction the B-trees are left alone.
+    in a caller's transaction the B-trees are left alone; and only the table's owner (or a member
+    of its role) may drop and build them: a writer role's load updates them row by row.
     """
     if not conn.autocommit:
         return False, False
     empty = conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is None
+    owner = conn.execute(
+        "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = %s::regclass",
+        (index.table.as_string(conn),),
+    ).fetchone()
+    if owner != (True,):
+        return empty, False
     btrees = [names.btree(index.name, column).as_string(conn) for column in index.columns]
     missing = conn.execute(  # (a query of its own: Citus refuses unnest beside a distributed table)
         "SELECT 1 FROM unnest(%s::text[]) AS btree (name) WHERE to_regclass(btree.name) IS NULL LIMIT 1",

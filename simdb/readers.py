@@ -51,8 +51,8 @@ T = TypeVar("T")
 class Document:
     """One document to fingerprint.
 
-    `consumed`: bytes of input it took (for progress); `repaired`: invalid UTF-8 bytes were
-    replaced by U+FFFD.
+    `consumed`: input it took, for progress (bytes of a file or record, one for a table's row);
+    `repaired`: invalid UTF-8 bytes were replaced by U+FFFD.
     """
 
     key: str
@@ -65,6 +65,7 @@ class Document:
     mtime_ns: int | None = None  # a file's modification time when it was read
     given_size: int | None = None  # a file's size on disk, or the size a record gives with its sketch
     stream: FileStream | None = None  # a file too large to read whole (Options.stream_over)
+    content_hash: bytes | None = None  # a table row's MD5 of its text (attach's sync compares it)
 
     @property
     def content(self) -> Content:

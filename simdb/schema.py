@@ -6,6 +6,7 @@ second to import, which every other command (and `simdb --help`) would otherwise
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from simdb.resources import resource_dir
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy.engine import Connection as SAConnection
 
 HEAD = "0013"  # tests check that this is the head of migrations/versions
 
@@ -66,44 +68,62 @@ def ensure_schema(conn: Connection, *, create: bool = True) -> bool:
             "create one with `simdb init` or `simdb create NAME`, or connect to the database that"
             " holds your indexes (--dsn, SIMDB_DSN)",
         )
-    if not conn.autocommit:
-        conn.commit()
-    upgrade(conn.info.dsn, password=conn.info.password)
+    # in the caller's transaction, which its owner commits or rolls back; in autocommit mode in
+    # one of its own, then layout v2's rewrites one transaction each (simdb.layout)
+    with conn.transaction() if conn.autocommit else contextlib.nullcontext():
+        migrate(conn, "head")
+    layout.finish_all(conn)
     return True
+
+
+def migrate(conn: Connection, revision: str, *, down: bool = False) -> None:
+    """Run simdb's migrations up (or `down`) to `revision` on `conn`, in its current transaction,
+    which this never commits or rolls back (env.py's advisory lock, held to its end, makes
+    concurrent first runs migrate one after another)."""
+    from alembic import command
+
+    from simdb.borrowed import borrowed
+
+    step = command.downgrade if down else command.upgrade
+    with borrowed(conn) as connection:
+        run_alembic(connection, lambda config: step(config, revision))
+
+
+def run_alembic(connection: SAConnection, action: Callable[[Config], None]) -> None:
+    """Run an Alembic command of simdb's history on a SQLAlchemy connection, in its transaction.
+
+    Alembic keeps its `op` and `context` in module-level proxies, and a run removes them when it
+    ends; inside a user's own migration, put theirs back so the rest of it still works.
+    """
+    import alembic.context
+    import alembic.op
+
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    saved = [getattr(module, "_proxy", None) for module in (alembic.op, alembic.context)]
+    try:
+        action(config)
+    finally:
+        for proxy in saved:
+            if proxy is not None:
+                proxy._install_proxy()
 
 
 def upgrade(dsn: str, revision: str = "head", *, password: str | None = None) -> None:
     """Run simdb's migrations up to `revision` in one transaction, on a connection of our own;
     then finish moving indexes to layout v2, one transaction each (see simdb.layout)."""
-    from alembic import command
-
-    _run(dsn, password, lambda config: command.upgrade(config, revision))
     with _connect(dsn, password) as conn:
-        conn.autocommit = True
+        with conn.transaction():
+            migrate(conn, revision)
         layout.finish_all(conn)
 
 
 def downgrade(dsn: str, revision: str = "base", *, password: str | None = None) -> None:
-    from alembic import command
-
-    _run(dsn, password, lambda config: command.downgrade(config, revision))
+    with _connect(dsn, password) as conn, conn.transaction():
+        migrate(conn, revision, down=True)
 
 
 def _connect(dsn: str, password: str | None) -> Connection:
-    return psycopg.connect(dsn, password=password) if password else psycopg.connect(dsn)
-
-
-def _run(dsn: str, password: str | None, action: Callable[[Config], None]) -> None:
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
-
-    engine = create_engine(
-        "postgresql+psycopg://", creator=lambda: _connect(dsn, password), poolclass=NullPool
-    )
-    config = alembic_config()
-    try:
-        with engine.begin() as connection:
-            config.attributes["connection"] = connection
-            action(config)
-    finally:
-        engine.dispose()
+    if password:
+        return psycopg.connect(dsn, autocommit=True, password=password)
+    return psycopg.connect(dsn, autocommit=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
+import uuid
 
 import psycopg
 import pytest
@@ -10,7 +12,7 @@ from support import Conn, simdb
 
 from simdb import attach, fingerprint
 from simdb.bits import to_unsigned
-from simdb.simhash import Features, fingerprint_bytes
+from simdb.simhash import EmptyDocument, Features, fingerprint_bytes
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 COLUMNS = (
@@ -344,3 +346,116 @@ def test_a_sync_after_the_table_or_a_column_went_says_so_and_changes_nothing(
     )
     assert articles.execute(rows).fetchall() == before
     assert simdb(capsys, "drop", "arts", "--yes")[0] == 0
+
+
+def _stored_rows(conn: Conn, name: str) -> dict[str, tuple[object, ...]]:
+    """key -> (fingerprint, content_hash, size, extension, mtime_ns), as stored."""
+    statement = f"SELECT key, fingerprint, content_hash, size, extension, mtime_ns FROM simdb.{name}"
+    return {
+        key: (to_unsigned(value), bytes(digest), *rest)
+        for key, value, digest, *rest in conn.execute(statement)
+    }
+
+
+def _expected_rows(conn: Conn, statement: str) -> dict[str, tuple[object, ...]]:
+    """What a sync stores for the (key as text, body) rows `statement` selects: the row-by-row truth."""
+    expected = {}
+    for key, body in conn.execute(statement):
+        if body and fingerprint_or_none(body) is not None:
+            expected[key] = (
+                fingerprint(body),
+                hashlib.md5(body.encode()).digest(),
+                len(body.encode()),
+                None,
+                None,
+            )
+    return expected
+
+
+def fingerprint_or_none(body: str) -> int | None:
+    try:
+        return fingerprint(body)
+    except EmptyDocument:
+        return None
+
+
+WORDS = "b|B|a b|ä|Z|10|9|a|ab|a-b|é|zz|x y z|-|c|C".split("|")  # noqa: SIM905 (keys with spaces)
+KEY_TYPES = {  # column type -> keys, in an order that is not the table's
+    "int PRIMARY KEY": [str(n) for n in (17, 3, -5, 1000, 0, 42, 8, 99, 7, 12, 64, 31, 2, 5, 77, 6, 300)],
+    "text PRIMARY KEY": WORDS,
+    'text COLLATE "C" PRIMARY KEY': WORDS,
+    "uuid PRIMARY KEY": [str(uuid.UUID(int=n * 0x1_0000_0001_0001)) for n in (9, 1, 5, 3, 8, 2, 7, 4, 6, 11)],
+    "numeric(8, 2) UNIQUE": [f"{n / 100:.2f}" for n in (150, -325, 10000, 1, 200, 1010, 333, 0, 777, 880)],
+    "int": [str(n) for n in (4, 1, 3, 2, 9, 8, 7, 6, 5, 10, 12, 11)],  # no B-tree on the key: one snapshot
+}
+
+
+@pytest.mark.parametrize("key_type", list(KEY_TYPES))
+def test_a_fill_in_pages_stores_what_reading_every_row_gives(
+    conn: Conn, monkeypatch: pytest.MonkeyPatch, key_type: str
+) -> None:
+    """Issue 28, targets: the first fill reads the table page by page by its key (no snapshot held,
+    no temporary files) and sketches on several threads; what it stores is each row's own
+    fingerprint, MD5 and size, whatever the key's type and collation, across page boundaries."""
+    conn.execute(f"CREATE TABLE public.pages (id {key_type}, body text, live boolean NOT NULL)")
+    for number, key in enumerate(KEY_TYPES[key_type]):
+        body = [None, "", "... !!! ...", BODY][number % 4] if number % 5 == 1 else f"{BODY} variant {number}"
+        conn.execute("INSERT INTO public.pages VALUES (%s, %s, %s)", (key, body, number % 7 != 3))
+    monkeypatch.setattr(attach, "BATCH", 3)
+    attach.attach(conn, "pages", "public.pages", "id", "body", "live")
+    report = attach.sync(conn, "pages", jobs=2)
+    expected = _expected_rows(conn, "SELECT id::text, body FROM public.pages WHERE live")
+    assert _stored_rows(conn, "pages") == expected
+    live = conn.execute("SELECT count(*) FROM public.pages WHERE live").fetchone()
+    assert (report.added, report.empty) == (len(expected), live[0] - len(expected) if live else -1)
+    conn.execute("UPDATE public.pages SET body = body || ' more' WHERE body <> ''")
+    conn.execute("UPDATE public.pages SET live = NOT live")
+    attach.sync(conn, "pages", jobs=2)
+    assert _stored_rows(conn, "pages") == _expected_rows(
+        conn, "SELECT id::text, body FROM public.pages WHERE live"
+    )
+
+
+def test_rows_deleted_and_inserted_during_a_fill_leave_it_exact(
+    conn: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page is its own statement: a row deleted ahead is not read, one deleted behind is
+    removed at the end, one inserted ahead is read."""
+    conn.execute("CREATE TABLE public.posts (id int PRIMARY KEY, body text NOT NULL)")
+    conn.execute(
+        "INSERT INTO public.posts SELECT n, %s || n FROM generate_series(1, 30) AS n", (BODY + " post ",)
+    )
+    monkeypatch.setattr(attach, "BATCH", 5)
+    attach.attach(conn, "posts", "public.posts", "id", "body")
+    calls = []
+
+    def meanwhile(rows: int) -> None:
+        if not calls:
+            conn.execute("DELETE FROM public.posts WHERE id IN (2, 20)")
+            conn.execute("INSERT INTO public.posts VALUES (100, %s)", (BODY + " late",))
+        calls.append(rows)
+
+    report = attach.sync(conn, "posts", meanwhile)
+    assert (report.added, report.removed, sum(calls)) == (30, 1, 30)
+    assert _stored_rows(conn, "posts") == _expected_rows(conn, "SELECT id::text, body FROM public.posts")
+
+
+def test_a_fill_writes_no_temporary_files(conn: Conn) -> None:
+    """Issue 28: the first sync held its rows in a WITH HOLD cursor, materialised to temporary
+    files the size of the table (here 6 MB, more than work_mem's 4 MB); pages by key need none."""
+    conn.execute("SET work_mem = '4MB'")
+    conn.execute("CREATE TABLE public.posts (id int PRIMARY KEY, body text NOT NULL)")
+    conn.execute(
+        "INSERT INTO public.posts SELECT n, %s || n FROM generate_series(1, 4000) AS n", (BODY[:1500] + " ",)
+    )
+
+    def temp_bytes() -> int:
+        conn.execute("SELECT pg_stat_force_next_flush()")  # (flushed as the session goes idle)
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute("SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()")
+        return int(str(row.fetchone()[0]))  # type: ignore[index]
+
+    before = temp_bytes()
+    attach.attach(conn, "posts", "public.posts", "id", "body")
+    assert attach.sync(conn, "posts", jobs=2).added == 4000
+    assert temp_bytes() - before == 0

@@ -11,12 +11,13 @@ from pathlib import Path
 import psycopg
 import pytest
 from alembic import command
+from alembic import op as alembic_op
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from alembic.script import ScriptDirectory
 from example_app.models import Article
-from sqlalchemy import BigInteger, Text, cast, column, create_engine, literal, select, table
+from sqlalchemy import BigInteger, Column, Integer, Text, cast, column, create_engine, literal, select, table
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 from support import simdb
@@ -165,7 +166,10 @@ def test_attach_index_fills_the_index_in_the_migration_or_warns_that_it_is_empty
 
     _in_migration(empty_db, attached("filled", sync=True), commit=False)  # rolled back: no trace
     with psycopg.connect(empty_db) as conn:
-        assert conn.execute("SELECT to_regclass('simdb.filled')").fetchone() == (None,)
+        assert conn.execute("SELECT to_regnamespace('simdb'), to_regclass('simdb.filled')").fetchone() == (
+            None,
+            None,
+        )
     _in_migration(empty_db, attached("filled", sync=True), commit=True)
     with caplog.at_level(logging.WARNING, logger="simdb.alembic"):
         _in_migration(empty_db, attached("empty"), commit=True)
@@ -176,3 +180,46 @@ def test_attach_index_fills_the_index_in_the_migration_or_warns_that_it_is_empty
         "simdb index empty is attached to public.notes but holds no rows yet: run `simdb sync empty` "
         "(or attach_index(..., sync=True) to fill it in the migration)"
     ]
+
+
+def test_a_migration_that_fails_after_simdbs_ops_leaves_nothing_of_them(empty_db: str) -> None:
+    """Issue 28, item 4: simdb's ops commit nothing of their own, so the failed migration's
+    rollback takes the schema, the index and its rows with the application's table."""
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
+        conn.execute("INSERT INTO public.notes VALUES (1, %s)", (BODY,))
+
+    def migration() -> None:
+        alembic_op.create_table("app_table", Column("id", Integer, primary_key=True))
+        simdb_ops.ensure_schema()
+        simdb_ops.attach_index("dups", table="public.notes", key_column="id", text_column="body", sync=True)
+        with psycopg.connect(empty_db, autocommit=True) as other:  # nothing seen outside yet
+            assert other.execute("SELECT to_regnamespace('simdb')").fetchone() == (None,)
+        raise RuntimeError("the migration's next step fails")
+
+    with pytest.raises(RuntimeError, match="next step fails"):
+        _in_migration(empty_db, migration, commit=True)
+    with psycopg.connect(empty_db) as conn:
+        left = conn.execute("SELECT to_regnamespace('simdb'), to_regclass('public.app_table')").fetchone()
+        assert left == (None, None)
+        assert conn.execute("SELECT count(*) FROM public.notes").fetchone() == (1,)
+
+
+def test_simdb_schema_ensure_schema_on_a_migrations_own_connection(empty_db: str) -> None:
+    """A Django migration (or any caller holding a psycopg connection in a transaction) calls
+    simdb.schema.ensure_schema(conn): its transaction stays open and undecided."""
+
+    def migration() -> None:
+        alembic_op.create_table("app_table", Column("id", Integer, primary_key=True))
+        driver = alembic_op.get_bind().connection.driver_connection
+        assert schema.ensure_schema(driver) is True
+        alembic_op.execute("INSERT INTO app_table VALUES (1)")  # the migration's op still works
+
+    _in_migration(empty_db, migration, commit=False)
+    with psycopg.connect(empty_db) as conn:
+        left = conn.execute("SELECT to_regnamespace('simdb'), to_regclass('public.app_table')").fetchone()
+        assert left == (None, None)
+    _in_migration(empty_db, migration, commit=True)
+    with psycopg.connect(empty_db) as conn:
+        assert schema.current_revision(conn) == schema.HEAD
+        assert conn.execute("SELECT count(*) FROM app_table").fetchone() == (1,)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import threading
+import time
 
 import psycopg
 import pytest
@@ -44,6 +46,66 @@ def test_ensure_schema_migrates_once(empty_db: str) -> None:
     with psycopg.connect(empty_db, autocommit=True) as conn:
         assert schema.ensure_schema(conn) is True
         assert schema.ensure_schema(conn) is False
+
+
+def _visible(dsn: str) -> tuple[object, ...] | None:
+    """What another session sees: simdb's schema and the application's table (None: not there)."""
+    with psycopg.connect(dsn, autocommit=True) as other:
+        return other.execute("SELECT to_regnamespace('simdb'), to_regclass('public.app')").fetchone()
+
+
+@pytest.mark.parametrize("end", ["rollback", "commit"])
+def test_ensure_schema_runs_in_the_callers_transaction_and_never_ends_it(empty_db: str, end: str) -> None:
+    """Issue 28, item 4: ensure_schema committed the caller's transaction (a Django migration's
+    half-done work with it), then migrated on a connection of its own."""
+    with psycopg.connect(empty_db) as conn:
+        conn.execute("CREATE TABLE public.app (id int)")
+        conn.execute("INSERT INTO public.app VALUES (1)")
+        assert schema.ensure_schema(conn) is True
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        assert schema.current_revision(conn) == schema.HEAD
+        assert conn.execute("SELECT count(*) FROM public.app").fetchone() == (1,)
+        assert _visible(empty_db) == (None, None)  # nothing committed
+        getattr(conn, end)()
+    assert _visible(empty_db) == ((None, None) if end == "rollback" else ("simdb", "app"))
+
+
+def test_ensure_schema_in_autocommit_mode_migrates_in_a_transaction_of_its_own(empty_db: str) -> None:
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert schema.ensure_schema(conn) is True
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert _visible(empty_db) == ("simdb", None)
+
+
+def test_concurrent_first_runs_of_ensure_schema_migrate_one_after_the_other(empty_db: str) -> None:
+    """A second process waits for the first one's migration (an advisory lock held to the end of
+    its transaction), then finds the schema there, instead of failing on tables that exist."""
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            with psycopg.connect(empty_db, autocommit=True) as conn:
+                schema.ensure_schema(conn)
+                assert schema.current_revision(conn) == schema.HEAD
+        except BaseException as error:  # (re-raised in the test's thread)
+            errors.append(error)
+
+    with psycopg.connect(empty_db) as first:
+        schema.ensure_schema(first)
+        thread = threading.Thread(target=second)
+        thread.start()
+        with psycopg.connect(empty_db, autocommit=True) as watcher:
+            for _ in range(600):  # until the second one waits for the lock
+                waiting = watcher.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                ).fetchone()
+                if waiting == (1,) or not thread.is_alive():
+                    break
+                time.sleep(0.05)
+            assert waiting == (1,)
+        first.commit()
+        thread.join()
+    assert errors == []
 
 
 def test_a_schema_migrated_by_a_newer_simdb_is_refused_in_one_line(

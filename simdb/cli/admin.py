@@ -17,6 +17,7 @@ from simdb.cli.common import (
     dsn_option,
     features_option,
     fingerprint_spec_option,
+    jobs_option,
     json_option,
     show,
     signature_spec_option,
@@ -199,6 +200,7 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool
     "--key-column; it then blocks TRUNCATE and DROP of your table). Without it, sync removes them.",
 )
 @index_options
+@jobs_option
 @json_option
 @dsn_option
 @click.pass_context
@@ -214,6 +216,7 @@ def attach_(
     condition: str | None,
     no_sync: bool,
     cascade: bool,
+    jobs: int,
     as_json: bool,
     **options: Any,
 ) -> None:
@@ -251,7 +254,7 @@ def attach_(
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync and text_column:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.sync(conn, name, done), as_json)
+                show(attach.sync(conn, name, done, jobs=jobs), as_json)
 
 
 @click.command(name="sync")
@@ -269,35 +272,37 @@ def attach_(
     show_default=True,
     help="--watch: seconds between two syncs.",
 )
+@jobs_option
 @json_option
 @dsn_option
 @click.pass_context
-def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: bool) -> None:
+def sync_(ctx: click.Context, name: str, watch: bool, interval: float, jobs: int, as_json: bool) -> None:
     """Bring attached index NAME up to date with its table: unchanged rows cost nothing."""
     with database(ctx) as conn:
         if watch:
             try:
-                attach.watch(conn, name, interval, lambda report: show(report, as_json))
+                attach.watch(conn, name, interval, lambda report: show(report, as_json), jobs=jobs)
             except KeyboardInterrupt:  # the documented way to stop watching: a normal end
                 return
         else:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.sync(conn, name, done), as_json)
+                show(attach.sync(conn, name, done, jobs=jobs), as_json)
 
 
 @click.command(name="reindex")
 @click.argument("name")
+@jobs_option
 @json_option
 @dsn_option
 @click.pass_context
-def reindex_(ctx: click.Context, name: str, as_json: bool) -> None:
+def reindex_(ctx: click.Context, name: str, jobs: int, as_json: bool) -> None:
     """Move attached index NAME to the newest fingerprint spec, in place, while queries run.
 
     Rows are re-fingerprinted from the table's text batch by batch; the index switches to the
     new spec when all are done. Indexes ingested from files must be ingested again instead.
     """
     with database(ctx) as conn, counter(f"reindex {name}", " rows") as done:
-        show(attach.reindex(conn, name, done), as_json)
+        show(attach.reindex(conn, name, done, jobs=jobs), as_json)
 
 
 @click.command(name="plan")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -110,6 +111,18 @@ def row_writer(format_: str, header: tuple[str, ...]) -> Iterator[Callable[[tupl
 
     yield element
     click.echo("]" if written else "[]")
+
+
+def jobs_option(function: F) -> F:
+    """--jobs N: threads that fingerprint (ingest, and attach, sync and reindex of a table's rows)."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(1),
+        default=os.cpu_count() or 1,
+        show_default="all cores",
+        help="Threads that fingerprint in parallel (the compiled kernels run outside the GIL).",
+    )(function)
 
 
 def json_option(function: F) -> F:

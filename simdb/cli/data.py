@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 
 import click
 
 from simdb import index, ingest, readers
-from simdb.cli.common import counter, database, dsn_option, json_option, show
+from simdb.cli.common import counter, database, dsn_option, jobs_option, json_option, show
 from simdb.errors import InvalidParameter
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
@@ -97,14 +96,7 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     is_flag=True,
     help="Create the index with default settings if it is missing.",
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(1),
-    default=os.cpu_count() or 1,
-    show_default="all cores",
-    help="Threads that fingerprint in parallel (the compiled kernels run outside the GIL).",
-)
+@jobs_option
 @json_option
 @dsn_option
 @click.pass_context

@@ -170,6 +170,11 @@ def _column_type(conn: Connection, source: Source, column: str) -> tuple[str, st
     return str(row[0]), str(row[1])
 
 
+def key_type(conn: Connection, source: Source) -> str:
+    """The SQL type of the source's key column (what a queued key is cast back to)."""
+    return _column_type(conn, source, source.key_column)[0]
+
+
 def _key_is_unique(conn: Connection, source: Source) -> bool:
     """Whether the key column alone is a primary key or has a unique constraint."""
     row = conn.execute(
@@ -252,10 +257,13 @@ def attach(
     features: Features = DEFAULT_FEATURES,
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
     cascade: bool = False,
+    triggers: bool = True,
 ) -> Index:
     """Create index NAME over an existing table: everything is checked first (the table, the
     columns' types, the --where condition, unique keys), then created in one transaction.
-    `cascade`: index rows go with their source row at once (a foreign key; see the module)."""
+    `cascade`: index rows go with their source row at once (a foreign key; see the module).
+    `triggers`: triggers on the table queue its changes for sync (simdb.capture); without, each
+    sync compares the whole table with the index."""
     schema, relation = parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
     key_type = _validate(conn, source, cascade)
@@ -274,6 +282,10 @@ def attach(
                     key=sql.Identifier(key_column),
                 )
             )
+        if triggers:
+            from simdb import capture  # (capture builds on this module)
+
+            capture.install(conn, made, source)
     return made
 
 
@@ -343,13 +355,20 @@ class SyncReport(ingest.Report):
         }
 
 
-def sync(conn: Connection, name: str, progress: Callable[[int], object] | None = None) -> SyncReport:
+def sync(
+    conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, full: bool = False
+) -> SyncReport:
     """Sketch the source rows that are new or changed since the last sync; drop vanished ones.
 
     The changed rows are selected in one snapshot (a WITH HOLD cursor), then stored in batches of
     their own transactions, so a sync can run at any time, while the application writes, and be
-    run again after a failure.
+    run again after a failure. An index with triggers syncs from its queue instead (simdb.capture),
+    unless `full`: then this snapshot compare runs, as a repair, and the queue stays as it is.
     """
+    if not full:
+        from simdb import capture  # (capture builds on this module)
+
+        return capture.sync(conn, name, progress)
     made = indexes.get(conn, name)
     source = source_of(conn, name)
     has_source_key = indexes.has_column(conn, made.name, "source_key")
@@ -495,14 +514,17 @@ def watch(
     interval: float,
     report: Callable[[SyncReport], None],
     rounds: int | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
-    """Sync every `interval` seconds (polling) until interrupted, or `rounds` times; `report`
-    the first round and each one that changed something."""
+    """Sync every `interval` seconds (polling) until interrupted, `rounds` times, or `stop()`
+    says so; `report` the first round and each one that changed something."""
     done = 0
     while rounds is None or done < rounds:
         result = sync(conn, name)
         if done == 0 or result.changed:
             report(result)
         done += 1
+        if stop is not None and stop():
+            return
         if rounds is None or done < rounds:
             time.sleep(interval)

@@ -21,7 +21,7 @@ from simdb.resources import resource_dir
 if TYPE_CHECKING:
     from alembic.config import Config
 
-HEAD = "0011"  # tests check that this is the head of migrations/versions
+HEAD = "0012"  # tests check that this is the head of migrations/versions
 
 
 def alembic_config() -> Config:

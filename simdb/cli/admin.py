@@ -1,4 +1,4 @@
-"""Index administration: init, create, distribute, attach, sync, plan, list, drop, grant."""
+"""Index administration: init, create, distribute, attach, sync, status, plan, list, drop, grant."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from simdb import attach, index, modes, names, planner, scaleplan, schema
+from simdb import attach, capture, index, modes, names, planner, scaleplan, schema
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
@@ -183,6 +183,12 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool
     help="Index rows go with their source row at once (a foreign key ON DELETE CASCADE to a unique "
     "--key-column; it then blocks TRUNCATE and DROP of your table). Without it, sync removes them.",
 )
+@click.option(
+    "--no-triggers",
+    is_flag=True,
+    help="Add no triggers to your table: each sync then compares the whole table with the index "
+    "(by default triggers queue the changed keys, and a sync applies only those).",
+)
 @index_options
 @json_option
 @dsn_option
@@ -197,23 +203,33 @@ def attach_(
     condition: str | None,
     no_sync: bool,
     cascade: bool,
+    no_triggers: bool,
     as_json: bool,
     **options: Any,
 ) -> None:
-    """Create index NAME over an existing table (which is not altered), then sync it.
+    """Create index NAME over an existing table (its columns are not altered), then sync it.
 
-    simdb."NAME" keeps one row per source row, keyed by the source key as text. `simdb sync NAME`
-    brings it up to date again later: new and changed rows are fingerprinted, deleted ones removed.
+    simdb."NAME" keeps one row per source row, keyed by the source key as text. Triggers on the
+    table queue the keys of changed rows (unless --no-triggers), and `simdb sync NAME` applies
+    them: new and changed rows are fingerprinted, deleted ones removed.
     """
     settings = _index_settings(options)
     with database(ctx, create_schema=True) as conn:
         made = attach.attach(
-            conn, name, table, key_column, text_column, condition, **settings, cascade=cascade
+            conn,
+            name,
+            table,
+            key_column,
+            text_column,
+            condition,
+            **settings,
+            cascade=cascade,
+            triggers=not no_triggers,
         )
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.sync(conn, name, done), as_json)
+                show(capture.sync(conn, name, done), as_json)
 
 
 @click.command(name="sync")
@@ -221,30 +237,52 @@ def attach_(
 @click.option(
     "--watch",
     is_flag=True,
-    help="Keep syncing, polling every --interval seconds, until Ctrl-C; prints the first round "
-    "and each one that changed something.",
+    help="Keep syncing until Ctrl-C: with triggers, on each commit that queued a change (LISTEN); "
+    "without, every --interval seconds. Prints the first round and each one that changed something.",
 )
 @click.option(
     "--interval",
     type=click.FloatRange(0.1),
     default=5.0,
     show_default=True,
-    help="--watch: seconds between two syncs.",
+    help="--watch: seconds between two syncs without triggers; with them, between two looks at "
+    "the queue in case a notification was missed.",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Compare the whole table with the index (a repair), rather than apply the queued changes; "
+    "clears the queue.",
 )
 @json_option
 @dsn_option
 @click.pass_context
-def sync_(ctx: click.Context, name: str, watch: bool, interval: float, as_json: bool) -> None:
+def sync_(ctx: click.Context, name: str, watch: bool, interval: float, full: bool, as_json: bool) -> None:
     """Bring attached index NAME up to date with its table: unchanged rows cost nothing."""
+    if watch and full:
+        raise InvalidParameter(
+            "--full and --watch do not go together", "run `sync --full` once, then --watch"
+        )
     with database(ctx) as conn:
         if watch:
             try:
-                attach.watch(conn, name, interval, lambda report: show(report, as_json))
+                capture.watch(conn, name, interval, lambda report: show(report, as_json))
             except KeyboardInterrupt:  # the documented way to stop watching: a normal end
                 return
         else:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.sync(conn, name, done), as_json)
+                show(capture.sync(conn, name, done, full=full), as_json)
+
+
+@click.command(name="status")
+@click.argument("name")
+@json_option
+@dsn_option
+@click.pass_context
+def status_(ctx: click.Context, name: str, as_json: bool) -> None:
+    """How far attached index NAME is behind its table: rows queued, failed, the oldest's age."""
+    with database(ctx) as conn:
+        show(capture.status(conn, name), as_json)
 
 
 @click.command(name="reindex")
@@ -365,4 +403,4 @@ def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tu
     click.echo(f"granted index {name} to {', '.join(granted)}")
 
 
-COMMANDS = [init, create, distribute_, attach_, sync_, reindex_, plan_, list_, drop, grant_]
+COMMANDS = [init, create, distribute_, attach_, sync_, status_, reindex_, plan_, list_, drop, grant_]

@@ -66,7 +66,7 @@ def install(conn: Connection, made: Index, source: attach.Source) -> None:
         ).format(queue)
     )
     conn.execute(
-        sql.SQL("CREATE INDEX {} ON {} (key)").format(
+        sql.SQL("CREATE INDEX {} ON {} USING hash (key)").format(  # (a B-tree would refuse long keys)
             sql.Identifier(names.queue_btree_name(name, "key")), queue
         )
     )
@@ -303,19 +303,38 @@ def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
 
 def _claim(conn: Connection, name: str, batch: int) -> tuple[int, list[str]]:
     """Take up to `batch` queued rows (oldest first, not failed, not locked by another sync),
-    and delete those whose key this transaction could lock; (rows picked, distinct keys taken)."""
+    and delete those whose key this transaction could lock; (rows picked, distinct keys taken).
+
+    Three statements, so that the advisory locks are tried on the picked keys alone (in one
+    statement the planner may try them on every row it scans)."""
     queue = names.queue_table(name)
-    row = conn.execute(
+    picked = conn.execute(
         sql.SQL(
-            "WITH picked AS (SELECT ctid AS row FROM {queue} WHERE attempts = 0"
-            " ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED),"
-            " taken AS (DELETE FROM {queue} AS q WHERE q.ctid = ANY(ARRAY(SELECT row FROM picked))"
-            " AND pg_try_advisory_xact_lock(hashtext(%s), hashtext(q.key)) RETURNING q.key)"
-            " SELECT (SELECT count(*) FROM picked), ARRAY(SELECT DISTINCT key FROM taken ORDER BY key)"
-        ).format(queue=queue),
-        (batch, _lock_space(name)),
-    ).fetchone()
-    return (int(row[0]), list(row[1])) if row else (0, [])
+            "SELECT ctid::text, key FROM {} WHERE attempts = 0 ORDER BY queued_at LIMIT %s"
+            " FOR UPDATE SKIP LOCKED"
+        ).format(queue),
+        (batch,),
+    ).fetchall()
+    if not picked:
+        return 0, []
+    keys = _lock_keys(conn, name, sorted({str(key) for _, key in picked}))
+    taken = set(keys)
+    rows = [row for row, key in picked if key in taken]
+    if rows:
+        conn.execute(sql.SQL("DELETE FROM {} WHERE ctid = ANY(%s::tid[])").format(queue), (rows,))
+    return len(picked), keys
+
+
+def _lock_keys(conn: Connection, name: str, keys: list[str]) -> list[str]:
+    """The keys whose advisory lock (for this transaction) no other sync holds: now ours."""
+    return [
+        str(key)
+        for (key,) in conn.execute(
+            "SELECT k FROM unnest(%s::text[]) WITH ORDINALITY AS u (k, n)"
+            " WHERE pg_try_advisory_xact_lock(hashtext(%s), hashtext(k)) ORDER BY n",
+            (keys, _lock_space(name)),
+        )
+    ]
 
 
 def _lock_space(name: str) -> str:
@@ -347,15 +366,17 @@ class _Work:
         queue = names.queue_table(self.made.name)
         try:
             with self.conn.transaction():
-                taken = self.conn.execute(
-                    sql.SQL(
-                        "DELETE FROM {queue} AS q WHERE q.ctid = ANY(ARRAY(SELECT ctid FROM {queue}"
-                        " WHERE key = %s FOR UPDATE SKIP LOCKED))"
-                        " AND pg_try_advisory_xact_lock(hashtext(%s), hashtext(q.key))"
-                    ).format(queue=queue),
-                    (key, _lock_space(self.made.name)),
-                ).rowcount
-                if taken:
+                if not _lock_keys(self.conn, self.made.name, [key]):
+                    return  # another sync works on it
+                rows = self.conn.execute(
+                    sql.SQL("SELECT ctid::text FROM {} WHERE key = %s FOR UPDATE SKIP LOCKED").format(queue),
+                    (key,),
+                ).fetchall()
+                if rows:
+                    self.conn.execute(
+                        sql.SQL("DELETE FROM {} WHERE ctid = ANY(%s::tid[])").format(queue),
+                        ([row for (row,) in rows],),
+                    )
                     self.apply([key], report)
         except _ROW_ERRORS as error:
             with self.conn.transaction():

@@ -1,8 +1,10 @@
 """Near-duplicate search over a table the user already has: attach an index to it, keep it in sync.
 
-The source table is never altered. The index keeps its own rows keyed by the source key (as
-text) with an MD5 of the source text, so a sync fingerprints only rows that are new or changed,
-and removes rows whose source row is gone. With `cascade` (and a primary or unique key column),
+The source table's columns are never altered (by default triggers are added to it, which queue
+its changes: simdb.capture; this module's sync is the full compare, for --no-triggers indexes,
+first fills and repairs). The index keeps its own rows keyed by the source key (as text) with an
+MD5 of the source text, so a sync fingerprints only rows that are new or changed, and removes
+rows whose source row is gone. With `cascade` (and a primary or unique key column),
 the index rows also reference it with ON DELETE CASCADE and disappear with their source row at
 once; that foreign key then stands in the way of TRUNCATE or DROP of the source table, so it is
 asked for, never added by default.

@@ -1,8 +1,10 @@
 """Near-duplicate search over a table the user already has: attach an index to it, keep it in sync.
 
-The source table is never altered. The index keeps its own rows keyed by the source key (as
-text) with an MD5 of the source text, so a sync fingerprints only rows that are new or changed,
-and removes rows whose source row is gone. With `cascade` (and a primary or unique key column),
+The source table's columns are never altered (by default triggers are added to it, which queue
+its changes: simdb.capture; this module's sync is the full compare, for --no-triggers indexes,
+first fills and repairs). The index keeps its own rows keyed by the source key (as text) with an
+MD5 of the source text, so a sync fingerprints only rows that are new or changed, and removes
+rows whose source row is gone. With `cascade` (and a primary or unique key column),
 the index rows also reference it with ON DELETE CASCADE and disappear with their source row at
 once; that foreign key then stands in the way of TRUNCATE or DROP of the source table, so it is
 asked for, never added by default.
@@ -115,10 +117,13 @@ def attach(
     features: Features = DEFAULT_FEATURES,
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
     cascade: bool = False,
+    triggers: bool = True,
 ) -> Index:
     """Create index NAME over an existing table: everything is checked first (the table, the
     columns' types, the --where condition, unique keys), then created in one transaction.
-    `cascade`: index rows go with their source row at once (a foreign key; see the module)."""
+    `cascade`: index rows go with their source row at once (a foreign key; see the module).
+    `triggers`: triggers on the table queue its changes for sync (simdb.capture); without, each
+    sync compares the whole table with the index."""
     schema, relation = tables.parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
     key_type = _validate(conn, source, cascade)
@@ -137,6 +142,10 @@ def attach(
                     key=sql.Identifier(key_column),
                 )
             )
+        if triggers:
+            from simdb import capture  # (capture builds on this module)
+
+            capture.install(conn, made, source)
     return made
 
 
@@ -206,19 +215,37 @@ class SyncReport(ingest.Report):
         }
 
 
-def sync(
-    conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, jobs: int = 1
-) -> SyncReport | intable.FillReport:
-    """Sketch the source rows that are new or changed since the last sync (`jobs` threads); drop
-    vanished ones.
+Synced = SyncReport | intable.FillReport  # what a sync of any index says it did
 
-    The source is read page by page in key order and the changed rows stored in batches of their
-    own transactions (see _store_rows), so a sync can run at any time, while the application
-    writes, and be run again after a failure.
-    """
+
+def sync(
+    conn: Connection,
+    name: str,
+    progress: Callable[[int], object] | None = None,
+    *,
+    full: bool = False,
+    jobs: int = 1,
+) -> Synced:
+    """Bring index NAME up to date with the table it follows (`jobs` sketching threads): an index
+    in the application's table fills its missing sketches (simdb.intable); a side table applies
+    its queue of changes where it has triggers, unless `full`, and is compared with the table
+    otherwise (simdb.capture.sync, then `compare`)."""
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
         return intable.fill(conn, made, made.storage, progress)
+    from simdb import capture  # (capture builds on this module)
+
+    return capture.sync(conn, name, progress, full=full, jobs=jobs)
+
+
+def compare(
+    conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, jobs: int = 1
+) -> SyncReport:
+    """Compare side table NAME with the table it follows: the table is read page by page in key
+    order and the rows that are new or changed stored in batches of their own transactions (see
+    _store_rows), so a compare can run at any time, while the application writes, and be run
+    again after a failure; rows whose source row vanished are removed."""
+    made = indexes.get(conn, name)
     source = source_of(conn, name)
     has_source_key = indexes.has_column(conn, made.name, "source_key")
     _refuse_duplicate_keys(conn, source)
@@ -362,7 +389,7 @@ def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.
         return page.format(judged(keyed))
 
     first = statement_after(sql.SQL(""))
-    key_type = sql.SQL(tables.column_type(conn, source, source.key_column)[0])
+    key_type = sql.SQL(tables.key_type(conn, source))
     later = statement_after(sql.SQL(" AND s.{} > CAST(%(after)s AS {})").format(key, key_type))
     found = conn.execute(first, {"n": BATCH}).fetchall()
     while found:
@@ -416,23 +443,44 @@ def watch(
     conn: Connection,
     name: str,
     interval: float,
-    report: Callable[[SyncReport | intable.FillReport], None],
+    report: Callable[[Synced], None],
     rounds: int | None = None,
     *,
     jobs: int = 1,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
-    """Sync every `interval` seconds (polling) until interrupted, or `rounds` times; `report`
-    the first round and each one that changed something. An index in the application's table
-    is woken by its triggers instead (intable.watch)."""
+    """Keep index NAME in sync until interrupted, `rounds` syncs were made, or `stop()` says so;
+    `report` the first sync and each one that changed something. An index in the application's
+    table is woken by its triggers (intable.watch), a side table with triggers by its queue's
+    (capture.watch); one without triggers is polled every `interval` seconds (poll)."""
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
         intable.watch(conn, made, made.storage, interval, report, rounds)
         return
+    from simdb import capture  # (capture builds on this module)
+
+    capture.watch(conn, name, interval, report, rounds, stop, jobs=jobs)
+
+
+def poll(
+    conn: Connection,
+    name: str,
+    interval: float,
+    report: Callable[[Synced], None],
+    rounds: int | None = None,
+    stop: Callable[[], bool] | None = None,
+    *,
+    jobs: int = 1,
+) -> None:
+    """Sync every `interval` seconds until interrupted, `rounds` times, or `stop()` says so;
+    `report` the first round and each one that changed something."""
     done = 0
     while rounds is None or done < rounds:
         result = sync(conn, name, jobs=jobs)
         if done == 0 or result.changed:
             report(result)
         done += 1
+        if stop is not None and stop():
+            return
         if rounds is None or done < rounds:
             time.sleep(interval)

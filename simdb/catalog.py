@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from psycopg import sql
@@ -153,6 +154,27 @@ def source_row(conn: Connection, name: str) -> SourceRow | None:
         found["condition"],
         found.get("sketch_column"),
     )
+
+
+def capture(conn: Connection, name: str) -> str:
+    """How attached index NAME learns of changes: 'triggers' (a queue its triggers fill) or
+    'none' (a sync compares snapshots)."""
+    row = conn.execute(
+        sql.SQL("SELECT capture FROM {} WHERE index_name = %s").format(SOURCES), (name,)
+    ).fetchone()
+    return "none" if row is None else str(row[0])
+
+
+def set_capture(conn: Connection, name: str, mode: str) -> None:
+    conn.execute(sql.SQL("UPDATE {} SET capture = %s WHERE index_name = %s").format(SOURCES), (mode, name))
+
+
+def synced_at(conn: Connection, name: str) -> datetime | None:
+    """When attached index NAME last synced (None: never, so it holds none of its table yet)."""
+    row = conn.execute(
+        sql.SQL("SELECT synced_at FROM {} WHERE index_name = %s").format(SOURCES), (name,)
+    ).fetchone()
+    return None if row is None else row[0]
 
 
 def set_spec_version(conn: Connection, name: str, version: int) -> None:

@@ -92,7 +92,12 @@ def has_column(conn: Connection, table: str, column: str) -> bool:
 
 def has_clusters(conn: Connection, name: str) -> bool:
     """Whether `simdb clusters` has made index NAME's clusters table."""
-    return conn.execute("SELECT to_regclass(%s)", (names.clusters_table_name(name),)).fetchone() != (None,)
+    return _exists(conn, names.clusters_table_name(name))
+
+
+def _exists(conn: Connection, relation: str) -> bool:
+    """Whether the table or view `relation` (schema.name) exists."""
+    return conn.execute("SELECT to_regclass(%s)", (relation,)).fetchone() != (None,)
 
 
 def get(conn: Connection, name: str) -> Index:
@@ -227,7 +232,8 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     simdb's functions are executable by everyone, as PostgreSQL grants by default (and everyone
     may use simdb_internal, where the ones they call are: migration 0011). A writer also gets
     INSERT, UPDATE and DELETE on the index's rows, and what a sync needs of the catalog (the
-    source table itself is the application's to grant).
+    source table itself is the application's to grant). An attached index with triggers has a
+    status view, which a reader may read, and a queue, which a writer may take keys from.
     """
     index = get(conn, name)
     exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
@@ -237,6 +243,9 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     readable = [index.table, *catalog.readable_tables()]
     if has_clusters(conn, name):
         readable.append(names.clusters_table(name))
+    queued = _exists(conn, names.queue_table_name(name))
+    if queued:
+        readable.append(names.status_view(name))
     with conn.transaction():
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(names.SCHEMA), who))
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.SQL(", ").join(readable), who))
@@ -245,3 +254,6 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
         if writer:
             for statement in catalog.sync_grants(who):
                 conn.execute(statement)
+            if queued:
+                queue = names.queue_table(name)
+                conn.execute(sql.SQL("GRANT SELECT, UPDATE, DELETE ON {} TO {}").format(queue, who))

@@ -259,8 +259,7 @@ def _write(
 
 
 def _key_type(conn: Connection, stored: InTable) -> str:
-    source = catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None)
-    return tables.column_type(conn, source, stored.key_column)[0]
+    return tables.key_type(conn, catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None))
 
 
 def watch(
@@ -276,7 +275,7 @@ def watch(
     While nothing changes it waits on the connection and reads nothing."""
     if not conn.autocommit:
         raise InvalidParameter("sync --watch needs an autocommit connection", "connect with autocommit=True")
-    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(names.channel(made.name))))
+    conn.execute(sql.SQL("LISTEN {}").format(names.channel(made.name)))
     report(fill(conn, made, stored))
     done = 1
     while rounds is None or done < rounds:

@@ -2,6 +2,9 @@
 
 Index NAME owns the table simdb."NAME", its clusters table simdb."NAME__clusters", one B-tree per
 derived column, "NAME_<column>", and its functions simdb_internal."NAME__near" and "NAME__pairs".
+An attached index with change capture also owns its queue simdb."NAME__queue", its status view
+simdb."NAME__status", and its trigger functions simdb_internal."NAME__capture_<event>", called by
+the triggers "simdb_NAME__<event>" on the source table (its notification channel: simdb_NAME).
 Names never contain "__", so no two indexes can claim the same object. The schema simdb holds what
 users query (tables, the catalog, the public functions); simdb_internal holds the functions those
 call, so that psql's `\\df simdb.*` lists only the public ones (as TimescaleDB keeps its own in
@@ -127,21 +130,72 @@ def wake_function(index: str) -> sql.Identifier:
     return internal(f"{index}__wake")
 
 
-def channel(index: str) -> str:
-    """The NOTIFY channel that says index NAME has rows to sync: simdb_NAME."""
-    return f"simdb_{index}"
-
-
 def fill_stage_table(mode: str, size: int, index: str) -> sql.Identifier:
     """The session's temporary table of sketches to write into an application's table (as
     stage_table, by the sketches' shape)."""
     return sql.Identifier(f"_simdb_fill_{mode}{size}_{index}")
 
 
+CAPTURE_EVENTS = ("insert", "update", "delete", "truncate")  # one trigger (and function) each
+
+
+def queue_table(index: str) -> sql.Identifier:
+    """simdb."NAME__queue"(key, queued_at, attempts, last_error, failed_at): the source keys the
+    capture triggers recorded as changed, until a sync applies them."""
+    return in_schema(f"{index}__queue")
+
+
+def queue_table_name(index: str) -> str:
+    """The queue's name as SQL users write it: simdb.NAME__queue."""
+    return qualified(f"{index}__queue")
+
+
+def queue_btree_name(index: str, column: str) -> str:
+    """The unqualified name of a B-tree on the queue: NAME__queue_<column>."""
+    return f"{index}__queue_{column}"
+
+
+def status_view(index: str) -> sql.Identifier:
+    """simdb."NAME__status": one row saying how far the index lags behind its source table."""
+    return in_schema(f"{index}__status")
+
+
+def capture_function(index: str, event: str) -> sql.Identifier:
+    """simdb_internal."NAME__capture_<event>"(): the trigger function recording one kind of change."""
+    return internal(f"{index}__capture_{event}")
+
+
+def capture_trigger(index: str, event: str) -> sql.Identifier:
+    """The trigger on the source table, named to say it is simdb's: simdb_NAME__<event>."""
+    return sql.Identifier(f"simdb_{index}__{event}")
+
+
+def channel(index: str) -> sql.Identifier:
+    """The NOTIFY channel that wakes `sync --watch` of index NAME (its capture triggers, or those
+    of an index in the application's table): simdb_NAME."""
+    return sql.Identifier(f"simdb_{index}")
+
+
+def capture_objects(index: str) -> list[sql.Composed]:
+    """DROP statements for an attached index's change capture, whether it exists or not.
+
+    The trigger functions go with CASCADE, which drops the triggers that call them (on the
+    source table, wherever it is now) and nothing else: no other object can depend on them."""
+    return [
+        sql.SQL("DROP VIEW IF EXISTS {}").format(status_view(index)),
+        *(
+            sql.SQL("DROP FUNCTION IF EXISTS {}() CASCADE").format(capture_function(index, event))
+            for event in CAPTURE_EVENTS
+        ),
+        sql.SQL("DROP TABLE IF EXISTS {}").format(queue_table(index)),
+    ]
+
+
 def owned_objects(index: str) -> list[sql.Composed]:
     """DROP statements for everything an index owns in simdb's schemas, whether it exists or not
     (after its storage dropped what it has elsewhere: storage.Storage.drop_statements)."""
     return [
+        *capture_objects(index),
         sql.SQL("DROP TABLE IF EXISTS {}").format(table(index)),
         sql.SQL("DROP TABLE IF EXISTS {}").format(clusters_table(index)),
         *(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function) for function in functions(index)),

@@ -139,6 +139,11 @@ def column_type(conn: Connection, source: SourceRow, column: str) -> tuple[str, 
     return str(row[0]), str(row[1])
 
 
+def key_type(conn: Connection, source: SourceRow) -> str:
+    """The SQL type of the table's key column (what a key kept as text is cast back to)."""
+    return column_type(conn, source, source.key_column)[0]
+
+
 def key_is_unique(conn: Connection, source: SourceRow) -> bool:
     """Whether the key column alone is a primary key or has a unique constraint."""
     row = conn.execute(

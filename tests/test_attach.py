@@ -53,6 +53,7 @@ def test_attach_sync_reflects_inserts_updates_deletes(
         "--text-column",
         "body",
         "--cascade",
+        "--no-triggers",
     )
     assert code == 0, err
     assert out.splitlines()[1] == (
@@ -189,7 +190,7 @@ def test_without_cascade_nothing_stands_in_the_way_of_the_users_table(
     """Issue 14, item 11: attach adds no foreign key unless asked (--cascade), so TRUNCATE and DROP
     of the source table work, and sync removes what went; --cascade refuses a non-unique key."""
     conn = articles
-    args = ["--table", "public.articles", "--text-column", "body"]
+    args = ["--table", "public.articles", "--text-column", "body", "--no-triggers"]
     assert simdb(capsys, "attach", "arts", *args, "--key-column", "id")[0] == 0
     assert keys(conn) == ["1", "2", "3", "4"]
     conn.execute("TRUNCATE public.articles")
@@ -259,6 +260,7 @@ def test_a_key_column_that_is_not_unique_is_refused(capsys: pytest.CaptureFixtur
     conn.execute("CREATE TABLE public.notes (ref text, body text)")
     conn.execute("INSERT INTO public.notes VALUES ('a', 'first note'), ('a', 'second note'), ('b', 'x y z')")
     attach_notes = ["attach", "notes", "--table", "notes", "--key-column", "ref", "--text-column", "body"]
+    attach_notes.append("--no-triggers")  # (with triggers, the shared key stays queued: test_capture)
     code, _, err = simdb(capsys, *attach_notes)
     assert code == 1 and err == (
         "simdb: error: key column 'ref' of public.notes is not unique: more than one row has 'a', and"
@@ -274,17 +276,21 @@ def test_a_key_column_that_is_not_unique_is_refused(capsys: pytest.CaptureFixtur
     assert sorted(key for (key,) in conn.execute("SELECT key FROM simdb.notes")) == ["a", "b"]
 
 
+@pytest.mark.parametrize("triggers", [True, False])
 @pytest.mark.parametrize("emptied", [None, "", "... !!! ..."])
-def test_a_row_whose_text_is_emptied_leaves_the_index(articles: Conn, emptied: str | None) -> None:
+def test_a_row_whose_text_is_emptied_leaves_the_index(
+    articles: Conn, emptied: str | None, triggers: bool
+) -> None:
     """Issue 28, item 3: after `SET body = NULL` (or '', or no words) a sync skipped the row, and it
     kept its old fingerprint for good: a query by that text still found it at distance 0."""
-    attach.attach(articles, "arts", "public.articles", "id", "body")
+    attach.attach(articles, "arts", "public.articles", "id", "body", triggers=triggers)
     assert attach.sync(articles, "arts").empty == 1  # the row inserted with a NULL body
     keys = "SELECT key FROM simdb.arts ORDER BY key"
     assert [row[0] for row in articles.execute(keys)] == ["1", "2", "3", "4"]
     articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (emptied,))
     report = attach.sync(articles, "arts")
-    assert (report.empty, report.updated, report.removed) == (2, 0, 0)
+    # (a full compare counts the NULL row of the fixture again; the queue holds only row 1)
+    assert (report.empty, report.updated, report.removed) == (1 if triggers else 2, 0, 0)
     assert [row[0] for row in articles.execute(keys)] == ["2", "3", "4"]
     found = articles.execute(
         "SELECT key FROM simdb.near('arts', %s::bigint, 0)",

@@ -12,6 +12,7 @@ from psycopg import sql
 from support import Conn, simdb
 
 from simdb import attach, index, ingest
+from simdb.errors import PermissionDenied
 
 
 @pytest.fixture
@@ -155,5 +156,11 @@ def test_a_writer_syncs_an_attached_index_and_a_reader_cannot(
             session.execute("UPDATE simdb._sources SET source_table = 'elsewhere'")
     assert [row[0] for row in conn.execute("SELECT key FROM simdb.notes ORDER BY key")] == ["1", "2"]
     conn.execute("INSERT INTO public.notes VALUES (3, 'a third note that only the writer may add')")
-    with _as_role(dsn, reader) as session, pytest.raises(psycopg.errors.InsufficientPrivilege):
+    with _as_role(dsn, reader) as session, pytest.raises(PermissionDenied) as refused:
         attach.sync(session, "notes")
+    assert str(refused.value) == (
+        f"role {reader} may not sync index 'notes': a sync writes simdb.notes and takes the keys queued"
+        f" in simdb.notes__queue (sync as the index's owner, or grant the role that: `simdb grant notes"
+        f" --writer {reader}`)"
+    )
+    assert conn.execute("SELECT count(*) FROM simdb.notes__queue").fetchone() == (1,)  # still queued

@@ -14,7 +14,7 @@ from psycopg import sql
 from simdb import catalog, index, storage
 
 revision = "0013"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

@@ -1,4 +1,4 @@
-"""Index administration: init, create, distribute, attach, sync, plan, list, drop, grant."""
+"""Index administration: init, create, distribute, attach, sync, status, plan, list, drop, grant."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from simdb import attach, index, intable, modes, names, planner, scaleplan, schema
+from simdb import attach, capture, index, intable, modes, names, planner, scaleplan, schema
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
@@ -199,6 +199,12 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool
     help="Index rows go with their source row at once (a foreign key ON DELETE CASCADE to a unique "
     "--key-column; it then blocks TRUNCATE and DROP of your table). Without it, sync removes them.",
 )
+@click.option(
+    "--no-triggers",
+    is_flag=True,
+    help="Add no triggers to your table: each sync then compares the whole table with the index "
+    "(by default triggers queue the changed keys, and a sync applies only those).",
+)
 @index_options
 @jobs_option
 @json_option
@@ -216,6 +222,7 @@ def attach_(
     condition: str | None,
     no_sync: bool,
     cascade: bool,
+    no_triggers: bool,
     jobs: int,
     as_json: bool,
     **options: Any,
@@ -223,7 +230,9 @@ def attach_(
     """Create index NAME over an existing table, then sync it.
 
     With --text-column alone, simdb."NAME" is a table of simdb's that keeps one row per source row,
-    keyed by the source key as text; `simdb sync NAME` brings it up to date again later.
+    keyed by the source key as text: triggers on your table queue the keys of changed rows (unless
+    --no-triggers), and `simdb sync NAME` applies them (new and changed rows are fingerprinted,
+    deleted ones removed).
 
     With --fingerprint-column (or --signature-column), the index lives in your table: simdb's
     B-trees go on that column and simdb."NAME" is a view of your table, so what your application
@@ -239,9 +248,10 @@ def attach_(
         raise click.UsageError("give --text-column, or --fingerprint-column/--signature-column")
     with database(ctx, create_schema=True) as conn:
         if given:
-            if cascade:
+            if cascade or no_triggers:
                 raise click.UsageError(
-                    "--cascade is for a side table: an index in your table has no rows of its own"
+                    "--cascade and --no-triggers are for a side table: an index in your table has no"
+                    " rows of its own"
                 )
             ((kind, column),) = given.items()
             made = intable.attach_in_table(
@@ -249,7 +259,15 @@ def attach_(
             )
         else:
             made = attach.attach(
-                conn, name, table, key_column, text_column or "", condition, **settings, cascade=cascade
+                conn,
+                name,
+                table,
+                key_column,
+                text_column or "",
+                condition,
+                **settings,
+                cascade=cascade,
+                triggers=not no_triggers,
             )
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync and text_column:
@@ -262,22 +280,35 @@ def attach_(
 @click.option(
     "--watch",
     is_flag=True,
-    help="Keep syncing, polling every --interval seconds, until Ctrl-C; prints the first round "
-    "and each one that changed something.",
+    help="Keep syncing until Ctrl-C: with triggers, on each commit that queued a change (LISTEN); "
+    "without, every --interval seconds. Prints the first round and each one that changed something.",
 )
 @click.option(
     "--interval",
     type=click.FloatRange(0.1),
     default=5.0,
     show_default=True,
-    help="--watch: seconds between two syncs.",
+    help="--watch: seconds between two syncs without triggers; with them, between two looks at "
+    "the queue in case a notification was missed.",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Compare the whole table with the index (a repair), rather than apply the queued changes; "
+    "clears the queue.",
 )
 @jobs_option
 @json_option
 @dsn_option
 @click.pass_context
-def sync_(ctx: click.Context, name: str, watch: bool, interval: float, jobs: int, as_json: bool) -> None:
+def sync_(
+    ctx: click.Context, name: str, watch: bool, interval: float, full: bool, jobs: int, as_json: bool
+) -> None:
     """Bring attached index NAME up to date with its table: unchanged rows cost nothing."""
+    if watch and full:
+        raise InvalidParameter(
+            "--full and --watch do not go together", "run `sync --full` once, then --watch"
+        )
     with database(ctx) as conn:
         if watch:
             try:
@@ -286,7 +317,18 @@ def sync_(ctx: click.Context, name: str, watch: bool, interval: float, jobs: int
                 return
         else:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.sync(conn, name, done, jobs=jobs), as_json)
+                show(attach.sync(conn, name, done, full=full, jobs=jobs), as_json)
+
+
+@click.command(name="status")
+@click.argument("name")
+@json_option
+@dsn_option
+@click.pass_context
+def status_(ctx: click.Context, name: str, as_json: bool) -> None:
+    """How far attached index NAME is behind its table: rows queued, failed, the oldest's age."""
+    with database(ctx) as conn:
+        show(capture.status(conn, name), as_json)
 
 
 @click.command(name="reindex")
@@ -408,4 +450,4 @@ def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tu
     click.echo(f"granted index {name} to {', '.join(granted)}")
 
 
-COMMANDS = [init, create, distribute_, attach_, sync_, reindex_, plan_, list_, drop, grant_]
+COMMANDS = [init, create, distribute_, attach_, sync_, status_, reindex_, plan_, list_, drop, grant_]

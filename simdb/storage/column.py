@@ -131,8 +131,8 @@ class InTable(Storage):
         conn.execute(
             sql.SQL(
                 "CREATE FUNCTION {wake}() RETURNS trigger LANGUAGE plpgsql AS $$"
-                " BEGIN PERFORM pg_notify({channel}, ''); RETURN NULL; END $$"
-            ).format(wake=wake, channel=sql.Literal(names.channel(made.name)))
+                " BEGIN NOTIFY {channel}; RETURN NULL; END $$"
+            ).format(wake=wake, channel=names.channel(made.name))
         )
         conn.execute(
             sql.SQL(

@@ -232,7 +232,7 @@ def sync(
     otherwise (simdb.capture.sync, then `compare`)."""
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
-        return intable.fill(conn, made, made.storage, progress)
+        return intable.fill(conn, made, made.storage, progress, jobs=jobs)
     from simdb import capture  # (capture builds on this module)
 
     return capture.sync(conn, name, progress, full=full, jobs=jobs)
@@ -302,7 +302,7 @@ def reindex(
     if target is None:
         return ReindexReport(name, made.spec_version, made.spec_version, 0)
     if isinstance(made.storage, InTable):
-        moved = intable.refill(conn, target, made.storage, progress)
+        moved = intable.refill(conn, target, made.storage, progress, jobs=jobs)
         with conn.transaction():
             catalog.set_spec_version(conn, name, target.spec_version)
         return ReindexReport(name, made.spec_version, target.spec_version, moved)
@@ -455,7 +455,7 @@ def watch(
     (capture.watch); one without triggers is polled every `interval` seconds (poll)."""
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
-        intable.watch(conn, made, made.storage, interval, report, rounds)
+        intable.watch(conn, made, made.storage, interval, report, rounds, stop, jobs=jobs)
         return
     from simdb import capture  # (capture builds on this module)
 

@@ -195,7 +195,7 @@ def _ingest(
     clock = report.seconds
     seen = functools.partial(touch, conn, index)
     batches = _batches(_timed(items, clock, "read"), batch_size, batch_bytes, report, progress, seen)
-    for documents, values in _timed(_sketched(batches, index, jobs, progress), clock, "sketch"):
+    for documents, values in _timed(sketched(batches, index, jobs, progress), clock, "sketch"):
         batch: dict[str, Sketch] = {}
         sizes: dict[str, int | None] = {}
         hashes: dict[str, bytes] = {}
@@ -344,7 +344,7 @@ def held_bytes(document: Document) -> int:
     return len(document.data) if document.data is not None else len(document.text)
 
 
-def _sketched(
+def sketched(
     batches: Iterator[list[Document]],
     index: Index,
     jobs: int,
@@ -469,7 +469,7 @@ def store(
     if new_keys:
         try:
             with conn.transaction():
-                _copy(cursor, index.table, columns, types, rows)
+                copy_rows(cursor, index.table, columns, types, rows)
             return len(rows), 0
         except psycopg.errors.UniqueViolation:
             pass  # a key stored already: upsert as below
@@ -481,7 +481,7 @@ def store(
                 " ON COMMIT DELETE ROWS"
             ).format(stage=stage, sketch=index.sketch_definition())
         )
-        _copy(cursor, stage, columns, types, rows)
+        copy_rows(cursor, stage, columns, types, rows)
         counts = conn.execute(
             sql.SQL(
                 "WITH up AS ("
@@ -539,7 +539,7 @@ def remove_unseen(conn: Connection, index: Index, scope: Scope, since: datetime)
     return cursor.rowcount
 
 
-def _copy(
+def copy_rows(
     cursor: psycopg.Cursor[Any],
     table: sql.Composable,
     columns: sql.Composable,

@@ -10,7 +10,7 @@ found through a partial B-tree, so that it costs what changed, never a pass over
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.modes import Index, SimhashSpec, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
+from simdb.readers import Document
 from simdb.simhash import DEFAULT_FEATURES, Features
 from simdb.storage import InTable
 
@@ -134,19 +135,29 @@ class FillReport:
 
 
 def fill(
-    conn: Connection, made: Index, stored: InTable, progress: Callable[[int], object] | None = None
+    conn: Connection,
+    made: Index,
+    stored: InTable,
+    progress: Callable[[int], object] | None = None,
+    *,
+    jobs: int = 1,
 ) -> FillReport:
     """Sketch the rows whose sketch is missing (and whose text is not NULL), in pages by key, each
     written in its own transaction; a row whose text changed since it was read, or whose sketch
     was set meanwhile, is left as the application made it."""
     report = FillReport(made.name, fills=stored.text_column is not None)
     if stored.text_column:
-        _sketch_rows(conn, made, stored, report, progress, missing_only=True)
+        _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
     return report
 
 
 def refill(
-    conn: Connection, target: Index, stored: InTable, progress: Callable[[int], object] | None = None
+    conn: Connection,
+    target: Index,
+    stored: InTable,
+    progress: Callable[[int], object] | None = None,
+    *,
+    jobs: int = 1,
 ) -> int:
     """Sketch every row with text again under `target`'s spec (reindex), in pages by key, each in
     its own transaction; the number of rows rewritten."""
@@ -158,7 +169,7 @@ def refill(
             " a new index to the column",
         )
     report = FillReport(target.name)
-    _sketch_rows(conn, target, stored, report, progress, missing_only=False)
+    _sketch_rows(conn, target, stored, report, progress, missing_only=False, jobs=jobs)
     return report.filled
 
 
@@ -170,18 +181,36 @@ def _sketch_rows(
     progress: Callable[[int], object] | None,
     *,
     missing_only: bool,
+    jobs: int = 1,
 ) -> None:
     """Sketch the rows with text (`missing_only`: whose sketch is NULL, found by the partial
-    B-tree) page by page in key order, and write each page in its own transaction."""
-    key, text = sql.Identifier(stored.key_column), sql.Identifier(stored.text_column or "")
+    B-tree) page by page in key order, by ingest's sketching threads (`jobs`), and write each
+    page in its own transaction."""
     key_type = _key_type(conn, stored)
+    pages = _pages(conn, stored, key_type, missing_only=missing_only)
+    for documents, values in ingest.sketched(pages, made, jobs, progress):
+        written = [
+            (document.key, value, (document.content_hash or b"").hex())
+            for document, value in zip(documents, values, strict=True)
+            if value is not None
+        ]
+        report.empty += len(documents) - len(written)
+        report.filled += _write(conn, made, stored, key_type, written, missing_only=missing_only)
+
+
+def _pages(
+    conn: Connection, stored: InTable, key_type: str, *, missing_only: bool
+) -> Iterator[list[Document]]:
+    """The rows with text (`missing_only`: and no sketch) as documents (key as text, the text, its
+    MD5), page by page in key order: each page a statement of its own after the last key read."""
+    key, text = sql.Identifier(stored.key_column), sql.Identifier(stored.text_column or "")
     conditions = [sql.SQL("t.{} IS NOT NULL").format(text)]
     if missing_only:
         conditions.append(sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)))
     if stored.condition:
         conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
     page = sql.SQL(
-        "SELECT t.{key}::text, t.{text}, md5(t.{text}) FROM {table} AS t WHERE {conditions}"
+        "SELECT t.{key}::text, t.{text}, decode(md5(t.{text}), 'hex') FROM {table} AS t WHERE {conditions}"
         " ORDER BY t.{key} LIMIT {n}"
     )
     after: list[Any] = []
@@ -199,12 +228,7 @@ def _sketch_rows(
         rows = conn.execute(statement, after).fetchall()
         if not rows:
             return
-        values = made.sketches([row_text for _, row_text, _ in rows])
-        written = [(k, v, h) for (k, _, h), v in zip(rows, values, strict=True) if v is not None]
-        report.empty += len(rows) - len(written)
-        report.filled += _write(conn, made, stored, key_type, written, missing_only=missing_only)
-        if progress is not None:
-            progress(len(rows))
+        yield [Document(row_key, body, 1, content_hash=bytes(md5)) for row_key, body, md5 in rows]
         after = [rows[-1][0]]
 
 
@@ -231,7 +255,7 @@ def _write(
         cursor = conn.cursor()
         to_copy = made.copy_sketches(cursor)
         columns = sql.SQL(", ").join(map(sql.Identifier, ("key", made.sketch_column, "text_md5")))
-        ingest._copy(
+        ingest.copy_rows(
             cursor,
             stage,
             columns,
@@ -269,19 +293,22 @@ def watch(
     interval: float,
     report: Callable[[FillReport], None],
     rounds: int | None = None,
+    stop: Callable[[], bool] | None = None,
+    *,
+    jobs: int = 1,
 ) -> None:
     """Fill now, then again on each NOTIFY from the table's triggers (a commit that inserted rows or
-    changed their text), and every `interval` seconds as well; `rounds` fills in all (tests).
-    While nothing changes it waits on the connection and reads nothing."""
+    changed their text), and every `interval` seconds as well; `rounds` fills in all, or until
+    `stop()` says so. While nothing changes it waits on the connection and reads nothing."""
     if not conn.autocommit:
         raise InvalidParameter("sync --watch needs an autocommit connection", "connect with autocommit=True")
     conn.execute(sql.SQL("LISTEN {}").format(names.channel(made.name)))
-    report(fill(conn, made, stored))
+    report(fill(conn, made, stored, jobs=jobs))
     done = 1
-    while rounds is None or done < rounds:
+    while (rounds is None or done < rounds) and not (stop is not None and stop()):
         for _ in conn.notifies(timeout=interval, stop_after=1):
             pass
-        result = fill(conn, made, stored)
+        result = fill(conn, made, stored, jobs=jobs)
         if result.changed:
             report(result)
         done += 1

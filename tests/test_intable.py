@@ -266,3 +266,20 @@ def test_reindex_moves_the_column_to_the_newest_spec(articles: Conn) -> None:
     )
     with pytest.raises(InvalidParameter, match="index 'bare' has no text column: the application writes"):
         attach.reindex(articles, "bare")
+
+
+def test_fill_in_pages_with_threads_writes_each_rows_own_fingerprint(
+    articles: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [
+        f"{BODY} variant {number} " + " ".join(f"x{number}y{i}" for i in range(number)) for number in range(9)
+    ]
+    articles.cursor().executemany(
+        "INSERT INTO public.articles (body) VALUES (%s)", [(text,) for text in texts]
+    )
+    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    monkeypatch.setattr(intable, "BATCH", 2)  # pages of 2 rows, sketched by 2 threads
+    assert intable.fill(articles, made, made.storage, jobs=2).as_dict() == {"filled": 12, "empty": 0}  # type: ignore[arg-type]
+    bodies = dict(articles.execute("SELECT id, body FROM public.articles").fetchall())  # type: ignore[arg-type]
+    expected = {key: None if body is None else to_signed(fingerprint(body)) for key, body in bodies.items()}
+    assert _fingerprints(articles) == expected

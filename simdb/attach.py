@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, ingest, intable, tables
+from simdb import catalog, ingest, intable, placement, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
@@ -127,6 +127,13 @@ def attach(
     schema, relation = tables.parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
     key_type = _validate(conn, source, cascade)
+    if triggers and placement.of_application_table(conn, source.relation.as_string(conn)).kind != "local":
+        raise InvalidParameter(
+            f"{schema}.{relation} is a distributed table, where simdb's triggers would run on the"
+            " workers, out of reach of `simdb sync`",
+            "attach with --no-triggers (each sync then compares the whole table), or keep the index in"
+            " the table's own column (--fingerprint-column)",
+        )
     with conn.transaction():
         made = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
         catalog.add_source(conn, name, source)

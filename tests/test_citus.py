@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import batch, fingerprint, index, ingest, intable, query, readers
+from simdb import attach, batch, fingerprint, index, ingest, intable, query, readers
 from simdb.bits import to_signed
 from simdb.errors import InvalidParameter
 from simdb.placement import Distributed
@@ -274,6 +274,10 @@ def test_an_index_in_a_distributed_application_table(citus_conn: Conn) -> None:
     try:
         with pytest.raises(InvalidParameter, match=r"--text-column is refused on public\.app_articles"):
             intable.attach_in_table(citus_conn, "arts", "public.app_articles", "id", "fp", "body")
+        with pytest.raises(InvalidParameter, match=r"public\.app_articles is a distributed table, where"):
+            attach.attach(citus_conn, "arts", "public.app_articles", "id", "body")
+        assert attach.attach(citus_conn, "side", "public.app_articles", "id", "body", triggers=False)
+        index.drop(citus_conn, "side")
         made = intable.attach_in_table(citus_conn, "arts", "public.app_articles", "id", "fp")
         assert made.whereabouts == "distributed by id, 4 shards, in public.app_articles.fp"
         values = {

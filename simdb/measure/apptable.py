@@ -1,11 +1,14 @@
 """`simdb bench --app-table`: near-duplicate search in an application's own table, measured.
 
 A scratch `articles(id bigserial, body text, fp bigint)` table of ~2 KB texts stands for the
-application's. In the same run: the first fill of its fingerprints against `ingest` of the same
-texts; a near query on an index in the table against the same rows in simdb's own table and a
-query written by hand on the table; a single-row INSERT and UPDATE of the application with
-simdb's triggers and without; a sync with nothing to do and one after a round of inserts,
-updates and deletes; and the lag from a commit to a findable row with `sync --watch`.
+application's, with two indexes on it at once: one in its `fp` column (simdb fills it from the
+text) and a side table that follows `body` through triggers and a queue. In the same run:
+- the first fill of each, against `ingest` of the same texts from JSONL (same --jobs);
+- near p50 on the in-table index, on simdb's own table of the same fingerprints, and by a query
+  written by hand on the table (answers checked equal);
+- a single-row INSERT and UPDATE of the application with each index's triggers and with none;
+- a sync with nothing to do; one after inserts, updates and deletes, against a full re-read;
+- the lag from a commit to a findable row under `sync --watch`, and the table's reads while idle.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 import psycopg
 from psycopg import sql
 
-from simdb import attach, index, ingest, intable, readers
+from simdb import attach, index, ingest, intable, names, readers
 from simdb.bits import to_signed
 from simdb.connection import Connection
 from simdb.errors import SimdbError
@@ -32,77 +35,89 @@ from simdb.measure.bench import best_rounds, machine, percentile
 from simdb.modes import Index, SimhashSpec
 
 TABLE = "simdb_bench_articles"
-OWN, IN_TABLE = "simdb_bench_own", "simdb_bench_in"
+OWN, IN_TABLE, SIDE = "simdb_bench_own", "simdb_bench_in", "simdb_bench_side"
 WORDS = 5000
 WATCH_INTERVAL = 10.0  # sync --watch's timer: the idle window measured ends before it fires
+IDLE_S = 5.0
+
+
+@dataclass
+class Way:
+    """The figures of one way into the table (milliseconds unless named otherwise)."""
+
+    label: str
+    fill_s: float
+    insert_p50: float
+    update_p50: float
+    sync_idle_p50: float
+    sync_changes_s: float
+    full_s: float  # what re-reading the whole table costs this way (a full sync / the first fill)
+    lag_p50_s: float
+    lag_p99_s: float
+    idle_reads: int
 
 
 @dataclass
 class AppTableBench:
-    """The figures of one run (milliseconds unless named otherwise)."""
+    """The figures of one run."""
 
     rows: int
     text_mb: float
     server: str
     jobs: int
-    fill_s: float
     ingest_s: float
     btree_bytes_per_row: float
+    queries: int
     near_own_p50: float
     near_in_table_p50: float
     near_hand_p50: float
-    queries: int
-    insert_plain_p50: float
-    insert_triggers_p50: float
-    update_plain_p50: float
-    update_triggers_p50: float
     writes: int
-    sync_idle_p50: float
+    insert_plain_p50: float
+    update_plain_p50: float
     changes: int
-    sync_changes_s: float
-    lag_p50_s: float
-    lag_p99_s: float
     lags: int
-    idle_reads: int
+    ways: list[Way]
     machine: dict[str, object] = field(default_factory=machine)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
     def lines(self) -> list[str]:
-        host = self.machine
-        mb = self.text_mb
-        return [
+        host, mb = self.machine, self.text_mb
+        lines = [
             f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}, {self.server}",
-            f"table: {self.rows} rows, {mb:.0f} MB of text; index in its fp column:"
+            f"table: {self.rows} rows, {mb:.0f} MB of text; the index in its fp column:"
             f" {self.btree_bytes_per_row:.0f} bytes/row of B-trees",
-            f"first fill (sync, --jobs {self.jobs}): {self.fill_s:.1f} s, {mb / self.fill_s:.1f} MB/s;"
-            f" ingest of the same texts from JSONL: {self.ingest_s:.1f} s, {mb / self.ingest_s:.1f} MB/s"
-            f" (fill at x{self.ingest_s / self.fill_s:.2f} of ingest's speed)",
+            f"ingest of the same texts from JSONL into simdb's own table (--jobs {self.jobs}):"
+            f" {self.ingest_s:.1f} s, {mb / self.ingest_s:.1f} MB/s",
             f"near p50 over {self.queries} queries: in the table {self.near_in_table_p50:.3f} ms,"
             f" simdb's own table {self.near_own_p50:.3f} ms"
-            f" (x{self.near_in_table_p50 / self.near_own_p50:.2f}),"
-            f" written by hand on the table {self.near_hand_p50:.3f} ms"
-            f" (x{self.near_in_table_p50 / self.near_hand_p50:.2f})",
-            f"application writes p50 over {self.writes} single-row statements:"
-            f" INSERT {self.insert_triggers_p50:.3f} ms with simdb's triggers,"
-            f" {self.insert_plain_p50:.3f} ms without"
-            f" (x{self.insert_triggers_p50 / self.insert_plain_p50:.2f}); UPDATE of the text"
-            f" {self.update_triggers_p50:.3f} ms with, {self.update_plain_p50:.3f} ms without"
-            f" (x{self.update_triggers_p50 / self.update_plain_p50:.2f})",
-            f"sync with nothing to do: {self.sync_idle_p50:.2f} ms (p50); after {self.changes} inserts,"
-            f" {self.changes} text updates and {self.changes} deletes: {self.sync_changes_s:.2f} s,"
-            f" {100 * self.sync_changes_s / self.fill_s:.1f}% of the first fill",
-            f"sync --watch, commit to findable over {self.lags} commits: p50 {self.lag_p50_s:.3f} s,"
-            f" p99 {self.lag_p99_s:.3f} s; table reads while idle for 5 s: {self.idle_reads}",
+            f" (x{self.near_in_table_p50 / self.near_own_p50:.2f}), by hand on the table"
+            f" {self.near_hand_p50:.3f} ms (x{self.near_in_table_p50 / self.near_hand_p50:.2f})",
+            f"single-row writes of the application, p50 of {self.writes} each, without simdb's"
+            f" triggers: INSERT {self.insert_plain_p50:.3f} ms, UPDATE of the text"
+            f" {self.update_plain_p50:.3f} ms",
         ]
+        for way in self.ways:
+            lines += [
+                f"{way.label}: first fill {way.fill_s:.1f} s, {mb / way.fill_s:.1f} MB/s"
+                f" (x{self.ingest_s / way.fill_s:.2f} of ingest's speed); with its triggers INSERT"
+                f" {way.insert_p50:.3f} ms (x{way.insert_p50 / self.insert_plain_p50:.2f}), UPDATE"
+                f" {way.update_p50:.3f} ms (x{way.update_p50 / self.update_plain_p50:.2f})",
+                f"{way.label}: sync with nothing to do {way.sync_idle_p50:.2f} ms (p50); after"
+                f" {self.changes} inserts, {self.changes} text updates and {self.changes} deletes"
+                f" {way.sync_changes_s:.2f} s, {100 * way.sync_changes_s / way.full_s:.1f}% of a full"
+                f" re-read ({way.full_s:.1f} s); sync --watch, commit to findable over {self.lags}"
+                f" commits: p50 {way.lag_p50_s:.3f} s, p99 {way.lag_p99_s:.3f} s; reads of the table"
+                f" while idle for {IDLE_S:.0f} s: {way.idle_reads}",
+            ]
+        return lines
 
 
 def _texts(rng: random.Random, count: int) -> Iterator[str]:
     """Texts of about 2 KB: words drawn from a vocabulary of WORDS, so shingles repeat as in prose."""
-    vocabulary = [
-        "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 10))) for _ in range(WORDS)
-    ]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocabulary = ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(WORDS)]
     for _ in range(count):
         yield " ".join(rng.choices(vocabulary, k=300))
 
@@ -113,7 +128,7 @@ def scratch(conn: Connection) -> Iterator[None]:
     try:
         yield
     finally:
-        for name in (OWN, IN_TABLE):
+        for name in (OWN, IN_TABLE, SIDE):
             with suppress(SimdbError, psycopg.Error):  # not made, or half made: drop what there is
                 index.drop(conn, name)
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(TABLE)))
@@ -131,7 +146,7 @@ def bench_app_table(
     changes: int = 1000,
     lags: int = 200,
 ) -> AppTableBench:
-    """Measure an index in an application's table; see the module."""
+    """Measure both ways into an application's table; see the module."""
     rng = random.Random(0)  # noqa: S311 (texts and probes, not secrets)
     table = sql.Identifier(TABLE)
     with scratch(conn):
@@ -156,51 +171,76 @@ def bench_app_table(
             began = time.perf_counter()
             ingest.ingest(conn, own, readers.read([jsonl]), jobs=jobs)
             ingest_s = time.perf_counter() - began
+        table_name = f"public.{TABLE}"
         progress("the first fill of the table's fp column")
-        made = intable.attach_in_table(
-            conn, IN_TABLE, f"public.{TABLE}", "id", "fp", "body", expected_rows=rows
-        )
-        began = time.perf_counter()
-        attach.sync(conn, IN_TABLE)
-        fill_s = time.perf_counter() - began
+        made = intable.attach_in_table(conn, IN_TABLE, table_name, "id", "fp", "body", expected_rows=rows)
+        fill_in = _timed(lambda: attach.sync(conn, IN_TABLE, jobs=jobs)) / 1000
+        progress("the first fill of a side table with triggers")
+        attach.attach(conn, SIDE, table_name, "id", "body", expected_rows=rows)
+        fill_side = _timed(lambda: attach.sync(conn, SIDE, jobs=jobs)) / 1000
         conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
-        btree_bytes = _btree_bytes(conn, made)
         progress(f"{queries} near queries, three ways")
         near = _near_times(conn, own, made, rng, queries)
-        progress(f"{writes} single-row INSERTs and UPDATEs with and without simdb's triggers")
-        written = _write_times(conn, rng, writes)
-        idle = [_timed(lambda: attach.sync(conn, IN_TABLE)) for _ in range(50)]
-        progress(f"{changes} inserts, updates and deletes, then a sync")
-        _changes(conn, rng, changes)
-        sync_changes_s = _timed(lambda: attach.sync(conn, IN_TABLE)) / 1000
-        progress(f"{lags} commits under sync --watch")
-        lag, idle_reads = _watch_lag(conn, dsn, rng, lags)
-        server = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+        progress(f"{writes} single-row INSERTs and UPDATEs with each index's triggers and with none")
+        triggers: dict[str, list[sql.Identifier]] = {
+            "none": [],
+            IN_TABLE: [sql.Identifier(names.app_trigger_name(IN_TABLE, what)) for what in ("clear", "wake")],
+            SIDE: [names.capture_trigger(SIDE, event) for event in names.CAPTURE_EVENTS],
+        }
+        written = _write_times(conn, rng, writes, triggers)
+        ways = []
+        for name, label, fill_s in (
+            (IN_TABLE, "in its fp column", fill_in),
+            (SIDE, "side table with triggers", fill_side),
+        ):
+            progress(f"{label}: syncs, and {lags} commits under sync --watch")
+            attach.sync(conn, name, jobs=jobs)  # (what the writes above left)
+            idle = [_timed(lambda name=name: attach.sync(conn, name)) for _ in range(50)]  # type: ignore[misc]
+            _changes(conn, rng, changes)
+            changed_s = _timed(lambda name=name: attach.sync(conn, name, jobs=jobs)) / 1000  # type: ignore[misc]
+            full_s = _full_read_s(conn, name, fill_s, jobs)
+            lag, idle_reads = _watch_lag(conn, dsn, name, rng, lags)
+            ways.append(
+                Way(
+                    label=label,
+                    fill_s=fill_s,
+                    insert_p50=written[f"insert {name}"],
+                    update_p50=written[f"update {name}"],
+                    sync_idle_p50=statistics.median(idle),
+                    sync_changes_s=changed_s,
+                    full_s=full_s,
+                    lag_p50_s=percentile(lag, 0.5),
+                    lag_p99_s=percentile(lag, 0.99),
+                    idle_reads=idle_reads,
+                )
+            )
+        server = conn.execute("SHOW server_version").fetchone()
         return AppTableBench(
             rows=rows,
             text_mb=text_mb,
-            server=f"PostgreSQL {server}",
+            server=f"PostgreSQL {server[0] if server else '?'}",
             jobs=jobs,
-            fill_s=fill_s,
             ingest_s=ingest_s,
-            btree_bytes_per_row=btree_bytes / rows,
+            btree_bytes_per_row=_btree_bytes(conn, made) / rows,
+            queries=queries,
             near_own_p50=near["own"],
             near_in_table_p50=near["in_table"],
             near_hand_p50=near["hand"],
-            queries=queries,
-            insert_plain_p50=written["insert plain"],
-            insert_triggers_p50=written["insert triggers"],
-            update_plain_p50=written["update plain"],
-            update_triggers_p50=written["update triggers"],
             writes=writes,
-            sync_idle_p50=statistics.median(idle),
+            insert_plain_p50=written["insert none"],
+            update_plain_p50=written["update none"],
             changes=changes,
-            sync_changes_s=sync_changes_s,
-            lag_p50_s=percentile(lag, 0.5),
-            lag_p99_s=percentile(lag, 0.99),
             lags=lags,
-            idle_reads=idle_reads,
+            ways=ways,
         )
+
+
+def _full_read_s(conn: Connection, name: str, fill_s: float, jobs: int) -> float:
+    """A full re-read this way: `sync --full` of the side table (a compare of every row's MD5);
+    for the fp column, whose sync never re-reads the table, its first fill."""
+    if name != SIDE:
+        return fill_s
+    return _timed(lambda: attach.sync(conn, name, full=True, jobs=jobs)) / 1000
 
 
 def _number(conn: Connection, statement: sql.Composed) -> float:
@@ -215,10 +255,10 @@ def _timed(action: Callable[[], object]) -> float:
 
 
 def _btree_bytes(conn: Connection, made: Index) -> int:
-    """The size of simdb's B-trees on the table (the sketch's, not the key's or the unfilled one's)."""
-    names = [f"simdb_{made.name}_{column}" for column in made.columns]
+    """The size of simdb's B-trees on the sketch column (not the key's or the unfilled one's)."""
+    btrees = [names.app_btree_name(made.name, column) for column in made.columns]
     row = conn.execute(
-        "SELECT sum(pg_relation_size(c.oid)) FROM pg_class AS c WHERE c.relname = ANY(%s)", (names,)
+        "SELECT sum(pg_relation_size(c.oid)) FROM pg_class AS c WHERE c.relname = ANY(%s)", (btrees,)
     ).fetchone()
     return int(row[0]) if row and row[0] else 0
 
@@ -228,19 +268,13 @@ def _near_times(
 ) -> dict[str, float]:
     """p50 of the same queries: the in-table index's near function, simdb's own table's, and the
     statement an engineer would write on the table (the same probes, no view, no function)."""
-    stored = [
-        int(v)
-        for (v,) in conn.execute(
-            sql.SQL("SELECT fp FROM {} TABLESAMPLE SYSTEM (1) WHERE fp IS NOT NULL LIMIT %s").format(
-                sql.Identifier(TABLE)
-            ),
-            (queries,),
-        )
-    ]
+    sample = sql.SQL("SELECT fp FROM {} WHERE fp IS NOT NULL ORDER BY random() LIMIT %s").format(
+        sql.Identifier(TABLE)
+    )
+    stored = [int(value) for (value,) in conn.execute(sample, (queries,))]
     probes = [to_signed(_flipped(rng, value & (2**64 - 1), rng.randint(0, 3))) for value in stored]
     k = 3
-    fp = sql.SQL("t.fp")
-    given = sql.SQL("%s::bigint")
+    fp, given = sql.SQL("t.fp"), sql.SQL("%s::bigint")
     hand = sql.SQL(
         "SELECT t.id FROM {table} AS t WHERE ({probes}) AND bit_count((t.fp # %s::bigint)::bit(64)) <= %s"
     ).format(
@@ -251,18 +285,16 @@ def _near_times(
         ),
     )
     tables = len(made.columns)
+    near = sql.SQL("SELECT * FROM {}(%s, %s)")
     kinds = {
-        "own": (sql.SQL("SELECT * FROM {}(%s, %s)").format(own.near_function), [(p, k) for p in probes]),
-        "in_table": (
-            sql.SQL("SELECT * FROM {}(%s, %s)").format(made.near_function),
-            [(p, k) for p in probes],
-        ),
+        "own": (near.format(own.near_function), [(p, k) for p in probes]),
+        "in_table": (near.format(made.near_function), [(p, k) for p in probes]),
         "hand": (hand, [(*([p] * tables), p, k) for p in probes]),
     }
     best = best_rounds(conn, kinds, 3)  # type: ignore[arg-type]
     answers = {kind: found for kind, (_, found) in best.items()}
-    if answers["own"] != answers["in_table"] or answers["hand"] != answers["in_table"]:
-        raise RuntimeError("the three ways found different rows: the benchmark is broken")
+    if not answers["own"] == answers["in_table"] == answers["hand"]:
+        raise SimdbError("the three ways of querying found different rows", "report this: a bug in bench")
     return {kind: statistics.median(times) for kind, (times, _) in best.items()}
 
 
@@ -272,26 +304,30 @@ def _flipped(rng: random.Random, value: int, count: int) -> int:
     return value
 
 
-def _write_times(conn: Connection, rng: random.Random, writes: int) -> dict[str, float]:
-    """p50 of single-row INSERTs and UPDATEs of the text, each its own transaction, in blocks that
-    alternate between simdb's triggers enabled and disabled (so drift hits both)."""
+def _write_times(
+    conn: Connection, rng: random.Random, writes: int, triggers: dict[str, list[sql.Identifier]]
+) -> dict[str, float]:
+    """p50 of single-row INSERTs and UPDATEs of the text, each its own transaction, with only the
+    triggers of one index enabled (or none), in blocks that take turns so drift hits each alike."""
     table = sql.Identifier(TABLE)
     insert = sql.SQL("INSERT INTO {} (body) VALUES (%s)").format(table)
     update = sql.SQL("UPDATE {} SET body = %s WHERE id = %s").format(table)
     high = int(_number(conn, sql.SQL("SELECT max(id) FROM {}").format(table)))
     texts = list(_texts(rng, 50))
-    times: dict[str, list[float]] = {
-        f"{what} {how}": [] for what in ("insert", "update") for how in ("plain", "triggers")
-    }
-    for _block in range(10):
-        for how, switch in (("plain", "DISABLE"), ("triggers", "ENABLE")):
-            conn.execute(sql.SQL("ALTER TABLE {} {} TRIGGER USER").format(table, sql.SQL(switch)))
-            for _ in range(writes // 20):
-                times[f"insert {how}"].append(_statement_ms(conn, insert, (rng.choice(texts),)))
-                arguments = (rng.choice(texts), rng.randint(1, high))
-                times[f"update {how}"].append(_statement_ms(conn, update, arguments))
+    times: dict[str, list[float]] = {f"{what} {way}": [] for what in ("insert", "update") for way in triggers}
+    blocks = 10
+    for _ in range(blocks):
+        for way, enabled in triggers.items():
+            conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER USER").format(table))
+            for trigger in enabled:
+                conn.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER {}").format(table, trigger))
+            for _ in range(writes // blocks):
+                times[f"insert {way}"].append(_statement_ms(conn, insert, (rng.choice(texts),)))
+                times[f"update {way}"].append(
+                    _statement_ms(conn, update, (rng.choice(texts), rng.randint(1, high)))
+                )
     conn.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER USER").format(table))
-    attach.sync(conn, IN_TABLE)
+    attach.sync(conn, SIDE, full=True)  # (the writes made with its triggers off)
     return {kind: statistics.median(values) for kind, values in times.items()}
 
 
@@ -303,6 +339,7 @@ def _statement_ms(conn: Connection, statement: sql.Composed, arguments: tuple[ob
 
 
 def _changes(conn: Connection, rng: random.Random, count: int) -> None:
+    """`count` inserts, updates of the text and deletes, in one transaction."""
     table = sql.Identifier(TABLE)
     texts = list(_texts(rng, count))
     high = int(_number(conn, sql.SQL("SELECT max(id) FROM {}").format(table)))
@@ -321,46 +358,41 @@ def _changes(conn: Connection, rng: random.Random, count: int) -> None:
         conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(table), (keys[count:],))
 
 
-def _watch_lag(conn: Connection, dsn: str, rng: random.Random, lags: int) -> tuple[list[float], int]:
-    """Seconds from each commit of a new row to the row being found by key, with `sync --watch`
-    running on a connection of its own; and the table's reads while nothing is written for 5 s
-    (from 1 s after the last commit: before the timer of --interval WATCH_INTERVAL fires)."""
+def _watch_lag(
+    conn: Connection, dsn: str, name: str, rng: random.Random, lags: int
+) -> tuple[list[float], int]:
+    """Seconds from each commit of a new row to the row being found in index NAME by key, with
+    `sync --watch` running on connections of its own; and the table's reads while nothing is
+    written for IDLE_S seconds (from 1 s after the last commit, before the timer fires)."""
     stop = threading.Event()
     started = threading.Event()
 
     def watching() -> None:
         with psycopg.connect(dsn, autocommit=True) as watcher:
-
-            def report(_: object) -> None:
-                started.set()
-                if stop.is_set():
-                    raise SystemExit
-
-            with suppress(SystemExit):
-                attach.watch(watcher, IN_TABLE, WATCH_INTERVAL, report)
+            attach.watch(watcher, name, WATCH_INTERVAL, lambda _: started.set(), stop=stop.is_set)
 
     thread = threading.Thread(target=watching, daemon=True)
     thread.start()
-    started.wait(60)
+    started.wait(600)
     table = sql.Identifier(TABLE)
     texts = list(_texts(rng, 20))
-    found = sql.SQL("SELECT 1 FROM {} WHERE id = %s AND fp IS NOT NULL").format(table)
+    insert = sql.SQL("INSERT INTO {} (body) VALUES (%s) RETURNING id::text").format(table)
+    found = sql.SQL("SELECT 1 FROM {} WHERE key = %s").format(names.table(name))
     lag = []
     for _ in range(lags):
-        (key,) = conn.execute(
-            sql.SQL("INSERT INTO {} (body) VALUES (%s) RETURNING id").format(table), (rng.choice(texts),)
-        ).fetchone()  # type: ignore[misc]
+        row = conn.execute(insert, (rng.choice(texts),)).fetchone()
+        key = str(row[0]) if row else ""
         committed = time.perf_counter()
         while conn.execute(found, (key,), prepare=True).fetchone() is None:
             time.sleep(0.002)
         lag.append(time.perf_counter() - committed)
     time.sleep(1.0)
     before = _reads(conn)
-    time.sleep(5.0)
+    time.sleep(IDLE_S)
     idle_reads = _reads(conn) - before
     stop.set()
     conn.execute(sql.SQL("INSERT INTO {} (body) VALUES ('wake the watcher to stop it')").format(table))
-    thread.join(30)
+    thread.join(60)
     return lag, idle_reads
 
 

@@ -28,9 +28,9 @@ from alembic.config import Config
 from psycopg import sql
 from sqlalchemy.engine import Connection as SAConnection
 
-from simdb import attach, catalog, index, layout, names, schema
+from simdb import attach, catalog, index, intable, layout, names, schema
 from simdb.connection import Connection
-from simdb.errors import SimdbError
+from simdb.errors import InvalidParameter, SimdbError
 
 _log = logging.getLogger(__name__)  # shown with Alembic's own output (its WARNING level)
 
@@ -82,13 +82,40 @@ def create_index(name: str, **options: Any) -> None:
 
 
 def attach_index(
-    name: str, table: str, key_column: str, text_column: str, *, sync: bool = False, **options: Any
+    name: str,
+    table: str,
+    key_column: str,
+    text_column: str | None = None,
+    *,
+    fingerprint_column: str | None = None,
+    signature_column: str | None = None,
+    sync: bool = False,
+    **options: Any,
 ) -> None:
-    """simdb attach NAME over an existing table. With `sync`, its rows are fingerprinted too, in
-    the migration's transaction (a long migration for a large table); without, the index starts
-    empty, and a warning in the migration's output says to run `simdb sync NAME`."""
+    """simdb attach NAME over an existing table: a side table following `text_column`, or, with
+    `fingerprint_column` (`signature_column` for a jaccard index), an index in that column of the
+    table (B-trees built in the migration's transaction; with `text_column` too, simdb fills the
+    column). With `sync`, the rows are fingerprinted in the migration's transaction (a long
+    migration for a large table); without, a warning in the migration's output says that the
+    index holds nothing yet and to run `simdb sync NAME`."""
     driver = _driver()
-    attach.attach(driver, name, table, key_column, text_column, **options)
+    in_column = {"fingerprint": fingerprint_column, "signature": signature_column}
+    given = [(kind, column) for kind, column in in_column.items() if column]
+    if len(given) > 1 or not (given or text_column):
+        raise InvalidParameter(
+            f"attach_index({name!r}) takes text_column, or one of fingerprint_column and"
+            " signature_column (with or without text_column)",
+            "name the column the index reads",
+        )
+    if given:
+        ((kind, column),) = given
+        intable.attach_in_table(
+            driver, name, table, key_column, column, text_column, **options, sketch_kind=kind
+        )
+    else:
+        attach.attach(driver, name, table, key_column, text_column or "", **options)
+    if not text_column:
+        return
     if sync:
         attach.sync(driver, name)
     else:

@@ -24,7 +24,8 @@ from support import simdb
 
 from simdb import alembic as simdb_ops
 from simdb import attach, catalog, fingerprint, schema
-from simdb.errors import SimdbError
+from simdb.bits import to_signed
+from simdb.errors import InvalidParameter, SimdbError
 from simdb.sqlalchemy import Fingerprint, hamming, near, near_key
 
 APP = Path(__file__).resolve().parent / "example_app"
@@ -223,3 +224,42 @@ def test_simdb_schema_ensure_schema_on_a_migrations_own_connection(empty_db: str
     with psycopg.connect(empty_db) as conn:
         assert schema.current_revision(conn) == schema.HEAD
         assert conn.execute("SELECT count(*) FROM app_table").fetchone() == (1,)
+
+
+def test_attach_index_in_the_tables_own_column_within_the_migration(empty_db: str) -> None:
+    """Issue 28, item 2: an application's migration adds a fingerprint column and simdb's index
+    on it, atomically: rolled back, nothing of either stays."""
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
+        conn.execute("INSERT INTO public.notes VALUES (1, %s), (2, %s)", (BODY, BODY + " again"))
+
+    def migration() -> None:
+        alembic_op.add_column("notes", Column("fp", BigInteger))
+        simdb_ops.ensure_schema()
+        simdb_ops.attach_index(
+            "dups",
+            table="public.notes",
+            key_column="id",
+            text_column="body",
+            fingerprint_column="fp",
+            sync=True,
+        )
+
+    _in_migration(empty_db, migration, commit=False)
+    with psycopg.connect(empty_db) as conn:
+        columns = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'notes'"
+        )
+        assert sorted(name for (name,) in columns) == ["body", "id"]
+        assert conn.execute("SELECT to_regnamespace('simdb')").fetchone() == (None,)
+    _in_migration(empty_db, migration, commit=True)
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT id, fp FROM public.notes ORDER BY id").fetchall() == [
+            (1, to_signed(fingerprint(BODY))),
+            (2, to_signed(fingerprint(BODY + " again"))),
+        ]
+        assert conn.execute("SELECT key FROM simdb.near_key('dups', '1', 0)").fetchall() == [("1",)]
+    with pytest.raises(InvalidParameter, match=r"attach_index\('x'\) takes text_column, or one of"):
+        _in_migration(
+            empty_db, lambda: simdb_ops.attach_index("x", table="public.notes", key_column="id"), commit=False
+        )

@@ -27,11 +27,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from simdb import attach, catalog, ingest, names, tables
+from simdb import attach, catalog, ingest, intable, names, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter, PermissionDenied, SimdbError
 from simdb.modes import Index, Sketch
+from simdb.storage import InTable
 
 TRIGGERS = "triggers"
 NONE = "none"
@@ -547,9 +548,12 @@ class Status:
         return lines
 
 
-def status(conn: Connection, name: str) -> Status:
-    """Index NAME's capture, queue and last sync (InvalidParameter if it is not attached)."""
-    indexes.get(conn, name)
+def status(conn: Connection, name: str) -> Status | intable.ColumnStatus:
+    """Index NAME's capture, queue and last sync (InvalidParameter if it is not attached); for an
+    index in the application's table, the rows whose sketch is missing (intable.status)."""
+    made = indexes.get(conn, name)
+    if isinstance(made.storage, InTable):
+        return intable.status(conn, made, made.storage)
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(

@@ -286,6 +286,49 @@ def _key_type(conn: Connection, stored: InTable) -> str:
     return tables.key_type(conn, catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None))
 
 
+@dataclass(frozen=True)
+class ColumnStatus:
+    """What `simdb status NAME` says of an index in the application's table."""
+
+    name: str
+    table: str
+    column: str
+    text_column: str | None
+    pending: int  # rows with text and no sketch: what the next sync fills
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "table": self.table,
+            "capture": "column",
+            "sketch_column": self.column,
+            "text_column": self.text_column,
+            "pending": self.pending,
+        }
+
+    def lines(self) -> list[str]:
+        where = f"index {self.name} lives in {self.table}.{self.column}"
+        if self.text_column is None:
+            return [f"{where}, which the application writes: nothing to sync"]
+        return [
+            f"{where}: {self.pending} rows with {self.text_column} and no {self.column} yet"
+            " (the next sync fills them)"
+        ]
+
+
+def status(conn: Connection, made: Index, stored: InTable) -> ColumnStatus:
+    """The rows waiting for a sketch, counted through the partial B-tree that finds them."""
+    pending = 0
+    if stored.text_column:
+        row = conn.execute(
+            sql.SQL("SELECT count(*) FROM {} AS t WHERE t.{} IS NULL AND t.{} IS NOT NULL").format(
+                stored.relation, sql.Identifier(stored.sketch_column), sql.Identifier(stored.text_column)
+            )
+        ).fetchone()
+        pending = int(row[0]) if row else 0
+    return ColumnStatus(made.name, stored.label, stored.sketch_column, stored.text_column, pending)
+
+
 def watch(
     conn: Connection,
     made: Index,

@@ -283,3 +283,21 @@ def test_fill_in_pages_with_threads_writes_each_rows_own_fingerprint(
     bodies = dict(articles.execute("SELECT id, body FROM public.articles").fetchall())  # type: ignore[arg-type]
     expected = {key: None if body is None else to_signed(fingerprint(body)) for key, body in bodies.items()}
     assert _fingerprints(articles) == expected
+
+
+def test_status_counts_the_rows_waiting_for_a_sketch(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    assert simdb(capsys, "status", "arts") == (
+        0,
+        "index arts lives in public.articles.fp: 3 rows with body and no fp yet (the next sync fills them)\n",
+        "",
+    )
+    attach.sync(articles, "arts")
+    code, out, _ = simdb(capsys, "status", "arts", "--json")
+    assert (code, json.loads(out)["pending"]) == (0, 0)
+    intable.attach_in_table(articles, "bare", "public.articles", "id", "fp")
+    assert simdb(capsys, "status", "bare")[1] == (
+        "index bare lives in public.articles.fp, which the application writes: nothing to sync\n"
+    )

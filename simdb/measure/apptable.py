@@ -47,6 +47,7 @@ class Way:
 
     label: str
     fill_s: float
+    fill_temp_mb: float  # temporary files PostgreSQL wrote during the first fill
     insert_p50: float
     update_p50: float
     sync_idle_p50: float
@@ -101,7 +102,8 @@ class AppTableBench:
         for way in self.ways:
             lines += [
                 f"{way.label}: first fill {way.fill_s:.1f} s, {mb / way.fill_s:.1f} MB/s"
-                f" (x{self.ingest_s / way.fill_s:.2f} of ingest's speed); with its triggers INSERT"
+                f" (x{self.ingest_s / way.fill_s:.2f} of ingest's speed), {way.fill_temp_mb:.1f} MB of"
+                f" temporary files; with its triggers INSERT"
                 f" {way.insert_p50:.3f} ms (x{way.insert_p50 / self.insert_plain_p50:.2f}), UPDATE"
                 f" {way.update_p50:.3f} ms (x{way.update_p50 / self.update_plain_p50:.2f})",
                 f"{way.label}: sync with nothing to do {way.sync_idle_p50:.2f} ms (p50); after"
@@ -174,10 +176,10 @@ def bench_app_table(
         table_name = f"public.{TABLE}"
         progress("the first fill of the table's fp column")
         made = intable.attach_in_table(conn, IN_TABLE, table_name, "id", "fp", "body", expected_rows=rows)
-        fill_in = _timed(lambda: attach.sync(conn, IN_TABLE, jobs=jobs)) / 1000
+        fill_in, temp_in = _filled(conn, IN_TABLE, jobs)
         progress("the first fill of a side table with triggers")
         attach.attach(conn, SIDE, table_name, "id", "body", expected_rows=rows)
-        fill_side = _timed(lambda: attach.sync(conn, SIDE, jobs=jobs)) / 1000
+        fill_side, temp_side = _filled(conn, SIDE, jobs)
         conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
         progress(f"{queries} near queries, three ways")
         near = _near_times(conn, own, made, rng, queries)
@@ -189,9 +191,9 @@ def bench_app_table(
         }
         written = _write_times(conn, rng, writes, triggers)
         ways = []
-        for name, label, fill_s in (
-            (IN_TABLE, "in its fp column", fill_in),
-            (SIDE, "side table with triggers", fill_side),
+        for name, label, fill_s, temp_mb in (
+            (IN_TABLE, "in its fp column", fill_in, temp_in),
+            (SIDE, "side table with triggers", fill_side, temp_side),
         ):
             progress(f"{label}: syncs, and {lags} commits under sync --watch")
             attach.sync(conn, name, jobs=jobs)  # (what the writes above left)
@@ -204,6 +206,7 @@ def bench_app_table(
                 Way(
                     label=label,
                     fill_s=fill_s,
+                    fill_temp_mb=temp_mb,
                     insert_p50=written[f"insert {name}"],
                     update_p50=written[f"update {name}"],
                     sync_idle_p50=statistics.median(idle),
@@ -233,6 +236,25 @@ def bench_app_table(
             lags=lags,
             ways=ways,
         )
+
+
+def _filled(conn: Connection, name: str, jobs: int) -> tuple[float, float]:
+    """Seconds of index NAME's first fill, and MB of temporary files the server wrote meanwhile."""
+    before = _temp_bytes(conn)
+    seconds = _timed(lambda: attach.sync(conn, name, jobs=jobs)) / 1000
+    return seconds, (_temp_bytes(conn) - before) / 1e6
+
+
+def _temp_bytes(conn: Connection) -> int:
+    """Bytes of temporary files written in this database so far (pg_stat_database), after this
+    session's own counts are flushed (a transaction that ends a second after the last flush)."""
+    time.sleep(1.1)
+    conn.execute("SELECT 1")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()"
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _full_read_s(conn: Connection, name: str, fill_s: float, jobs: int) -> float:

@@ -106,7 +106,26 @@ def _validate(conn: Connection, made: Index, stored: InTable) -> str:
             f"--key-column {stored.key_column!r} of {stored.label} is not a primary key or unique",
             "give the table's primary key (an index in the table answers with one key per row)",
         )
+    _refuse_taken_names(conn, made, stored)
     return key_type
+
+
+def _refuse_taken_names(conn: Connection, made: Index, stored: InTable) -> None:
+    """Refuse when a relation in the table's schema already has the name of one of simdb's
+    B-trees: CREATE INDEX would fail, and the clean-up after it (a drop by name) would remove
+    the application's own object."""
+    taken = conn.execute(
+        "SELECT c.relname::text FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = ANY(%s) ORDER BY 1",
+        (stored.schema, stored.btree_names(made)),
+    ).fetchall()
+    if taken:
+        listed = ", ".join(f"{stored.schema}.{relation}" for (relation,) in taken)
+        raise InvalidParameter(
+            f"index {made.name!r} would put B-trees on {stored.label} named as {listed},"
+            " which exists already",
+            f"pick another index name (simdb names its B-trees simdb_NAME_...), or rename {listed}",
+        )
 
 
 @dataclass

@@ -184,6 +184,17 @@ def test_attach_checks_the_columns_first(articles: Conn) -> None:
         intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", sketch_kind="signature")
 
 
+def test_attach_refuses_a_btree_name_the_table_has_and_leaves_it_alone(articles: Conn) -> None:
+    """The application's own index that happens to bear one of simdb's names stays (the clean-up
+    after a failed CREATE INDEX used to drop it by name)."""
+    articles.execute("CREATE INDEX simdb_arts_key ON public.articles (lang)")
+    before = _objects(articles)
+    with pytest.raises(InvalidParameter, match=r"named as public\.simdb_arts_key, which exists already"):
+        intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    assert _objects(articles) == before
+    assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
+
+
 def test_jaccard_in_table_with_a_where_condition(articles: Conn) -> None:
     articles.execute("ALTER TABLE public.articles ADD COLUMN sig bigint[]")
     spec = JaccardSpec(threshold=0.5)

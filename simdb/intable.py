@@ -301,6 +301,23 @@ def _write(
     return updated.rowcount
 
 
+def unfilled(conn: Connection, stored: InTable) -> int:
+    """Rows with text (meeting --where) and no sketch: what the next sync reads (found by the
+    partial B-tree; text without words stays without a sketch, so it is counted each time)."""
+    conditions = [
+        sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)),
+        sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.text_column or "")),
+    ]
+    if stored.condition:
+        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    row = conn.execute(
+        sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(
+            stored.relation, sql.SQL(" AND ").join(conditions)
+        )
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def _key_type(conn: Connection, stored: InTable) -> str:
     return tables.key_type(conn, catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None))
 

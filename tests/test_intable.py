@@ -236,6 +236,34 @@ def test_cli_attach_json_and_list(capsys: pytest.CaptureFixture[str], articles: 
     )
 
 
+def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    """Not the side table's "without triggers: each sync compares the whole table"."""
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    articles.execute("UPDATE public.articles SET body = '' WHERE id = 3")  # no words: stays unfilled
+    assert simdb(capsys, "status", "arts") == (
+        0,
+        "index arts lives in public.articles.fp: 3 rows with text have none yet (`simdb sync arts`"
+        " fills them; text without words stays without one)\n",
+        "",
+    )
+    attach.sync(articles, "arts")
+    code, out, _ = simdb(capsys, "status", "arts", "--json")
+    shown = json.loads(out)
+    assert (code, shown["capture"], shown["table"], shown["pending"]) == (
+        0,
+        "column",
+        "public.articles.fp",
+        1,
+    )
+    intable.attach_in_table(articles, "bare", "public.articles", "id", "fp")
+    assert simdb(capsys, "status", "bare") == (
+        0,
+        "index bare lives in public.articles.fp, which the application writes: each write is"
+        " searchable in its own transaction (nothing to sync)\n",
+        "",
+    )
+
+
 def test_a_granted_role_queries_an_index_in_the_table_and_cannot_write_the_table_through_it(
     articles: Conn, dsn: str
 ) -> None:

@@ -20,7 +20,7 @@ from psycopg import sql
 from simdb import catalog, dispatch, ingest, names, tables
 from simdb import index as indexes
 from simdb.connection import Connection
-from simdb.errors import InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes import Index, SimhashSpec, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.readers import Document
@@ -166,6 +166,7 @@ def fill(
     was set meanwhile, is left as the application made it."""
     report = FillReport(made.name, fills=stored.text_column is not None)
     if stored.text_column:
+        _require_columns(conn, made, stored)
         _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
     return report
 
@@ -187,9 +188,36 @@ def refill(
             f"write every row's {stored.sketch_column} under spec v{target.spec_version}, then attach"
             " a new index to the column",
         )
+    _require_columns(conn, target, stored)
     report = FillReport(target.name)
     _sketch_rows(conn, target, stored, report, progress, missing_only=False, jobs=jobs)
     return report.filled
+
+
+def _require_columns(conn: Connection, made: Index, stored: InTable) -> None:
+    """IndexMismatch, in one line naming it, when the table or a column the catalog records was
+    renamed (PostgreSQL refuses to drop them while the view depends on them), before any read."""
+    row = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL, coalesce(array_agg(a.attname::text), '{}')"
+        " FROM pg_attribute AS a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0"
+        " AND NOT a.attisdropped",
+        (stored.relation.as_string(conn),) * 2,
+    ).fetchone()
+    present, columns = row if row is not None else (False, [])
+    again = (
+        f"rename it back, or drop the index (`simdb drop {made.name}`) and attach it to the table as"
+        " it is now"
+    )
+    if not present:
+        raise IndexMismatch(
+            f"index {made.name!r} is in table {stored.label}, which is gone (renamed?)", again
+        )
+    for column in (stored.key_column, stored.sketch_column, stored.text_column):
+        if column is not None and column not in columns:
+            raise IndexMismatch(
+                f"index {made.name!r} reads column {column!r} of {stored.label}, which is gone (renamed?)",
+                again,
+            )
 
 
 def _sketch_rows(

@@ -15,7 +15,7 @@ from support import Conn, simdb
 
 from simdb import attach, fingerprint, index, ingest, intable, query
 from simdb.bits import to_signed
-from simdb.errors import InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes import JaccardSpec, SimhashSpec
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
@@ -262,6 +262,30 @@ def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], 
         " searchable in its own transaction (nothing to sync)\n",
         "",
     )
+
+
+def test_sync_after_a_renamed_column_or_table_says_so_in_one_line(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    fix = "(rename it back, or drop the index (`simdb drop arts`) and attach it to the table as it is now)"
+    for rename, back, gone in [
+        (
+            "articles RENAME COLUMN body TO content",
+            "articles RENAME COLUMN content TO body",
+            "reads column 'body'",
+        ),
+        ("articles RENAME COLUMN fp TO sketch", "articles RENAME COLUMN sketch TO fp", "reads column 'fp'"),
+        ("articles RENAME TO posts", "posts RENAME TO articles", "is in table"),
+    ]:
+        articles.execute(f"ALTER TABLE public.{rename}")
+        code, _, err = simdb(capsys, "sync", "arts")
+        where = f"{gone} of public.articles" if "column" in gone else f"{gone} public.articles"
+        assert (code, err) == (1, f"simdb: error: index 'arts' {where}, which is gone (renamed?) {fix}\n")
+        with pytest.raises(IndexMismatch, match="which is gone"):
+            intable.refill(articles, made, made.storage)  # type: ignore[arg-type]
+        articles.execute(f"ALTER TABLE public.{back}")
+    assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
 
 
 def test_a_granted_role_queries_an_index_in_the_table_and_cannot_write_the_table_through_it(

@@ -158,6 +158,16 @@ def test_drop_removes_exactly_simdbs_objects(capsys: pytest.CaptureFixture[str],
     assert _fingerprints(articles)[1] is not None  # the application's data stays
 
 
+def test_drop_after_the_table_was_renamed(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    """simdb's triggers go with their functions wherever the table is now (dropping them by the
+    recorded table name found nothing, and the functions they call then refused to go)."""
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    articles.execute("ALTER TABLE public.articles RENAME TO posts")
+    assert simdb(capsys, "drop", "arts", "--yes") == (0, "dropped index arts\n", "")
+    articles.execute("ALTER TABLE public.posts RENAME TO articles")
+    assert _objects(articles) == {"index articles_pkey"}
+
+
 def _objects(conn: Conn) -> set[str]:
     rows = conn.execute(
         "SELECT 'index ' || indexname FROM pg_indexes WHERE tablename = 'articles'"

@@ -88,9 +88,9 @@ def _validate(conn: Connection, made: Index, stored: InTable) -> str:
     source = catalog.SourceRow(stored.schema, stored.table, stored.key_column, stored.text_column or "", None)
     tables.require_table(conn, source)
     key_type, _ = tables.column_type(conn, source, stored.key_column)
-    sketch_type, _ = tables.column_type(conn, source, stored.sketch_column)
+    option = f"--{made.sketch_column}-column"
+    sketch_type, _ = tables.column_type(conn, source, stored.sketch_column, option)
     if sketch_type != made.column_type:
-        option = f"--{made.sketch_column}-column"
         raise InvalidParameter(
             f"{option} {stored.sketch_column!r} of {stored.label} is {sketch_type}; index {made.name!r}"
             f" ({made.mode}, {made.summary}) keeps {made.column_type}",

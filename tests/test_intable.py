@@ -185,6 +185,7 @@ def test_attach_checks_the_columns_first(articles: Conn) -> None:
         (("public.plain", "id", "fp"), "--key-column 'id' of public.plain is not a primary key or unique"),
         (("public.articles", "id", "fp", None, "(SELECT true)"), "must look at one row of public.articles"),
         (("public.nope", "id", "fp"), "no table public.nope"),
+        (("public.articles", "id", "nope"), "has no column 'nope' (check --fingerprint-column"),
     ]
     for arguments, message in cases:
         with pytest.raises(InvalidParameter, match=message.replace("(", r"\(")):
@@ -296,6 +297,22 @@ def test_sync_after_a_renamed_column_or_table_says_so_in_one_line(
             intable.refill(articles, made, made.storage)  # type: ignore[arg-type]
         articles.execute(f"ALTER TABLE public.{back}")
     assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
+
+
+def test_cli_refuses_side_table_options_before_it_makes_the_schema(
+    capsys: pytest.CaptureFixture[str], empty_db: str
+) -> None:
+    code, _, err = simdb(
+        capsys,
+        "--dsn", empty_db, "attach", "arts", "--table", "public.articles", "--key-column", "id",
+        "--fingerprint-column", "fp", "--no-triggers",
+    )  # fmt: skip
+    assert (code, err.splitlines()[-1]) == (
+        2,
+        "Error: --cascade and --no-triggers are for a side table: an index in your table has no rows of its own",
+    )
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regnamespace('simdb')").fetchone() == (None,)
 
 
 def test_a_granted_role_queries_an_index_in_the_table_and_cannot_write_the_table_through_it(

@@ -36,6 +36,7 @@ from simdb.storage import InTable
 
 TRIGGERS = "triggers"
 NONE = "none"
+IN_TABLE = "column"  # what `simdb status` says of an index in the application's own column
 BATCH = 500  # keys claimed per transaction
 _LOCKED_RETRIES = 20  # rounds to wait for keys another sync holds, before leaving them queued
 _LOCKED_PAUSE = 0.05  # seconds between two such rounds
@@ -533,6 +534,16 @@ class Status:
 
     def lines(self) -> list[str]:
         synced = "never" if self.synced_at is None else self.synced_at.isoformat(timespec="seconds")
+        if self.capture == IN_TABLE:
+            if self.pending is None:
+                return [
+                    f"index {self.name} lives in {self.table}, which the application writes: each"
+                    " write is searchable in its own transaction (nothing to sync)"
+                ]
+            return [
+                f"index {self.name} lives in {self.table}: {self.pending} rows with text have none yet"
+                f" (`simdb sync {self.name}` fills them; text without words stays without one)"
+            ]
         if self.capture != TRIGGERS:
             return [
                 f"index {self.name} follows {self.table} without triggers: each sync compares the"
@@ -548,12 +559,14 @@ class Status:
         return lines
 
 
-def status(conn: Connection, name: str) -> Status | intable.ColumnStatus:
-    """Index NAME's capture, queue and last sync (InvalidParameter if it is not attached); for an
-    index in the application's table, the rows whose sketch is missing (intable.status)."""
+def status(conn: Connection, name: str) -> Status:
+    """Index NAME's capture, queue and last sync (InvalidParameter if it is not attached); of an
+    index in the application's column, the rows a sync would fill."""
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
-        return intable.status(conn, made, made.storage)
+        stored = made.storage
+        pending = intable.unfilled(conn, stored) if stored.text_column else None
+        return Status(name, f"{stored.label}.{stored.sketch_column}", IN_TABLE, None, pending)
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(

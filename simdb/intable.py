@@ -20,7 +20,7 @@ from psycopg import sql
 from simdb import catalog, dispatch, ingest, names, tables
 from simdb import index as indexes
 from simdb.connection import Connection
-from simdb.errors import InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes import Index, SimhashSpec, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.readers import Document
@@ -88,9 +88,9 @@ def _validate(conn: Connection, made: Index, stored: InTable) -> str:
     source = catalog.SourceRow(stored.schema, stored.table, stored.key_column, stored.text_column or "", None)
     tables.require_table(conn, source)
     key_type, _ = tables.column_type(conn, source, stored.key_column)
-    sketch_type, _ = tables.column_type(conn, source, stored.sketch_column)
+    option = f"--{made.sketch_column}-column"
+    sketch_type, _ = tables.column_type(conn, source, stored.sketch_column, option)
     if sketch_type != made.column_type:
-        option = f"--{made.sketch_column}-column"
         raise InvalidParameter(
             f"{option} {stored.sketch_column!r} of {stored.label} is {sketch_type}; index {made.name!r}"
             f" ({made.mode}, {made.summary}) keeps {made.column_type}",
@@ -106,7 +106,26 @@ def _validate(conn: Connection, made: Index, stored: InTable) -> str:
             f"--key-column {stored.key_column!r} of {stored.label} is not a primary key or unique",
             "give the table's primary key (an index in the table answers with one key per row)",
         )
+    _refuse_taken_names(conn, made, stored)
     return key_type
+
+
+def _refuse_taken_names(conn: Connection, made: Index, stored: InTable) -> None:
+    """Refuse when a relation in the table's schema already has the name of one of simdb's
+    B-trees: CREATE INDEX would fail, and the clean-up after it (a drop by name) would remove
+    the application's own object."""
+    taken = conn.execute(
+        "SELECT c.relname::text FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = ANY(%s) ORDER BY 1",
+        (stored.schema, stored.btree_names(made)),
+    ).fetchall()
+    if taken:
+        listed = ", ".join(f"{stored.schema}.{relation}" for (relation,) in taken)
+        raise InvalidParameter(
+            f"index {made.name!r} would put B-trees on {stored.label} named as {listed},"
+            " which exists already",
+            f"pick another index name (simdb names its B-trees simdb_NAME_...), or rename {listed}",
+        )
 
 
 @dataclass
@@ -147,6 +166,7 @@ def fill(
     was set meanwhile, is left as the application made it."""
     report = FillReport(made.name, fills=stored.text_column is not None)
     if stored.text_column:
+        _require_columns(conn, made, stored)
         _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
     return report
 
@@ -168,9 +188,36 @@ def refill(
             f"write every row's {stored.sketch_column} under spec v{target.spec_version}, then attach"
             " a new index to the column",
         )
+    _require_columns(conn, target, stored)
     report = FillReport(target.name)
     _sketch_rows(conn, target, stored, report, progress, missing_only=False, jobs=jobs)
     return report.filled
+
+
+def _require_columns(conn: Connection, made: Index, stored: InTable) -> None:
+    """IndexMismatch, in one line naming it, when the table or a column the catalog records was
+    renamed (PostgreSQL refuses to drop them while the view depends on them), before any read."""
+    row = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL, coalesce(array_agg(a.attname::text), '{}')"
+        " FROM pg_attribute AS a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0"
+        " AND NOT a.attisdropped",
+        (stored.relation.as_string(conn),) * 2,
+    ).fetchone()
+    present, columns = row if row is not None else (False, [])
+    again = (
+        f"rename it back, or drop the index (`simdb drop {made.name}`) and attach it to the table as"
+        " it is now"
+    )
+    if not present:
+        raise IndexMismatch(
+            f"index {made.name!r} is in table {stored.label}, which is gone (renamed?)", again
+        )
+    for column in (stored.key_column, stored.sketch_column, stored.text_column):
+        if column is not None and column not in columns:
+            raise IndexMismatch(
+                f"index {made.name!r} reads column {column!r} of {stored.label}, which is gone (renamed?)",
+                again,
+            )
 
 
 def _sketch_rows(
@@ -282,51 +329,25 @@ def _write(
     return updated.rowcount
 
 
+def unfilled(conn: Connection, stored: InTable) -> int:
+    """Rows with text (meeting --where) and no sketch: what the next sync reads (found by the
+    partial B-tree; text without words stays without a sketch, so it is counted each time)."""
+    conditions = [
+        sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)),
+        sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.text_column or "")),
+    ]
+    if stored.condition:
+        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    row = conn.execute(
+        sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(
+            stored.relation, sql.SQL(" AND ").join(conditions)
+        )
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def _key_type(conn: Connection, stored: InTable) -> str:
     return tables.key_type(conn, catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None))
-
-
-@dataclass(frozen=True)
-class ColumnStatus:
-    """What `simdb status NAME` says of an index in the application's table."""
-
-    name: str
-    table: str
-    column: str
-    text_column: str | None
-    pending: int  # rows with text and no sketch: what the next sync fills
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "table": self.table,
-            "capture": "column",
-            "sketch_column": self.column,
-            "text_column": self.text_column,
-            "pending": self.pending,
-        }
-
-    def lines(self) -> list[str]:
-        where = f"index {self.name} lives in {self.table}.{self.column}"
-        if self.text_column is None:
-            return [f"{where}, which the application writes: nothing to sync"]
-        return [
-            f"{where}: {self.pending} rows with {self.text_column} and no {self.column} yet"
-            " (the next sync fills them)"
-        ]
-
-
-def status(conn: Connection, made: Index, stored: InTable) -> ColumnStatus:
-    """The rows waiting for a sketch, counted through the partial B-tree that finds them."""
-    pending = 0
-    if stored.text_column:
-        row = conn.execute(
-            sql.SQL("SELECT count(*) FROM {} AS t WHERE t.{} IS NULL AND t.{} IS NOT NULL").format(
-                stored.relation, sql.Identifier(stored.sketch_column), sql.Identifier(stored.text_column)
-            )
-        ).fetchone()
-        pending = int(row[0]) if row else 0
-    return ColumnStatus(made.name, stored.label, stored.sketch_column, stored.text_column, pending)
 
 
 def watch(

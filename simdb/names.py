@@ -199,8 +199,8 @@ def owned_objects(index: str) -> list[sql.Composed]:
         sql.SQL("DROP TABLE IF EXISTS {}").format(table(index)),
         sql.SQL("DROP TABLE IF EXISTS {}").format(clusters_table(index)),
         *(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function) for function in functions(index)),
-        *(
-            sql.SQL("DROP FUNCTION IF EXISTS {}()").format(function)
+        *(  # (CASCADE: their triggers, on the application's table under whatever name it has now)
+            sql.SQL("DROP FUNCTION IF EXISTS {}() CASCADE").format(function)
             for function in (clear_function(index), wake_function(index))
         ),
     ]

@@ -122,8 +122,11 @@ def parse_table(text: str) -> tuple[str, str]:
     return schema, table
 
 
-def column_type(conn: Connection, source: SourceRow, column: str) -> tuple[str, str]:
-    """The column's SQL type and its type category ('S' for the string types)."""
+def column_type(
+    conn: Connection, source: SourceRow, column: str, option: str = "--key-column and --text-column"
+) -> tuple[str, str]:
+    """The column's SQL type and its type category ('S' for the string types); `option`: the
+    options a missing column may have come from, for the hint."""
     row = conn.execute(
         "SELECT format_type(a.atttypid, a.atttypmod), t.typcategory FROM pg_attribute AS a"
         " JOIN pg_type AS t ON t.oid = a.atttypid"
@@ -134,7 +137,7 @@ def column_type(conn: Connection, source: SourceRow, column: str) -> tuple[str, 
     if row is None:
         raise InvalidParameter(
             f"table {source.schema}.{source.table} has no column {column!r}",
-            "check --key-column and --text-column",
+            f"check {option}",
         )
     return str(row[0]), str(row[1])
 

@@ -15,7 +15,7 @@ from support import Conn, simdb
 
 from simdb import attach, fingerprint, index, ingest, intable, query
 from simdb.bits import to_signed
-from simdb.errors import InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes import JaccardSpec, SimhashSpec
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
@@ -158,6 +158,16 @@ def test_drop_removes_exactly_simdbs_objects(capsys: pytest.CaptureFixture[str],
     assert _fingerprints(articles)[1] is not None  # the application's data stays
 
 
+def test_drop_after_the_table_was_renamed(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    """simdb's triggers go with their functions wherever the table is now (dropping them by the
+    recorded table name found nothing, and the functions they call then refused to go)."""
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    articles.execute("ALTER TABLE public.articles RENAME TO posts")
+    assert simdb(capsys, "drop", "arts", "--yes") == (0, "dropped index arts\n", "")
+    articles.execute("ALTER TABLE public.posts RENAME TO articles")
+    assert _objects(articles) == {"index articles_pkey"}
+
+
 def _objects(conn: Conn) -> set[str]:
     rows = conn.execute(
         "SELECT 'index ' || indexname FROM pg_indexes WHERE tablename = 'articles'"
@@ -175,6 +185,7 @@ def test_attach_checks_the_columns_first(articles: Conn) -> None:
         (("public.plain", "id", "fp"), "--key-column 'id' of public.plain is not a primary key or unique"),
         (("public.articles", "id", "fp", None, "(SELECT true)"), "must look at one row of public.articles"),
         (("public.nope", "id", "fp"), "no table public.nope"),
+        (("public.articles", "id", "nope"), "has no column 'nope' (check --fingerprint-column"),
     ]
     for arguments, message in cases:
         with pytest.raises(InvalidParameter, match=message.replace("(", r"\(")):
@@ -182,6 +193,17 @@ def test_attach_checks_the_columns_first(articles: Conn) -> None:
         assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
     with pytest.raises(InvalidParameter, match="--signature-column does not apply to a simhash index"):
         intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", sketch_kind="signature")
+
+
+def test_attach_refuses_a_btree_name_the_table_has_and_leaves_it_alone(articles: Conn) -> None:
+    """The application's own index that happens to bear one of simdb's names stays (the clean-up
+    after a failed CREATE INDEX used to drop it by name)."""
+    articles.execute("CREATE INDEX simdb_arts_key ON public.articles (lang)")
+    before = _objects(articles)
+    with pytest.raises(InvalidParameter, match=r"named as public\.simdb_arts_key, which exists already"):
+        intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    assert _objects(articles) == before
+    assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
 
 
 def test_jaccard_in_table_with_a_where_condition(articles: Conn) -> None:
@@ -223,6 +245,74 @@ def test_cli_attach_json_and_list(capsys: pytest.CaptureFixture[str], articles: 
         2,
         "Error: give --text-column, or --fingerprint-column/--signature-column",
     )
+
+
+def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
+    """Not the side table's "without triggers: each sync compares the whole table"."""
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    articles.execute("UPDATE public.articles SET body = '' WHERE id = 3")  # no words: stays unfilled
+    assert simdb(capsys, "status", "arts") == (
+        0,
+        "index arts lives in public.articles.fp: 3 rows with text have none yet (`simdb sync arts`"
+        " fills them; text without words stays without one)\n",
+        "",
+    )
+    attach.sync(articles, "arts")
+    code, out, _ = simdb(capsys, "status", "arts", "--json")
+    shown = json.loads(out)
+    assert (code, shown["capture"], shown["table"], shown["pending"]) == (
+        0,
+        "column",
+        "public.articles.fp",
+        1,
+    )
+    intable.attach_in_table(articles, "bare", "public.articles", "id", "fp")
+    assert simdb(capsys, "status", "bare") == (
+        0,
+        "index bare lives in public.articles.fp, which the application writes: each write is"
+        " searchable in its own transaction (nothing to sync)\n",
+        "",
+    )
+
+
+def test_sync_after_a_renamed_column_or_table_says_so_in_one_line(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    fix = "(rename it back, or drop the index (`simdb drop arts`) and attach it to the table as it is now)"
+    for rename, back, gone in [
+        (
+            "articles RENAME COLUMN body TO content",
+            "articles RENAME COLUMN content TO body",
+            "reads column 'body'",
+        ),
+        ("articles RENAME COLUMN fp TO sketch", "articles RENAME COLUMN sketch TO fp", "reads column 'fp'"),
+        ("articles RENAME TO posts", "posts RENAME TO articles", "is in table"),
+    ]:
+        articles.execute(f"ALTER TABLE public.{rename}")
+        code, _, err = simdb(capsys, "sync", "arts")
+        where = f"{gone} of public.articles" if "column" in gone else f"{gone} public.articles"
+        assert (code, err) == (1, f"simdb: error: index 'arts' {where}, which is gone (renamed?) {fix}\n")
+        with pytest.raises(IndexMismatch, match="which is gone"):
+            intable.refill(articles, made, made.storage)  # type: ignore[arg-type]
+        articles.execute(f"ALTER TABLE public.{back}")
+    assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
+
+
+def test_cli_refuses_side_table_options_before_it_makes_the_schema(
+    capsys: pytest.CaptureFixture[str], empty_db: str
+) -> None:
+    code, _, err = simdb(
+        capsys,
+        "--dsn", empty_db, "attach", "arts", "--table", "public.articles", "--key-column", "id",
+        "--fingerprint-column", "fp", "--no-triggers",
+    )  # fmt: skip
+    assert (code, err.splitlines()[-1]) == (
+        2,
+        "Error: --cascade and --no-triggers are for a side table: an index in your table has no rows of its own",
+    )
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regnamespace('simdb')").fetchone() == (None,)
 
 
 def test_a_granted_role_queries_an_index_in_the_table_and_cannot_write_the_table_through_it(
@@ -283,21 +373,3 @@ def test_fill_in_pages_with_threads_writes_each_rows_own_fingerprint(
     bodies = dict(articles.execute("SELECT id, body FROM public.articles").fetchall())  # type: ignore[arg-type]
     expected = {key: None if body is None else to_signed(fingerprint(body)) for key, body in bodies.items()}
     assert _fingerprints(articles) == expected
-
-
-def test_status_counts_the_rows_waiting_for_a_sketch(
-    capsys: pytest.CaptureFixture[str], articles: Conn
-) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    assert simdb(capsys, "status", "arts") == (
-        0,
-        "index arts lives in public.articles.fp: 3 rows with body and no fp yet (the next sync fills them)\n",
-        "",
-    )
-    attach.sync(articles, "arts")
-    code, out, _ = simdb(capsys, "status", "arts", "--json")
-    assert (code, json.loads(out)["pending"]) == (0, 0)
-    intable.attach_in_table(articles, "bare", "public.articles", "id", "fp")
-    assert simdb(capsys, "status", "bare")[1] == (
-        "index bare lives in public.articles.fp, which the application writes: nothing to sync\n"
-    )

@@ -246,13 +246,12 @@ def attach_(
         raise click.UsageError("give one of --fingerprint-column and --signature-column")
     if not given and not text_column:
         raise click.UsageError("give --text-column, or --fingerprint-column/--signature-column")
+    if given and (cascade or no_triggers):  # (before connecting: nothing is made for a usage error)
+        raise click.UsageError(
+            "--cascade and --no-triggers are for a side table: an index in your table has no rows of its own"
+        )
     with database(ctx, create_schema=True) as conn:
         if given:
-            if cascade or no_triggers:
-                raise click.UsageError(
-                    "--cascade and --no-triggers are for a side table: an index in your table has no"
-                    " rows of its own"
-                )
             ((kind, column),) = given.items()
             made = intable.attach_in_table(
                 conn, name, table, key_column, column, text_column, condition, **settings, sketch_kind=kind

@@ -159,20 +159,21 @@ class InTable(Storage):
             )
         )
 
+    def btree_names(self, made: Index) -> list[str]:
+        """The names every B-tree simdb may put on the table has (in the table's schema)."""
+        return [names.app_btree_name(made.name, column) for column in [*made.columns, "key", "unfilled"]]
+
     def drop_statements(self, made: Index) -> list[sql.Composed]:
         """The view, and simdb's B-trees and triggers on the table (triggers only where a text
         column made them: Citus refuses even DROP TRIGGER IF EXISTS on a distributed table), by
         their names, so nothing of the application's is touched (names.owned_objects drops the
         trigger functions after)."""
-        in_schema = [*made.columns, "key", "unfilled"]
         triggers = ("clear", "wake") if self.text_column else ()
         return [
             sql.SQL("DROP VIEW IF EXISTS {}").format(made.table),
             *(
-                sql.SQL("DROP INDEX IF EXISTS {}").format(
-                    sql.Identifier(self.schema, names.app_btree_name(made.name, column))
-                )
-                for column in in_schema
+                sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(self.schema, btree))
+                for btree in self.btree_names(made)
             ),
             *(
                 sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(

@@ -373,3 +373,16 @@ def test_fill_in_pages_with_threads_writes_each_rows_own_fingerprint(
     bodies = dict(articles.execute("SELECT id, body FROM public.articles").fetchall())  # type: ignore[arg-type]
     expected = {key: None if body is None else to_signed(fingerprint(body)) for key, body in bodies.items()}
     assert _fingerprints(articles) == expected
+
+
+def test_renaming_the_fingerprint_column_never_fails_the_applications_writes(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    attach.sync(articles, "arts")
+    articles.execute("ALTER TABLE public.articles RENAME COLUMN fp TO fingerprint")
+    articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (OTHER,))  # the trigger clears it
+    assert articles.execute("SELECT fingerprint FROM public.articles WHERE id = 1").fetchone() == (None,)
+    code, _, err = simdb(capsys, "sync", "arts")
+    assert code == 1 and "reads column 'fp' of public.articles, which is gone (renamed?)" in err
+    assert simdb(capsys, "drop", "arts", "--yes")[0] == 0

@@ -119,15 +119,25 @@ class InTable(Storage):
         """BEFORE UPDATE OF the text column, for each row whose text changed and whose sketch the
         same write left as it was: clear the sketch (the next sync refills it). AFTER INSERT or
         UPDATE OF the text, once per statement: wake `sync --watch` (NOTIFY, delivered at commit).
-        A sync's own writes set only the sketch, so they fire neither."""
+        A sync's own writes set only the sketch, so they fire neither.
+
+        The clearing function finds the sketch column by its number (the trigger's argument), as
+        the trigger's WHEN clause does, so that a renamed column never fails the application's
+        writes (a sync then says the column is gone)."""
         text, sketch = sql.Identifier(self.text_column or ""), sql.Identifier(self.sketch_column)
         clear, wake = names.clear_function(made.name), names.wake_function(made.name)
         conn.execute(
             sql.SQL(
-                "CREATE FUNCTION {clear}() RETURNS trigger LANGUAGE plpgsql AS $$"
-                " BEGIN NEW.{sketch} := NULL; RETURN NEW; END $$"
-            ).format(clear=clear, sketch=sketch)
+                "CREATE FUNCTION {clear}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " NEW := jsonb_populate_record(NEW, jsonb_build_object((SELECT a.attname FROM"
+                " pg_catalog.pg_attribute AS a WHERE a.attrelid = TG_RELID"
+                " AND a.attnum = TG_ARGV[0]::int2), NULL)); RETURN NEW; END $$"
+            ).format(clear=clear)
         )
+        number = conn.execute(
+            "SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+            (self.relation.as_string(conn), self.sketch_column),
+        ).fetchone()
         conn.execute(
             sql.SQL(
                 "CREATE FUNCTION {wake}() RETURNS trigger LANGUAGE plpgsql AS $$"
@@ -138,13 +148,14 @@ class InTable(Storage):
             sql.SQL(
                 "CREATE TRIGGER {name} BEFORE UPDATE OF {text} ON {table} FOR EACH ROW"
                 " WHEN (NEW.{text} IS DISTINCT FROM OLD.{text} AND NEW.{sketch} IS NOT DISTINCT FROM"
-                " OLD.{sketch}) EXECUTE FUNCTION {clear}()"
+                " OLD.{sketch}) EXECUTE FUNCTION {clear}({number})"
             ).format(
                 name=sql.Identifier(names.app_trigger_name(made.name, "clear")),
                 text=text,
                 sketch=sketch,
                 table=self.relation,
                 clear=clear,
+                number=sql.Literal(str(number[0] if number else 0)),
             )
         )
         conn.execute(

@@ -234,10 +234,13 @@ def sync(
     jobs: int = 1,
 ) -> Synced:
     """Bring index NAME up to date with the table it follows (`jobs` sketching threads): an index
-    in the application's table fills its missing sketches (simdb.intable); a side table applies
+    in the application's table fills its missing sketches (simdb.intable; `full`: sketches every
+    row again, a repair); a side table applies
     its queue of changes where it has triggers, unless `full`, and is compared with the table
     otherwise (simdb.capture.sync, then `compare`)."""
     made = indexes.get(conn, name)
+    if isinstance(made.storage, InTable) and full:
+        return intable.refill(conn, made, made.storage, progress, jobs=jobs)
     if isinstance(made.storage, InTable):
         return intable.fill(conn, made, made.storage, progress, jobs=jobs)
     from simdb import capture  # (capture builds on this module)
@@ -309,7 +312,7 @@ def reindex(
     if target is None:
         return ReindexReport(name, made.spec_version, made.spec_version, 0)
     if isinstance(made.storage, InTable):
-        moved = intable.refill(conn, target, made.storage, progress, jobs=jobs)
+        moved = intable.refill(conn, target, made.storage, progress, jobs=jobs).filled
         with conn.transaction():
             catalog.set_spec_version(conn, name, target.spec_version)
         return ReindexReport(name, made.spec_version, target.spec_version, moved)

@@ -181,6 +181,13 @@ def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
     """Make index NAME's table (and its clusters table) Citus distributed tables, rows included,
     and its functions those of a distributed index, in one transaction."""
     made = get(conn, name)
+    if not made.storage.writes_own_rows:
+        raise InvalidParameter(
+            f"index {name!r} lives in an application's table ({made.storage.describe()}): its rows are"
+            " where that table is",
+            "distribute the application's table itself (SELECT create_distributed_table(...)), then"
+            " drop the index and attach it again",
+        )
     if isinstance(made.placement, Distributed):
         raise InvalidParameter(
             f"index {name!r} is distributed already ({made.placement.describe()})",

@@ -20,7 +20,7 @@ from psycopg import sql
 from simdb import catalog, dispatch, ingest, names, tables
 from simdb import index as indexes
 from simdb.connection import Connection
-from simdb.errors import IndexMismatch, InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter, PermissionDenied
 from simdb.modes import Index, SimhashSpec, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.readers import Document
@@ -145,7 +145,8 @@ class FillReport:
         if not self.fills:
             return [f"index {self.name} has no text column: the application writes its sketches"]
         return [
-            f"synced: {self.filled} sketches filled, {self.empty} rows whose text has no words"
+            f"synced: {self.filled} {'sketch' if self.filled == 1 else 'sketches'} filled,"
+            f" {self.empty} rows whose text has no words"
             " (left without one); rows with a sketch were not read"
         ]
 
@@ -167,6 +168,7 @@ def fill(
     report = FillReport(made.name, fills=stored.text_column is not None)
     if stored.text_column:
         _require_columns(conn, made, stored)
+        _refuse_readers(conn, made, stored)
         _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
     return report
 
@@ -178,9 +180,9 @@ def refill(
     progress: Callable[[int], object] | None = None,
     *,
     jobs: int = 1,
-) -> int:
-    """Sketch every row with text again under `target`'s spec (reindex), in pages by key, each in
-    its own transaction; the number of rows rewritten."""
+) -> FillReport:
+    """Sketch every row with text again under `target`'s spec (reindex, or the same spec: a
+    repair, `sync --full`), in pages by key, each in its own transaction."""
     if not stored.text_column:
         raise InvalidParameter(
             f"index {target.name!r} has no text column: the application writes its"
@@ -189,9 +191,26 @@ def refill(
             " a new index to the column",
         )
     _require_columns(conn, target, stored)
+    _refuse_readers(conn, target, stored)
     report = FillReport(target.name)
     _sketch_rows(conn, target, stored, report, progress, missing_only=False, jobs=jobs)
-    return report.filled
+    return report
+
+
+def _refuse_readers(conn: Connection, made: Index, stored: InTable) -> None:
+    """PermissionDenied, before anything is read, when the connected role may not write the
+    sketch column: a sync writes it (a reader of the index may only query)."""
+    row = conn.execute(
+        "SELECT has_column_privilege(%s::regclass, %s, 'UPDATE'), current_user",
+        (stored.relation.as_string(conn), stored.sketch_column),
+    ).fetchone()
+    if row is not None and not row[0]:
+        raise PermissionDenied(
+            f"role {row[1]} may not sync index {made.name!r}: a sync writes"
+            f" {stored.label}.{stored.sketch_column}",
+            f"sync as a role that may: the application grants UPDATE ({stored.sketch_column})"
+            f" ON {stored.label}",
+        )
 
 
 def _require_columns(conn: Connection, made: Index, stored: InTable) -> None:
@@ -363,16 +382,18 @@ def watch(
 ) -> None:
     """Fill now, then again on each NOTIFY from the table's triggers (a commit that inserted rows or
     changed their text), and every `interval` seconds as well; `rounds` fills in all, or until
-    `stop()` says so. While nothing changes it waits on the connection and reads nothing."""
-    if not conn.autocommit:
-        raise InvalidParameter("sync --watch needs an autocommit connection", "connect with autocommit=True")
-    conn.execute(sql.SQL("LISTEN {}").format(names.channel(made.name)))
-    report(fill(conn, made, stored, jobs=jobs))
-    done = 1
-    while (rounds is None or done < rounds) and not (stop is not None and stop()):
-        for _ in conn.notifies(timeout=interval, stop_after=1):
-            pass
-        result = fill(conn, made, stored, jobs=jobs)
-        if result.changed:
-            report(result)
-        done += 1
+    `stop()` says so. It listens on a connection of its own (as capture.watch), so a commit
+    notified while a fill runs is not missed; while nothing changes it reads nothing."""
+    password = conn.info.password
+    options: dict[str, Any] = {"password": password} if password else {}
+    with psycopg.connect(conn.info.dsn, autocommit=True, **options) as listener:
+        listener.execute(sql.SQL("LISTEN {}").format(names.channel(made.name)))
+        report(fill(conn, made, stored, jobs=jobs))
+        done = 1
+        while (rounds is None or done < rounds) and not (stop is not None and stop()):
+            for _ in listener.notifies(timeout=interval, stop_after=1):
+                pass
+            result = fill(conn, made, stored, jobs=jobs)
+            if result.changed:
+                report(result)
+            done += 1

@@ -15,8 +15,9 @@ from support import Conn, simdb
 
 from simdb import attach, fingerprint, index, ingest, intable, query
 from simdb.bits import to_signed
-from simdb.errors import IndexMismatch, InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter, SimdbError
 from simdb.modes import JaccardSpec, SimhashSpec
+from simdb.placement import Distributed
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 OTHER = "something else entirely, about other things and more of them"
@@ -126,7 +127,8 @@ def test_writes_through_simdb_are_refused(capsys: pytest.CaptureFixture[str], ar
     attach.sync(articles, "arts")
     made = index.get(articles, "arts")
     hint = (
-        "(write its fp column there, as simdb.fingerprint computes it, or set body and run `simdb sync arts`)"
+        "(write that table: a row is in the index while its fp is set (and leaves it when the row is"
+        " deleted or its fp set to NULL))"
     )
     for command in (["delete", "arts", "1"], ["prune", "arts", "--older-than", "1d", "--yes"]):
         code, _, err = simdb(capsys, *command)
@@ -386,3 +388,33 @@ def test_renaming_the_fingerprint_column_never_fails_the_applications_writes(
     code, _, err = simdb(capsys, "sync", "arts")
     assert code == 1 and "reads column 'fp' of public.articles, which is gone (renamed?)" in err
     assert simdb(capsys, "drop", "arts", "--yes")[0] == 0
+
+
+def test_sync_full_sketches_every_row_again_as_a_repair(articles: Conn) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    attach.sync(articles, "arts")
+    articles.execute("ALTER TABLE public.articles DISABLE TRIGGER USER")  # a write that bypassed them
+    articles.execute("UPDATE public.articles SET body = %s WHERE id = 2", (OTHER,))
+    articles.execute("ALTER TABLE public.articles ENABLE TRIGGER USER")
+    assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 0}  # nothing NULL: not seen
+    assert attach.sync(articles, "arts", full=True).as_dict() == {"filled": 3, "empty": 0}
+    assert _fingerprints(articles)[2] == to_signed(fingerprint(OTHER))
+
+
+def test_a_reader_cannot_sync_and_distribute_is_refused(articles: Conn, dsn: str) -> None:
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    role = "simdb_intable_only_reader"
+    articles.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+    articles.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
+    try:
+        index.grant(articles, "arts", role)
+        articles.execute(sql.SQL("GRANT SELECT ON public.articles TO {}").format(sql.Identifier(role)))
+        with psycopg.connect(dsn, autocommit=True) as session:
+            session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+            with pytest.raises(SimdbError, match=f"role {role} may not sync index 'arts': a sync writes"):
+                attach.sync(session, "arts")
+    finally:
+        articles.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        articles.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    with pytest.raises(InvalidParameter, match="index 'arts' lives in an application's table"):
+        index.distribute(articles, "arts", Distributed())

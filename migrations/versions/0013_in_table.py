@@ -11,7 +11,7 @@ asks it where the index's rows live.
 from alembic import op
 from psycopg import sql
 
-from simdb import catalog, index, storage
+from simdb import catalog, dispatch, index, storage
 
 revision = "0013"
 down_revision = "0012"
@@ -43,6 +43,7 @@ def downgrade() -> None:
         if source is not None and source.sketch_column:
             made = index.get(raw, name)
             index.drop_objects(raw, name, storage.of(source).drop_statements(made))
+    dispatch.regenerate(raw)
     raw.execute(
         "ALTER TABLE simdb._sources DROP CONSTRAINT _sources_reads_something, DROP COLUMN sketch_column,"
         " ALTER COLUMN text_column SET NOT NULL"

@@ -206,10 +206,10 @@ class InTable(Storage):
         return placement.of_application_table(conn, self.relation.as_string(conn))
 
     def refuse_writes(self, made: Index, what: str) -> None:
-        fill = f", or set {self.text_column} and run `simdb sync {made.name}`" if self.text_column else ""
         raise InvalidParameter(
             f"{what} does not write index {made.name!r}: its rows are the rows of {self.label}",
-            f"write its {self.sketch_column} column there, as simdb.fingerprint computes it{fill}",
+            f"write that table: a row is in the index while its {self.sketch_column} is set (and leaves"
+            f" it when the row is deleted or its {self.sketch_column} set to NULL)",
         )
 
     def describe(self) -> str:

@@ -293,8 +293,8 @@ def attach_(
 @click.option(
     "--full",
     is_flag=True,
-    help="Compare the whole table with the index (a repair), rather than apply the queued changes; "
-    "clears the queue.",
+    help="A repair: compare the whole table with a side table rather than apply the queued changes "
+    "(clears the queue); for an index in your table's column, sketch every row again.",
 )
 @jobs_option
 @json_option
@@ -303,7 +303,11 @@ def attach_(
 def sync_(
     ctx: click.Context, name: str, watch: bool, interval: float, full: bool, jobs: int, as_json: bool
 ) -> None:
-    """Bring attached index NAME up to date with its table: unchanged rows cost nothing."""
+    """Bring attached index NAME up to date with its table: unchanged rows cost nothing.
+
+    A side table applies the changes its triggers queued (or, without triggers, compares the whole
+    table); an index in your table's column fills the rows whose fingerprint is NULL.
+    """
     if watch and full:
         raise InvalidParameter(
             "--full and --watch do not go together", "run `sync --full` once, then --watch"
@@ -325,7 +329,8 @@ def sync_(
 @dsn_option
 @click.pass_context
 def status_(ctx: click.Context, name: str, as_json: bool) -> None:
-    """How far attached index NAME is behind its table: rows queued, failed, the oldest's age."""
+    """How far attached index NAME is behind its table: rows queued, failed, the oldest's age (an
+    index in your table's column: the rows with text and no fingerprint yet)."""
     with database(ctx) as conn:
         show(capture.status(conn, name), as_json)
 

@@ -43,11 +43,13 @@ def attach_in_table(
     features: Features = DEFAULT_FEATURES,
     expected_rows: int = DEFAULT_EXPECTED_ROWS,
     sketch_kind: str | None = None,
+    defer_btrees: bool = False,
 ) -> Index:
     """Create index NAME in table's own `sketch_column` (keyed by `key_column`; with `text_column`,
     simdb fills the sketches from that text). Everything is checked before anything is made.
     `sketch_kind`: what the caller called the column ('fingerprint', 'signature'), checked against
-    the mode's sketch."""
+    the mode's sketch. `defer_btrees` (with a text column, when a first fill follows): the sketch's
+    B-trees are built at the end of that fill (fill), once, not updated row by row."""
     schema, relation = tables.parse_table(table)
     stored = InTable(schema, relation, key_column, sketch_column, text_column or None, condition)
     made = dataclasses.replace((spec or SimhashSpec()).build(name, features, expected_rows), storage=stored)
@@ -70,9 +72,12 @@ def attach_in_table(
         row = catalog.SourceRow(schema, relation, key_column, text_column or "", condition, sketch_column)
         catalog.add_source(conn, name, row)
         dispatch.regenerate(conn)  # again: the dispatcher asks the table where the rows are
-    concurrently = conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    concurrently = _may_build_concurrently(conn)
+    statements = stored.lookup_btrees(made, key_type, concurrently=concurrently)
+    if not (defer_btrees and stored.text_column):
+        statements += stored.sketch_btrees(made, concurrently=concurrently)
     try:
-        for statement in stored.btrees(made, key_type, concurrently=concurrently):
+        for statement in statements:
             conn.execute(statement)
     except BaseException:
         if concurrently:  # (inside a caller's transaction, its rollback undoes everything)
@@ -81,6 +86,33 @@ def attach_in_table(
     if conn.autocommit:
         conn.execute(sql.SQL("ANALYZE {}").format(stored.relation))
     return indexes.get(conn, name)
+
+
+def _may_build_concurrently(conn: Connection) -> bool:
+    """CREATE INDEX CONCURRENTLY where no transaction is open (the application keeps writing)."""
+    return conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+def _ensure_btrees(conn: Connection, made: Index, stored: InTable) -> None:
+    """Build the sketch's B-trees that are missing or invalid (a first fill defers them: filling
+    every row's sketch under B-trees costs several times building them once, after it)."""
+    valid = conn.execute(
+        "SELECT c.relname FROM pg_class AS c JOIN pg_index AS x ON x.indexrelid = c.oid"
+        " WHERE c.relnamespace = %s::regnamespace AND c.relname = ANY(%s) AND x.indisvalid",
+        (sql.Identifier(stored.schema).as_string(conn), stored.sketch_btree_names(made)),
+    ).fetchall()
+    if len(valid) == len(made.columns):
+        return
+    concurrently = _may_build_concurrently(conn)
+    present = {str(name) for (name,) in valid}
+    for name, statement in zip(
+        stored.sketch_btree_names(made), stored.sketch_btrees(made, concurrently=concurrently), strict=True
+    ):
+        if name not in present:
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(stored.schema, name)))
+            conn.execute(statement)
+    if conn.autocommit:
+        conn.execute(sql.SQL("ANALYZE {}").format(stored.relation))
 
 
 def _validate(conn: Connection, made: Index, stored: InTable) -> str:
@@ -170,6 +202,7 @@ def fill(
         _require_columns(conn, made, stored)
         _refuse_readers(conn, made, stored)
         _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
+        _ensure_btrees(conn, made, stored)
     return report
 
 

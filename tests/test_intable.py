@@ -418,3 +418,12 @@ def test_a_reader_cannot_sync_and_distribute_is_refused(articles: Conn, dsn: str
         articles.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
     with pytest.raises(InvalidParameter, match="index 'arts' lives in an application's table"):
         index.distribute(articles, "arts", Distributed())
+
+
+def test_a_first_fill_builds_the_deferred_btrees_once_at_its_end(articles: Conn) -> None:
+    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body", defer_btrees=True)
+    btrees = {f"index simdb_arts_p{number}" for number in range(len(made.columns))}
+    assert not btrees & _objects(articles)
+    attach.sync(articles, "arts")
+    assert btrees <= _objects(articles)
+    assert _near(articles, "1")[0] == ("1", 0)

@@ -254,7 +254,16 @@ def attach_(
         if given:
             ((kind, column),) = given.items()
             made = intable.attach_in_table(
-                conn, name, table, key_column, column, text_column, condition, **settings, sketch_kind=kind
+                conn,
+                name,
+                table,
+                key_column,
+                column,
+                text_column,
+                condition,
+                **settings,
+                sketch_kind=kind,
+                defer_btrees=not no_sync,
             )
         else:
             made = attach.attach(

@@ -83,17 +83,24 @@ class InTable(Storage):
         if self.text_column:
             self._create_triggers(conn, made)
 
-    def btrees(self, made: Index, key_type: str, *, concurrently: bool) -> list[sql.Composed]:
-        """The mode's B-trees on the sketch column; one on the key as text where the key is not
-        text already (lookups by key, as simdb.near_key makes them, would scan the table); and
-        with a text column, the partial B-tree of the rows whose sketch is missing."""
-        statements = btree_statements(
+    def sketch_btrees(self, made: Index, *, concurrently: bool) -> list[sql.Composed]:
+        """The mode's B-trees on the sketch column."""
+        return btree_statements(
             made,
             self.relation,
             sql.Identifier(self.sketch_column),
             names.app_btree_name(made.name, "{column}"),
             concurrently=concurrently,
         )
+
+    def sketch_btree_names(self, made: Index) -> list[str]:
+        return [names.app_btree_name(made.name, column) for column in made.columns]
+
+    def lookup_btrees(self, made: Index, key_type: str, *, concurrently: bool) -> list[sql.Composed]:
+        """One B-tree on the key as text where the key is not text already (lookups by key, as
+        simdb.near_key makes them, would scan the table); and with a text column, the partial
+        B-tree of the rows whose sketch is missing (what a sync reads)."""
+        statements: list[sql.Composed] = []
         create = sql.SQL("CREATE INDEX CONCURRENTLY" if concurrently else "CREATE INDEX")
         key = sql.Identifier(self.key_column)
         if key_type != "text" and not key_type.startswith("character varying"):

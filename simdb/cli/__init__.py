@@ -125,8 +125,11 @@ def _connection_lost(error: psycopg.Error) -> bool:
     """True when the server went away mid-statement rather than refusing it.
 
     libpq reports a dropped connection (a server that crashed or was stopped) as a result without
-    an SQLSTATE; the server itself says so with class 08 or the shutdown codes 57P01 to 57P03.
+    an SQLSTATE; the server itself says so with class 08 or the shutdown codes 57P01 to 57P03; a
+    Citus coordinator relays libpq's own words when a worker's connection dropped mid-statement.
     """
+    if "server closed the connection unexpectedly" in str(error):
+        return True
     state = error.sqlstate
     if state is None:
         return isinstance(error, psycopg.DatabaseError) and not isinstance(error, psycopg.ProgrammingError)

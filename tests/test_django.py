@@ -1,0 +1,272 @@
+"""simdb.django against a real PostgreSQL: the example project in tests/django_app (its models,
+migrations and management command), each test on a fresh database of its own."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+pytest.importorskip("django")
+pytest.importorskip("pytest_django")
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "django_app.settings")
+
+import django
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connections  # noqa: E402
+from django_app.articles.models import Article, near_duplicates, near_ids  # noqa: E402
+
+import simdb  # noqa: E402
+from simdb.django import FingerprintField, Hamming, SimhashIndex  # noqa: E402
+from simdb.errors import InvalidParameter  # noqa: E402
+
+BTREES = ["article_fp_p0", "article_fp_p1", "article_fp_p2", "article_fp_p3"]
+WORDS = [f"word{i}" for i in range(16)]
+
+
+def _forget() -> None:
+    """Close Django's default connection whatever its state (a failed migration leaves its atomic
+    block open: Django's schema editor skips the atomic exit when deferred SQL fails, and a
+    manage.py process would exit there, its transaction rolled back)."""
+    connection = connections["default"]
+    if connection.connection is not None:
+        connection.connection.close()
+    del connections["default"]
+
+
+def _use(dsn: str, *, server_side_binding: bool = False) -> None:
+    """Point Django's default connection at `dsn` (closing what it had open)."""
+    params = conninfo_to_dict(dsn)
+    _forget()
+    connections["default"].settings_dict.update(
+        NAME=params["dbname"],
+        USER=params.get("user", ""),
+        PASSWORD=params.get("password", ""),
+        HOST=params.get("host", ""),
+        PORT=params.get("port", ""),
+        OPTIONS={"server_side_binding": True} if server_side_binding else {},
+    )
+
+
+@pytest.fixture
+def articles_db(empty_db: str, django_db_blocker: object) -> Iterator[str]:
+    """A fresh database (no simdb schema: the Django integration needs none) as Django's default."""
+    _use(empty_db)
+    unblock = getattr(django_db_blocker, "unblock", None)
+    if unblock is None:
+        yield empty_db
+    else:
+        with unblock():
+            yield empty_db
+    _forget()
+
+
+@pytest.fixture
+def migrated(articles_db: str) -> str:
+    call_command("migrate", "articles", verbosity=0)
+    return articles_db
+
+
+def _text(rng: random.Random, n: int = 40) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _btrees(dsn: str) -> dict[str, str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'article_fp%%'"
+        ).fetchall()
+    return dict(rows)
+
+
+def _table_exists(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT to_regclass('articles_article') IS NOT NULL").fetchone() == (True,)
+
+
+def test_migrate_up_and_down(articles_db: str) -> None:
+    call_command("migrate", "articles", verbosity=0)
+    made = _btrees(articles_db)
+    assert sorted(made) == BTREES
+    assert "((fingerprint >> 48) & (65535)::bigint)" in made["article_fp_p0"]
+    call_command("migrate", "articles", "zero", verbosity=0)
+    assert _btrees(articles_db) == {}
+    assert not _table_exists(articles_db)
+    call_command("migrate", "articles", verbosity=0)
+    assert sorted(_btrees(articles_db)) == BTREES
+
+
+def test_migration_is_atomic(articles_db: str) -> None:
+    """The last B-tree fails (its name is taken): the table and the other B-trees are rolled back."""
+    with psycopg.connect(articles_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE taken (x int)")
+        conn.execute("CREATE INDEX article_fp_p3 ON taken (x)")
+    with pytest.raises(django.db.utils.ProgrammingError, match="article_fp_p3"):
+        call_command("migrate", "articles", verbosity=0)
+    _forget()
+    assert not _table_exists(articles_db)
+    assert sorted(_btrees(articles_db)) == ["article_fp_p3"]
+    with psycopg.connect(articles_db) as conn:
+        assert conn.execute("SELECT count(*) FROM django_migrations WHERE app = 'articles'").fetchone() == (
+            0,
+        )
+
+
+def test_makemigrations_sees_no_change(migrated: str) -> None:
+    """The committed migration is what the models say (deconstruct round trip)."""
+    call_command("makemigrations", "articles", "--check", "--dry-run", verbosity=0)
+    index = Article._meta.indexes[0]
+    path, args, kwargs = index.deconstruct()
+    assert (path, args) == ("simdb.django.SimhashIndex", ())
+    assert kwargs == {"fields": ["fingerprint"], "name": "article_fp", "max_distance": 3}
+    assert SimhashIndex(**kwargs) == index == index.clone()
+    other = SimhashIndex(fields=["fingerprint"], name="article_fp", max_distance=3, blocks=5)
+    assert other != index and other.deconstruct()[2]["blocks"] == 5
+    _, path, args, kwargs = Article._meta.get_field("fingerprint").deconstruct()
+    assert (path, args, kwargs) == ("simdb.django.FingerprintField", [], {"source": "body"})
+    assert FingerprintField(**kwargs).deconstruct()[3] == kwargs
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(InvalidParameter, match="bits=128"):
+        FingerprintField(bits=128)
+    with pytest.raises(InvalidParameter, match="one field"):
+        SimhashIndex(fields=["a", "b"], name="two")
+    with pytest.raises(simdb.SimdbError):
+        SimhashIndex(fields=["fingerprint"], name="bad", max_distance=3, blocks=2)
+
+
+def _high_text(rng: random.Random) -> str:
+    """A text whose fingerprint has its top bit set (a negative bigint in PostgreSQL)."""
+    while True:
+        text = _text(rng)
+        if simdb.fingerprint(text) >= 2**63:
+            return text
+
+
+def test_fingerprints_on_save_and_bulk_create(migrated: str) -> None:
+    rng = random.Random(7)
+    high = _high_text(rng)
+    saved = Article.objects.create(title="high", body=high)
+    assert saved.fingerprint == simdb.fingerprint(high)
+    saved.refresh_from_db()
+    assert saved.fingerprint == simdb.fingerprint(high)  # unsigned again after the signed bigint
+    assert list(Article.objects.filter(fingerprint=simdb.fingerprint(high))) == [saved]
+
+    texts = [_text(rng) for _ in range(20)]
+    Article.objects.bulk_create([Article(title=str(i), body=text) for i, text in enumerate(texts)])
+    stored = dict(Article.objects.exclude(pk=saved.pk).values_list("body", "fingerprint"))
+    assert stored == {text: simdb.fingerprint(text) for text in texts}
+
+    empty = Article.objects.create(title="empty", body="")
+    assert empty.fingerprint is None
+    assert Article.objects.get(pk=empty.pk).fingerprint is None
+
+    # QuerySet.update() bypasses pre_save: the fingerprint stays the old text's until a save()
+    other = _text(rng)
+    Article.objects.filter(pk=saved.pk).update(body=other)
+    assert Article.objects.get(pk=saved.pk).fingerprint == simdb.fingerprint(high)
+    reread = Article.objects.get(pk=saved.pk)
+    reread.save()
+    assert Article.objects.get(pk=saved.pk).fingerprint == simdb.fingerprint(other)
+
+
+def _flip(value: int, count: int, rng: np.random.Generator) -> int:
+    for bit in rng.choice(64, size=count, replace=False):
+        value ^= 1 << int(bit)
+    return value
+
+
+def _fill(dsn: str, rows: int, probes: list[int], rng: np.random.Generator) -> np.ndarray:
+    """`rows` random fingerprints, and for each probe copies at distances 0..5; returns them all
+    (unsigned, in id order)."""
+    values = [int(v) for v in rng.integers(0, 2**64, size=rows, dtype=np.uint64)]
+    for probe in probes:
+        values += [_flip(probe, d, rng) for d in range(6)]
+    with psycopg.connect(dsn) as conn:
+        with conn.cursor().copy("COPY articles_article (title, body, fingerprint) FROM STDIN") as copy:
+            for value in values:
+                copy.write_row(("t", "", simdb.to_signed(value)))
+        conn.execute("ANALYZE articles_article")
+    return np.array(values, dtype=np.uint64)
+
+
+def _brute_force(values: np.ndarray, ids: np.ndarray, probe: int, k: int) -> set[int]:
+    distances = np.bitwise_count(values ^ np.uint64(probe))
+    return {int(i) for i in ids[distances <= k]}
+
+
+@pytest.mark.parametrize("server_side_binding", [False, True])
+def test_near_equals_brute_force_and_uses_the_btrees(migrated: str, server_side_binding: bool) -> None:
+    rng = np.random.default_rng(29)
+    probes = [int(v) for v in rng.integers(0, 2**64, size=8, dtype=np.uint64)]
+    probes[0] |= 1 << 63  # a negative bigint
+    probes[1] &= (1 << 63) - 1
+    values = _fill(migrated, 30_000, probes, rng)
+    _use(migrated, server_side_binding=server_side_binding)
+    ids = np.array(Article.objects.order_by("pk").values_list("pk", flat=True))
+    for probe in probes:
+        for k in (0, 1, 2, 3, 5):  # 5: above the index's max_distance, exact by a scan
+            found = set(Article.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
+            assert found == _brute_force(values, ids, probe, k), (probe, k)
+            assert len(found) >= k + 1
+    assert set(near_ids(probes[0])) == _brute_force(values, ids, probes[0], 3)
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")  # (a prepared statement's plan)
+    plan = Article.objects.filter(fingerprint__near=(probes[0], 3)).explain()
+    for name in BTREES:
+        assert f"Bitmap Index Scan on {name}" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_hamming_annotates_and_orders(migrated: str) -> None:
+    rng = random.Random(3)
+    texts = [_high_text(rng) for _ in range(3)] + [_text(rng) for _ in range(5)]
+    Article.objects.bulk_create([Article(title=str(i), body=text) for i, text in enumerate(texts)])
+    probe = simdb.fingerprint(texts[0])
+    rows = list(
+        Article.objects.annotate(d=Hamming("fingerprint", probe)).order_by("d", "pk").values_list("body", "d")
+    )
+    expected = sorted(((t, simdb.hamming(simdb.fingerprint(t), probe)) for t in texts), key=lambda r: r[1])
+    assert [d for _, d in rows] == [d for _, d in expected]
+    assert dict(rows) == dict(expected)
+
+
+def test_near_duplicates_of_an_article(migrated: str) -> None:
+    rng = random.Random(11)
+    body = _text(rng, 200)
+    words = body.split()
+    edited = " ".join([*words[:100], "omega", *words[101:]])  # one word changed
+    original = Article.objects.create(title="original", body=body)
+    copy = Article.objects.create(title="copy", body=edited)
+    Article.objects.create(title="other", body=_text(random.Random(12), 200))
+    distance = simdb.hamming(original.fingerprint, copy.fingerprint)
+    assert distance <= 3, "the edit is small enough to stay within 3 bits"
+    found = [(a.pk, a.distance) for a in near_duplicates(original)]
+    brute = [
+        (a.pk, simdb.hamming(a.fingerprint, original.fingerprint))
+        for a in Article.objects.exclude(pk=original.pk)
+        if simdb.hamming(a.fingerprint, original.fingerprint) <= 3
+    ]
+    assert found == sorted(brute, key=lambda r: (r[1], r[0]))
+    assert (copy.pk, distance) in found
+    out = io.StringIO()
+    call_command("near_duplicates", str(original.pk), stdout=out)
+    assert f"{copy.pk}\t{distance}\tcopy" in out.getvalue().splitlines()
+
+
+def test_near_refuses_bad_arguments(migrated: str) -> None:
+    with pytest.raises(InvalidParameter, match="pair"):
+        list(Article.objects.filter(fingerprint__near=123))
+    with pytest.raises(InvalidParameter, match=r"0\.\.64"):
+        list(Article.objects.filter(fingerprint__near=(123, 65)))

@@ -6,7 +6,11 @@ from __future__ import annotations
 import io
 import os
 import random
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -270,3 +274,23 @@ def test_near_refuses_bad_arguments(migrated: str) -> None:
         list(Article.objects.filter(fingerprint__near=123))
     with pytest.raises(InvalidParameter, match=r"0\.\.64"):
         list(Article.objects.filter(fingerprint__near=(123, 65)))
+
+
+def test_readme_example_is_the_example_app() -> None:
+    """The README's Django snippet is the model and function the example project runs."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "simdb.django" in b]
+    models = (Path(__file__).resolve().parent / "django_app" / "articles" / "models.py").read_text()
+    flat = re.sub(r"\s+", "", models)
+    for line in block.splitlines():  # every line but the signature (models.py has type hints)
+        code = re.sub(r"\s+|#.*", "", line)
+        if code and not code.startswith("def"):
+            assert code in flat, line
+
+
+def test_core_never_imports_django() -> None:
+    code = (
+        "import sys, simdb, simdb.index, simdb.query, simdb.cli, simdb.sqlalchemy;"
+        "assert 'django' not in sys.modules, 'django imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

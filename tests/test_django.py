@@ -31,8 +31,10 @@ from django.db import connections  # noqa: E402
 from django_app.articles.models import Article, near_duplicates, near_ids  # noqa: E402
 
 import simdb  # noqa: E402
+from simdb import attach, intable, schema  # noqa: E402
 from simdb.django import FingerprintField, Hamming, SimhashIndex  # noqa: E402
 from simdb.errors import InvalidParameter  # noqa: E402
+from simdb.modes.simhash import SimhashSpec  # noqa: E402
 
 BTREES = ["article_fp_p0", "article_fp_p1", "article_fp_p2", "article_fp_p3"]
 WORDS = [f"word{i}" for i in range(16)]
@@ -294,3 +296,28 @@ def test_core_never_imports_django() -> None:
         "assert 'django' not in sys.modules, 'django imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> None:
+    """simdb's in-table index with a text column on the model's table: QuerySet.update() of the
+    text clears the stale fingerprint and sync refills it; its B-trees are SimhashIndex's."""
+    rng = random.Random(5)
+    first, second = _text(rng), _text(rng)
+    article = Article.objects.create(title="a", body=first)
+    with psycopg.connect(migrated, autocommit=True) as conn:
+        schema.ensure_schema(conn)
+        spec = SimhashSpec(max_distance=3, blocks=Article._meta.indexes[0].layout(64).plan.blocks)
+        intable.attach_in_table(
+            conn, "arts", "public.articles_article", "id", "fingerprint", "body", spec=spec
+        )
+        definitions = _btrees(migrated) | dict(
+            conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'simdb_arts_p%%'")
+        )
+        for number in range(4):
+            ours, simdbs = definitions[f"article_fp_p{number}"], definitions[f"simdb_arts_p{number}"]
+            assert ours.split(" USING ")[1] == simdbs.split(" USING ")[1]
+        Article.objects.filter(pk=article.pk).update(body=second)
+        assert Article.objects.get(pk=article.pk).fingerprint is None
+        assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}
+    assert Article.objects.get(pk=article.pk).fingerprint == simdb.fingerprint(second)
+    assert near_ids(simdb.fingerprint(second)) == [article.pk]

@@ -28,7 +28,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
-from django_app.articles.models import Article, near_duplicates, near_ids  # noqa: E402
+from django_app.articles.models import Article, Page, near_duplicates, near_ids  # noqa: E402
 
 import simdb  # noqa: E402
 from simdb import attach, intable, schema  # noqa: E402
@@ -144,8 +144,8 @@ def test_makemigrations_sees_no_change(migrated: str) -> None:
 
 
 def test_bad_settings_are_refused() -> None:
-    with pytest.raises(InvalidParameter, match="bits=128"):
-        FingerprintField(bits=128)
+    with pytest.raises(InvalidParameter, match="width 96"):
+        FingerprintField(bits=96)
     with pytest.raises(InvalidParameter, match="one field"):
         SimhashIndex(fields=["a", "b"], name="two")
     with pytest.raises(simdb.SimdbError):
@@ -187,8 +187,8 @@ def test_fingerprints_on_save_and_bulk_create(migrated: str) -> None:
     assert Article.objects.get(pk=saved.pk).fingerprint == simdb.fingerprint(other)
 
 
-def _flip(value: int, count: int, rng: np.random.Generator) -> int:
-    for bit in rng.choice(64, size=count, replace=False):
+def _flip(value: int, count: int, rng: np.random.Generator, bits: int = 64) -> int:
+    for bit in rng.choice(bits, size=count, replace=False):
         value ^= 1 << int(bit)
     return value
 
@@ -321,3 +321,32 @@ def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> Non
         assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}
     assert Article.objects.get(pk=article.pk).fingerprint == simdb.fingerprint(second)
     assert near_ids(simdb.fingerprint(second)) == [article.pk]
+
+
+@pytest.mark.parametrize("server_side_binding", [False, True])
+def test_128_bit_fingerprints(migrated: str, server_side_binding: bool) -> None:
+    """bit(128) columns: the field's conversions, the near lookup against brute force, its plan."""
+    text = _text(random.Random(1))
+    assert FingerprintField(source="body", bits=128).compute(text) == simdb.fingerprint(text, bits=128)
+    _use(migrated, server_side_binding=server_side_binding)
+    rng = np.random.default_rng(128)
+    words = rng.integers(0, 2**64, size=(3000, 2), dtype=np.uint64).tolist()
+    values = [int(high) << 64 | int(low) for high, low in words]
+    probes = values[:6]
+    values += [_flip(probe, d, rng, 128) for probe in probes for d in range(6)]
+    Page.objects.bulk_create([Page(url=str(i), fingerprint=v) for i, v in enumerate(values)])
+    with connections["default"].cursor() as cursor:
+        cursor.execute("ANALYZE articles_page")
+    stored = dict(Page.objects.values_list("pk", "fingerprint"))
+    assert sorted(stored.values()) == sorted(values)
+    for probe in probes:
+        for k in (0, 1, 3, 5):
+            found = set(Page.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
+            assert found == {pk for pk, v in stored.items() if (v ^ probe).bit_count() <= k}, (probe, k)
+    nearest = Page.objects.annotate(d=Hamming("fingerprint", probes[0])).order_by("d", "pk")[:6]
+    assert [page.d for page in nearest] == [0, 0, 1, 2, 3, 4]
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    plan = Page.objects.filter(fingerprint__near=(probes[0], 3)).explain()
+    for number in range(4):
+        assert f"Bitmap Index Scan on page_fp_p{number}" in plan

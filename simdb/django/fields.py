@@ -1,5 +1,5 @@
-"""FingerprintField: a 64-bit SimHash fingerprint in a bigint column, unsigned in Python, computed
-from a text field of the same model when the row is saved; and its `near` lookup."""
+"""FingerprintField: a SimHash fingerprint, unsigned in Python, in a bigint (64 bits) or bit(128)
+column, computed from a text field of the same model when the row is saved; its `near` lookup."""
 
 from __future__ import annotations
 
@@ -11,22 +11,21 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.lookups import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
-from simdb import bits
 from simdb.django import keys
 from simdb.errors import InvalidParameter
+from simdb.modes.widths import Width, width
 from simdb.simhash import SPEC_VERSION, Features, fingerprints
-
-SUPPORTED_BITS = (64,)
 
 
 class FingerprintField(models.Field):
     """The SimHash of `source` (a text field's name; None: the application sets it), an unsigned
-    int in Python and the bigint of the same bits in PostgreSQL. Text without words gives None.
+    int in Python; in PostgreSQL the bigint of the same bits (bits=64) or a bit(128). Text without
+    words gives None.
 
     Django computes it in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
     and raw SQL bypass it."""
 
-    description = "SimHash fingerprint (unsigned in Python, bigint in PostgreSQL)"
+    description = "SimHash fingerprint (unsigned in Python, bigint or bit(128) in PostgreSQL)"
     empty_strings_allowed = False
 
     def __init__(
@@ -38,11 +37,7 @@ class FingerprintField(models.Field):
         fingerprint_spec: int = SPEC_VERSION,
         **kwargs: Any,
     ) -> None:
-        if bits not in SUPPORTED_BITS:
-            raise InvalidParameter(
-                f"FingerprintField(bits={bits!r}) is not supported",
-                "use bits=64 (128-bit fingerprints are not in simdb.django yet)",
-            )
+        self.width: Width = width(bits)  # InvalidParameter unless 64 or 128
         self.source = source
         self.bits = bits
         self.features = features
@@ -74,10 +69,10 @@ class FingerprintField(models.Field):
         return name, "simdb.django.FingerprintField", args, kwargs
 
     def get_internal_type(self) -> str:
-        return "BigIntegerField"
+        return "BigIntegerField" if self.bits == 64 else "FingerprintField"
 
     def db_type(self, connection: BaseDatabaseWrapper) -> str:
-        return "bigint"
+        return self.width.column_type
 
     def compute(self, text: Any) -> int | None:
         """The fingerprint of a source value (None for no text or text without words)."""
@@ -93,27 +88,28 @@ class FingerprintField(models.Field):
         return value
 
     def to_python(self, value: Any) -> int | None:
-        """An unsigned fingerprint from an int (signed or unsigned) or hex digits."""
+        """An unsigned fingerprint from an int (unsigned, or signed as PostgreSQL stores it) or hex."""
         if value is None:
             return None
+        top: int = 2**self.bits
         try:
             if isinstance(value, str):
-                return bits.parse_hex(value, self.bits)
-            if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**64:
-                return bits.to_unsigned(value)
+                return self.width.parse_hex(value)
+            if isinstance(value, int) and not isinstance(value, bool) and -(top // 2) <= value < top:
+                return int(value % top)
         except InvalidParameter as error:
             raise ValidationError(str(error), code="invalid") from error
-        raise ValidationError(f"{value!r} is not a 64-bit fingerprint", code="invalid")
+        raise ValidationError(f"{value!r} is not a {self.bits}-bit fingerprint", code="invalid")
 
     def from_db_value(self, value: Any, expression: Any, connection: BaseDatabaseWrapper) -> int | None:
-        return None if value is None else bits.to_unsigned(int(value))
+        return None if value is None else self.width.from_sql(value)
 
-    def get_prep_value(self, value: Any) -> int | None:
+    def get_prep_value(self, value: Any) -> Any:
         value = super().get_prep_value(value)
         if value is None or hasattr(value, "resolve_expression"):
-            return value  # type: ignore[no-any-return]
+            return value
         unsigned = self.to_python(value)
-        return None if unsigned is None else bits.to_signed(unsigned)
+        return None if unsigned is None else keys.db_value(self.bits, unsigned)
 
 
 def near_index(field: FingerprintField) -> Any:
@@ -145,26 +141,26 @@ class Near(Lookup):
                 f"fingerprint__near={given!r} is not a pair", "give (fingerprint, max_distance), e.g. (fp, 3)"
             )
         fingerprint, k = given
-        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 64:
-            raise InvalidParameter(f"max distance {k!r} is not 0..64", "give a whole number of bits, e.g. 3")
         field = self.lhs.output_field
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= field.bits:
+            raise InvalidParameter(
+                f"max distance {k!r} is not 0..{field.bits}", "give a whole number of bits, e.g. 3"
+            )
         unsigned = field.to_python(fingerprint)
         if unsigned is None:
             raise InvalidParameter("fingerprint__near with no fingerprint", "give a fingerprint (int or hex)")
-        return bits.to_signed(unsigned), k
+        return unsigned, k
 
     def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
-        signed, k = self.rhs
+        unsigned, k = self.rhs
         field = self.lhs.output_field
         verify = f"{keys.distance(field.bits, lhs, '%s')} <= %s"
-        params: list[Any] = [*lhs_params, signed, k]
+        params: list[Any] = [*lhs_params, keys.db_value(field.bits, unsigned), k]
         index = near_index(field)
         if index is None or k > index.max_distance or lhs_params:
             return verify, params
         made = index.layout(field.bits)
-        unsigned = bits.to_unsigned(signed)
-        rows = keys.btree_keys(made, lhs)
-        probes = " OR ".join(f"{row} = %s" for row in rows)  # each B-tree's key of the row
-        probe_params = [bits.to_signed(table.prefix(unsigned)) for table in made.plan.tables]
+        probes = " OR ".join(f"{row} = %s" for row in keys.btree_keys(made, lhs))  # each B-tree's key
+        probe_params = [keys.probe(table, unsigned) for table in made.plan.tables]
         return f"(({probes}) AND {verify})", [*probe_params, *params]

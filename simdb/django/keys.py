@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from simdb.bits import to_hex, to_signed
+from simdb.blocks import Table
 from simdb.modes.simhash import SimhashIndex as Layout
 from simdb.modes.simhash import SimhashSpec
 from simdb.modes.widths import width
@@ -32,3 +34,15 @@ def btree_keys(made: Layout, column: str) -> list[str]:
 def distance(bits: int, a: str, b: str) -> str:
     """The Hamming distance of two fingerprints of this width (SQL texts), as SQL text."""
     return render(width(bits).distance(sql.SQL(a), sql.SQL(b)))
+
+
+def probe(table: Table, fingerprint: int) -> int:
+    """A table's key of an unsigned fingerprint, the bigint its B-tree expression gives the
+    fingerprint's column value (the leading bits of the permuted value, at most 64)."""
+    return to_signed(table.key(fingerprint) >> table.key_shift)
+
+
+def db_value(bits: int, fingerprint: int) -> int | str:
+    """An unsigned fingerprint as Django sends it: the signed bigint, or a bit(128) as hex text
+    ('X...', of no declared type, so that client-side binding adds no cast to bit(1))."""
+    return to_signed(fingerprint) if bits == 64 else "X" + to_hex(fingerprint, bits)

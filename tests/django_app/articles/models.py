@@ -19,6 +19,19 @@ class Article(models.Model):
         return self.title
 
 
+class Page(models.Model):
+    """128-bit fingerprints the application computes itself (simdb.fingerprint(text, bits=128))."""
+
+    url = models.CharField(max_length=200)
+    fingerprint = FingerprintField(bits=128, null=True)
+
+    class Meta:
+        indexes = [SimhashIndex(fields=["fingerprint"], name="page_fp", max_distance=3, blocks=4)]
+
+    def __str__(self) -> str:
+        return self.url
+
+
 def near_duplicates(article: Article, max_distance: int = 3) -> models.QuerySet[Article]:
     """The other articles within max_distance bits of this one's fingerprint, nearest first."""
     if article.fingerprint is None:

@@ -32,7 +32,7 @@ from django_app.articles.models import Article, Page, near_duplicates, near_ids 
 
 import simdb  # noqa: E402
 from simdb import attach, intable, schema  # noqa: E402
-from simdb.django import FingerprintField, Hamming, SimhashIndex  # noqa: E402
+from simdb.django import FingerprintField, Hamming, SimhashIndex, compute_fingerprints  # noqa: E402
 from simdb.errors import InvalidParameter  # noqa: E402
 from simdb.modes.simhash import SimhashSpec  # noqa: E402
 
@@ -143,6 +143,23 @@ def test_makemigrations_sees_no_change(migrated: str) -> None:
     assert FingerprintField(**kwargs).deconstruct()[3] == kwargs
 
 
+def test_a_source_that_is_no_field_fails_the_checks() -> None:
+    from django.db import models
+    from django.test.utils import isolate_apps
+
+    with isolate_apps("django_app.articles"):
+
+        class Broken(models.Model):
+            fingerprint = FingerprintField(source="text")
+
+            class Meta:
+                app_label = "articles"
+
+    (error,) = Broken._meta.get_field("fingerprint").check()
+    assert error.id == "simdb.E001" and "'text'" in error.msg
+    assert Article._meta.get_field("fingerprint").check() == []
+
+
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(InvalidParameter, match="width 96"):
         FingerprintField(bits=96)
@@ -185,6 +202,17 @@ def test_fingerprints_on_save_and_bulk_create(migrated: str) -> None:
     reread = Article.objects.get(pk=saved.pk)
     reread.save()
     assert Article.objects.get(pk=saved.pk).fingerprint == simdb.fingerprint(other)
+
+    # bulk_update() bypasses it too, unless compute_fingerprints sets them first
+    changed = list(Article.objects.exclude(pk__in=[saved.pk, empty.pk]).order_by("pk")[:5])
+    for article in changed:
+        article.body = _text(rng)
+    Article.objects.bulk_update(changed, ["body"])
+    assert [Article.objects.get(pk=a.pk).fingerprint for a in changed] == [stored[t] for t in texts[:5]]
+    Article.objects.bulk_update(changed, ["body", *compute_fingerprints(changed)])
+    assert [Article.objects.get(pk=a.pk).fingerprint for a in changed] == [
+        simdb.fingerprint(a.body) for a in changed
+    ]
 
 
 def _flip(value: int, count: int, rng: np.random.Generator, bits: int = 64) -> int:

@@ -5,8 +5,8 @@ Migrations import these names from this module (simdb.django.FingerprintField, .
 public API. Only this package imports Django; the rest of simdb never does.
 """
 
-from simdb.django.fields import FingerprintField, Near
+from simdb.django.fields import FingerprintField, Near, compute_fingerprints
 from simdb.django.functions import Hamming
 from simdb.django.indexes import SimhashIndex
 
-__all__ = ["FingerprintField", "Hamming", "Near", "SimhashIndex"]
+__all__ = ["FingerprintField", "Hamming", "Near", "SimhashIndex", "compute_fingerprints"]

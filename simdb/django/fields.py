@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core import checks
+from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.lookups import Lookup
@@ -68,6 +69,23 @@ class FingerprintField(models.Field):
             kwargs["fingerprint_spec"] = self.fingerprint_spec
         return name, "simdb.django.FingerprintField", args, kwargs
 
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        """Django's checks, and that `source` names a field of the model."""
+        found: list[checks.CheckMessage] = super().check(**kwargs)
+        if self.source is not None:
+            try:
+                self.model._meta.get_field(self.source)
+            except FieldDoesNotExist:
+                found.append(
+                    checks.Error(
+                        f"FingerprintField source {self.source!r} is not a field of {self.model.__name__}",
+                        hint="name the text field to fingerprint, e.g. source='body'",
+                        obj=self,
+                        id="simdb.E001",
+                    )
+                )
+        return found
+
     def get_internal_type(self) -> str:
         return "BigIntegerField" if self.bits == 64 else "FingerprintField"
 
@@ -110,6 +128,20 @@ class FingerprintField(models.Field):
             return value
         unsigned = self.to_python(value)
         return None if unsigned is None else keys.db_value(self.bits, unsigned)
+
+
+def compute_fingerprints(objects: list[models.Model]) -> list[str]:
+    """Set the fingerprints of these model instances from their sources, as save() would, and
+    return the fields set: bulk_update() bypasses pre_save, so call
+    Model.objects.bulk_update(objects, ["body", *compute_fingerprints(objects)])."""
+    names: list[str] = []
+    for instance in objects:
+        for field in instance._meta.concrete_fields:
+            if isinstance(field, FingerprintField) and field.source is not None:
+                field.pre_save(instance, add=False)
+                if field.name not in names:
+                    names.append(field.name)
+    return names
 
 
 def near_index(field: FingerprintField) -> Any:

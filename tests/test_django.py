@@ -26,6 +26,7 @@ import django
 
 django.setup()
 
+from django.core import serializers  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django_app.articles.models import Article, Page, near_duplicates, near_ids  # noqa: E402
@@ -190,6 +191,10 @@ def test_fingerprints_on_save_and_bulk_create(migrated: str) -> None:
     Article.objects.bulk_create([Article(title=str(i), body=text) for i, text in enumerate(texts)])
     stored = dict(Article.objects.exclude(pk=saved.pk).values_list("body", "fingerprint"))
     assert stored == {text: simdb.fingerprint(text) for text in texts}
+
+    for kind in ("json", "xml"):  # dumpdata / loaddata
+        (back,) = serializers.deserialize(kind, serializers.serialize(kind, [saved]))
+        assert back.object.fingerprint == simdb.fingerprint(high)
 
     empty = Article.objects.create(title="empty", body="")
     assert empty.fingerprint is None

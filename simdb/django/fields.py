@@ -119,6 +119,11 @@ class FingerprintField(models.Field):
             raise ValidationError(str(error), code="invalid") from error
         raise ValidationError(f"{value!r} is not a {self.bits}-bit fingerprint", code="invalid")
 
+    def value_to_string(self, obj: models.Model) -> str:
+        """Hex digits, as simdb prints a fingerprint (and to_python reads text back)."""
+        value = self.value_from_object(obj)
+        return "" if value is None else self.width.to_hex(value)
+
     def from_db_value(self, value: Any, expression: Any, connection: BaseDatabaseWrapper) -> int | None:
         return None if value is None else self.width.from_sql(value)
 

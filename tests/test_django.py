@@ -29,7 +29,7 @@ django.setup()
 from django.core import serializers  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
-from django_app.articles.models import Article, Page, near_duplicates, near_ids  # noqa: E402
+from django_app.articles.models import Article, Page, near_duplicates, near_ids, near_sql  # noqa: E402
 
 import simdb  # noqa: E402
 from simdb import attach, intable, schema  # noqa: E402
@@ -260,6 +260,9 @@ def test_near_equals_brute_force_and_uses_the_btrees(migrated: str, server_side_
             assert found == _brute_force(values, ids, probe, k), (probe, k)
             assert len(found) >= k + 1
     assert set(near_ids(probes[0])) == _brute_force(values, ids, probes[0], 3)
+    with psycopg.connect(migrated) as plain:  # the same statement from plain psycopg
+        rows = plain.execute(*near_sql(probes[0])).fetchall()
+    assert {pk for (pk,) in rows} == _brute_force(values, ids, probes[0], 3)
     with connections["default"].cursor() as cursor:
         cursor.execute("SET plan_cache_mode = force_generic_plan")  # (a prepared statement's plan)
     plan = Article.objects.filter(fingerprint__near=(probes[0], 3)).explain()

@@ -50,3 +50,10 @@ def near_ids(fingerprint: int, max_distance: int = 3) -> list[int]:
     return list(
         Article.objects.filter(fingerprint__near=(fingerprint, max_distance)).values_list("pk", flat=True)
     )
+
+
+def near_sql(fingerprint: int, max_distance: int = 3) -> tuple[str, tuple[object, ...]]:
+    """The SQL near_ids runs and its parameters (psycopg placeholders), for plain psycopg."""
+    query = Article.objects.filter(fingerprint__near=(fingerprint, max_distance)).values_list("pk", flat=True)
+    sql, params = query.query.sql_with_params()
+    return sql, tuple(params)

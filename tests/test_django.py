@@ -140,7 +140,11 @@ def test_makemigrations_sees_no_change(migrated: str) -> None:
     other = SimhashIndex(fields=["fingerprint"], name="article_fp", max_distance=3, blocks=5)
     assert other != index and other.deconstruct()[2]["blocks"] == 5
     _, path, args, kwargs = Article._meta.get_field("fingerprint").deconstruct()
-    assert (path, args, kwargs) == ("simdb.django.FingerprintField", [], {"source": "body"})
+    assert (path, args, kwargs) == (
+        "simdb.django.FingerprintField",
+        [],
+        {"source": "body", "fingerprint_spec": 2},
+    )
     assert FingerprintField(**kwargs).deconstruct()[3] == kwargs
 
 

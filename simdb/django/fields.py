@@ -65,8 +65,9 @@ class FingerprintField(models.Field):
             kwargs["bits"] = self.bits
         if self.features != "word:3":
             kwargs["features"] = self.features
-        if self.fingerprint_spec != SPEC_VERSION:
-            kwargs["fingerprint_spec"] = self.fingerprint_spec
+        # always: a migration records the spec its fingerprints were made under, so that a simdb
+        # with a newer default shows up in makemigrations instead of mixing fingerprints silently
+        kwargs["fingerprint_spec"] = self.fingerprint_spec
         return name, "simdb.django.FingerprintField", args, kwargs
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ),
                 ("title", models.CharField(max_length=200)),
                 ("body", models.TextField()),
-                ("fingerprint", simdb.django.FingerprintField(source="body")),
+                ("fingerprint", simdb.django.FingerprintField(fingerprint_spec=2, source="body")),
             ],
             options={
                 "indexes": [

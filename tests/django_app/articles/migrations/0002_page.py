@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("url", models.CharField(max_length=200)),
-                ("fingerprint", simdb.django.FingerprintField(bits=128, null=True)),
+                ("fingerprint", simdb.django.FingerprintField(bits=128, fingerprint_spec=2, null=True)),
             ],
             options={
                 "indexes": [

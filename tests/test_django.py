@@ -172,6 +172,9 @@ def test_bad_settings_are_refused() -> None:
         SimhashIndex(fields=["a", "b"], name="two")
     with pytest.raises(simdb.SimdbError):
         SimhashIndex(fields=["fingerprint"], name="bad", max_distance=3, blocks=2)
+    editor = connections["default"].schema_editor(collect_sql=True, atomic=False)
+    with pytest.raises(InvalidParameter, match="CONCURRENTLY"):
+        Article._meta.indexes[0].create_sql(Article, editor, concurrently=True)
 
 
 def _high_text(rng: random.Random) -> str:

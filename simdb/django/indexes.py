@@ -1,0 +1,119 @@
+"""SimhashIndex: simdb's permuted-table B-trees on a FingerprintField, for Meta.indexes, so that
+makemigrations writes them and migrate builds them in the migration's transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.backends.ddl_references import Reference, Statement
+
+from simdb.django import keys
+from simdb.errors import InvalidParameter
+from simdb.modes.simhash import SimhashIndex as Layout
+
+DEFAULT_EXPECTED_ROWS = 1_000_000
+
+
+class _Btrees(Reference):
+    """CREATE (or DROP) INDEX of each permuted table's B-tree, rendered when executed, so that a
+    table or column renamed before then (deferred SQL) is followed."""
+
+    def __init__(self, statements: Any, table: str, column: str) -> None:
+        self.statements, self.table, self.column = statements, table, column
+
+    def references_table(self, table: str) -> bool:
+        return table == self.table
+
+    def references_column(self, table: str, column: str) -> bool:
+        return table == self.table and column == self.column
+
+    def rename_table_references(self, old_table: str, new_table: str) -> None:
+        if self.table == old_table:
+            self.table = new_table
+
+    def rename_column_references(self, table: str, old_column: str, new_column: str) -> None:
+        if self.table == table and self.column == old_column:
+            self.column = new_column
+
+    def __str__(self) -> str:
+        return "; ".join(self.statements(self.table, self.column))
+
+
+class SimhashIndex(models.Index):
+    """The B-trees of simdb's simhash index on one FingerprintField: exact `near` lookups within
+    max_distance bits. `blocks` overrides the planner, which plans for `expected_rows`. Table i's
+    B-tree is named NAME_p<i>."""
+
+    def __init__(
+        self,
+        *,
+        fields: list[str],
+        name: str,
+        max_distance: int = 3,
+        blocks: int | None = None,
+        expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    ) -> None:
+        if len(fields) != 1 or fields[0].startswith("-"):
+            raise InvalidParameter(
+                f"SimhashIndex(fields={fields!r}) needs one field",
+                'name the FingerprintField, e.g. fields=["fingerprint"]',
+            )
+        self.max_distance, self.blocks, self.expected_rows = max_distance, blocks, expected_rows
+        super().__init__(fields=fields, name=name)
+        self.layout(64)  # refuse a bad max_distance or blocks now, not at migrate
+
+    def deconstruct(self) -> Any:
+        kwargs: dict[str, Any] = {"fields": self.fields, "name": self.name, "max_distance": self.max_distance}
+        if self.blocks is not None:
+            kwargs["blocks"] = self.blocks
+        if self.expected_rows != DEFAULT_EXPECTED_ROWS:
+            kwargs["expected_rows"] = self.expected_rows
+        return "simdb.django.SimhashIndex", (), kwargs
+
+    def layout(self, bits: int) -> Layout:
+        """simdb's simhash index of these settings (its tables and key expressions)."""
+        return keys.layout(self.name, self.max_distance, self.blocks, self.expected_rows, bits)
+
+    def btree_names(self, bits: int = 64) -> list[str]:
+        return [f"{self.name}_{column}" for column in self.layout(bits).columns]
+
+    def _bits(self, model: type[models.Model]) -> int:
+        return int(getattr(model._meta.get_field(self.fields[0]), "bits", 64))
+
+    def create_sql(
+        self,
+        model: type[models.Model],
+        schema_editor: BaseDatabaseSchemaEditor,
+        using: str = "",
+        **kwargs: Any,
+    ) -> Statement:
+        if kwargs.get("concurrently"):
+            raise InvalidParameter(
+                f"SimhashIndex {self.name!r} cannot be built CONCURRENTLY (it is several B-trees)",
+                "use AddIndex in an atomic migration",
+            )
+        made, quote = self.layout(self._bits(model)), schema_editor.quote_name
+        column = model._meta.get_field(self.fields[0]).column
+
+        def statements(table: str, column: str) -> list[str]:
+            return [
+                f"CREATE INDEX {quote(name)} ON {quote(table)} (({key}))"
+                for name, key in zip(
+                    self.btree_names(made.bits), keys.btree_keys(made, quote(column)), strict=True
+                )
+            ]
+
+        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))
+
+    def remove_sql(
+        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any
+    ) -> Statement:
+        quote, names = schema_editor.quote_name, self.btree_names(self._bits(model))
+        column = model._meta.get_field(self.fields[0]).column
+
+        def statements(table: str, column: str) -> list[str]:
+            return [f"DROP INDEX IF EXISTS {quote(name)}" for name in names]
+
+        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))

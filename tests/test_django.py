@@ -1,0 +1,395 @@
+"""simdb.django against a real PostgreSQL: the example project in tests/django_app (its models,
+migrations and management command), each test on a fresh database of its own."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+pytest.importorskip("django")
+pytest.importorskip("pytest_django")
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "django_app.settings")
+
+import django
+
+django.setup()
+
+from django.core import serializers  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connections  # noqa: E402
+from django_app.articles.models import Article, Page, near_duplicates, near_ids, near_sql  # noqa: E402
+
+import simdb  # noqa: E402
+from simdb import attach, intable, schema  # noqa: E402
+from simdb.django import FingerprintField, Hamming, SimhashIndex, compute_fingerprints  # noqa: E402
+from simdb.errors import InvalidParameter  # noqa: E402
+from simdb.modes.simhash import SimhashSpec  # noqa: E402
+
+BTREES = ["article_fp_p0", "article_fp_p1", "article_fp_p2", "article_fp_p3"]
+WORDS = [f"word{i}" for i in range(16)]
+
+
+def _forget() -> None:
+    """Close Django's default connection whatever its state (a failed migration leaves its atomic
+    block open: Django's schema editor skips the atomic exit when deferred SQL fails, and a
+    manage.py process would exit there, its transaction rolled back)."""
+    connection = connections["default"]
+    if connection.connection is not None:
+        connection.connection.close()
+    del connections["default"]
+
+
+def _use(dsn: str, *, server_side_binding: bool = False) -> None:
+    """Point Django's default connection at `dsn` (closing what it had open)."""
+    params = conninfo_to_dict(dsn)
+    _forget()
+    connections["default"].settings_dict.update(
+        NAME=params["dbname"],
+        USER=params.get("user", ""),
+        PASSWORD=params.get("password", ""),
+        HOST=params.get("host", ""),
+        PORT=params.get("port", ""),
+        OPTIONS={"server_side_binding": True} if server_side_binding else {},
+    )
+
+
+@pytest.fixture
+def articles_db(empty_db: str, django_db_blocker: object) -> Iterator[str]:
+    """A fresh database (no simdb schema: the Django integration needs none) as Django's default."""
+    _use(empty_db)
+    unblock = getattr(django_db_blocker, "unblock", None)
+    if unblock is None:
+        yield empty_db
+    else:
+        with unblock():
+            yield empty_db
+    _forget()
+
+
+@pytest.fixture
+def migrated(articles_db: str) -> str:
+    call_command("migrate", "articles", verbosity=0)
+    return articles_db
+
+
+def _text(rng: random.Random, n: int = 40) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _btrees(dsn: str) -> dict[str, str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'article_fp%%'"
+        ).fetchall()
+    return dict(rows)
+
+
+def _table_exists(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT to_regclass('articles_article') IS NOT NULL").fetchone() == (True,)
+
+
+def test_migrate_up_and_down(articles_db: str) -> None:
+    call_command("migrate", "articles", verbosity=0)
+    made = _btrees(articles_db)
+    assert sorted(made) == BTREES
+    assert "((fingerprint >> 48) & (65535)::bigint)" in made["article_fp_p0"]
+    call_command("migrate", "articles", "zero", verbosity=0)
+    assert _btrees(articles_db) == {}
+    assert not _table_exists(articles_db)
+    call_command("migrate", "articles", verbosity=0)
+    assert sorted(_btrees(articles_db)) == BTREES
+
+
+def test_migration_is_atomic(articles_db: str) -> None:
+    """The last B-tree fails (its name is taken): the table and the other B-trees are rolled back."""
+    with psycopg.connect(articles_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE taken (x int)")
+        conn.execute("CREATE INDEX article_fp_p3 ON taken (x)")
+    with pytest.raises(django.db.utils.ProgrammingError, match="article_fp_p3"):
+        call_command("migrate", "articles", verbosity=0)
+    _forget()
+    assert not _table_exists(articles_db)
+    assert sorted(_btrees(articles_db)) == ["article_fp_p3"]
+    with psycopg.connect(articles_db) as conn:
+        assert conn.execute("SELECT count(*) FROM django_migrations WHERE app = 'articles'").fetchone() == (
+            0,
+        )
+
+
+def test_makemigrations_sees_no_change(migrated: str) -> None:
+    """The committed migration is what the models say (deconstruct round trip)."""
+    call_command("makemigrations", "articles", "--check", "--dry-run", verbosity=0)
+    index = Article._meta.indexes[0]
+    path, args, kwargs = index.deconstruct()
+    assert (path, args) == ("simdb.django.SimhashIndex", ())
+    assert kwargs == {"fields": ["fingerprint"], "name": "article_fp", "max_distance": 3}
+    assert SimhashIndex(**kwargs) == index == index.clone()
+    other = SimhashIndex(fields=["fingerprint"], name="article_fp", max_distance=3, blocks=5)
+    assert other != index and other.deconstruct()[2]["blocks"] == 5
+    _, path, args, kwargs = Article._meta.get_field("fingerprint").deconstruct()
+    assert (path, args, kwargs) == (
+        "simdb.django.FingerprintField",
+        [],
+        {"source": "body", "fingerprint_spec": 2},
+    )
+    assert FingerprintField(**kwargs).deconstruct()[3] == kwargs
+
+
+def test_a_source_that_is_no_field_fails_the_checks() -> None:
+    from django.db import models
+    from django.test.utils import isolate_apps
+
+    with isolate_apps("django_app.articles"):
+
+        class Broken(models.Model):
+            fingerprint = FingerprintField(source="text")
+
+            class Meta:
+                app_label = "articles"
+
+    (error,) = Broken._meta.get_field("fingerprint").check()
+    assert error.id == "simdb.E001" and "'text'" in error.msg
+    assert Article._meta.get_field("fingerprint").check() == []
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(InvalidParameter, match="width 96"):
+        FingerprintField(bits=96)
+    with pytest.raises(InvalidParameter, match="one field"):
+        SimhashIndex(fields=["a", "b"], name="two")
+    with pytest.raises(simdb.SimdbError):
+        SimhashIndex(fields=["fingerprint"], name="bad", max_distance=3, blocks=2)
+    editor = connections["default"].schema_editor(collect_sql=True, atomic=False)
+    with pytest.raises(InvalidParameter, match="CONCURRENTLY"):
+        Article._meta.indexes[0].create_sql(Article, editor, concurrently=True)
+
+
+def _high_text(rng: random.Random) -> str:
+    """A text whose fingerprint has its top bit set (a negative bigint in PostgreSQL)."""
+    while True:
+        text = _text(rng)
+        if simdb.fingerprint(text) >= 2**63:
+            return text
+
+
+def test_fingerprints_on_save_and_bulk_create(migrated: str) -> None:
+    rng = random.Random(7)
+    high = _high_text(rng)
+    saved = Article.objects.create(title="high", body=high)
+    assert saved.fingerprint == simdb.fingerprint(high)
+    saved.refresh_from_db()
+    assert saved.fingerprint == simdb.fingerprint(high)  # unsigned again after the signed bigint
+    assert list(Article.objects.filter(fingerprint=simdb.fingerprint(high))) == [saved]
+
+    texts = [_text(rng) for _ in range(20)]
+    Article.objects.bulk_create([Article(title=str(i), body=text) for i, text in enumerate(texts)])
+    stored = dict(Article.objects.exclude(pk=saved.pk).values_list("body", "fingerprint"))
+    assert stored == {text: simdb.fingerprint(text) for text in texts}
+
+    for kind in ("json", "xml"):  # dumpdata / loaddata
+        (back,) = serializers.deserialize(kind, serializers.serialize(kind, [saved]))
+        assert back.object.fingerprint == simdb.fingerprint(high)
+
+    empty = Article.objects.create(title="empty", body="")
+    assert empty.fingerprint is None
+    assert Article.objects.get(pk=empty.pk).fingerprint is None
+
+    # QuerySet.update() bypasses pre_save: the fingerprint stays the old text's until a save()
+    other = _text(rng)
+    Article.objects.filter(pk=saved.pk).update(body=other)
+    assert Article.objects.get(pk=saved.pk).fingerprint == simdb.fingerprint(high)
+    reread = Article.objects.get(pk=saved.pk)
+    reread.save()
+    assert Article.objects.get(pk=saved.pk).fingerprint == simdb.fingerprint(other)
+
+    # bulk_update() bypasses it too, unless compute_fingerprints sets them first
+    changed = list(Article.objects.exclude(pk__in=[saved.pk, empty.pk]).order_by("pk")[:5])
+    for article in changed:
+        article.body = _text(rng)
+    Article.objects.bulk_update(changed, ["body"])
+    assert [Article.objects.get(pk=a.pk).fingerprint for a in changed] == [stored[t] for t in texts[:5]]
+    Article.objects.bulk_update(changed, ["body", *compute_fingerprints(changed)])
+    assert [Article.objects.get(pk=a.pk).fingerprint for a in changed] == [
+        simdb.fingerprint(a.body) for a in changed
+    ]
+
+
+def _flip(value: int, count: int, rng: np.random.Generator, bits: int = 64) -> int:
+    for bit in rng.choice(bits, size=count, replace=False):
+        value ^= 1 << int(bit)
+    return value
+
+
+def _fill(dsn: str, rows: int, probes: list[int], rng: np.random.Generator) -> np.ndarray:
+    """`rows` random fingerprints, and for each probe copies at distances 0..5; returns them all
+    (unsigned, in id order)."""
+    values = [int(v) for v in rng.integers(0, 2**64, size=rows, dtype=np.uint64)]
+    for probe in probes:
+        values += [_flip(probe, d, rng) for d in range(6)]
+    with psycopg.connect(dsn) as conn:
+        with conn.cursor().copy("COPY articles_article (title, body, fingerprint) FROM STDIN") as copy:
+            for value in values:
+                copy.write_row(("t", "", simdb.to_signed(value)))
+        conn.execute("ANALYZE articles_article")
+    return np.array(values, dtype=np.uint64)
+
+
+def _brute_force(values: np.ndarray, ids: np.ndarray, probe: int, k: int) -> set[int]:
+    distances = np.bitwise_count(values ^ np.uint64(probe))
+    return {int(i) for i in ids[distances <= k]}
+
+
+@pytest.mark.parametrize("server_side_binding", [False, True])
+def test_near_equals_brute_force_and_uses_the_btrees(migrated: str, server_side_binding: bool) -> None:
+    rng = np.random.default_rng(29)
+    probes = [int(v) for v in rng.integers(0, 2**64, size=8, dtype=np.uint64)]
+    probes[0] |= 1 << 63  # a negative bigint
+    probes[1] &= (1 << 63) - 1
+    values = _fill(migrated, 30_000, probes, rng)
+    _use(migrated, server_side_binding=server_side_binding)
+    ids = np.array(Article.objects.order_by("pk").values_list("pk", flat=True))
+    for probe in probes:
+        for k in (0, 1, 2, 3, 5):  # 5: above the index's max_distance, exact by a scan
+            found = set(Article.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
+            assert found == _brute_force(values, ids, probe, k), (probe, k)
+            assert len(found) >= k + 1
+    assert set(near_ids(probes[0])) == _brute_force(values, ids, probes[0], 3)
+    with psycopg.connect(migrated) as plain:  # the same statement from plain psycopg
+        rows = plain.execute(*near_sql(probes[0])).fetchall()
+    assert {pk for (pk,) in rows} == _brute_force(values, ids, probes[0], 3)
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")  # (a prepared statement's plan)
+    plan = Article.objects.filter(fingerprint__near=(probes[0], 3)).explain()
+    for name in BTREES:
+        assert f"Bitmap Index Scan on {name}" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_hamming_annotates_and_orders(migrated: str) -> None:
+    rng = random.Random(3)
+    texts = [_high_text(rng) for _ in range(3)] + [_text(rng) for _ in range(5)]
+    Article.objects.bulk_create([Article(title=str(i), body=text) for i, text in enumerate(texts)])
+    probe = simdb.fingerprint(texts[0])
+    rows = list(
+        Article.objects.annotate(d=Hamming("fingerprint", probe)).order_by("d", "pk").values_list("body", "d")
+    )
+    expected = sorted(((t, simdb.hamming(simdb.fingerprint(t), probe)) for t in texts), key=lambda r: r[1])
+    assert [d for _, d in rows] == [d for _, d in expected]
+    assert dict(rows) == dict(expected)
+
+
+def test_near_duplicates_of_an_article(migrated: str) -> None:
+    rng = random.Random(11)
+    body = _text(rng, 200)
+    words = body.split()
+    edited = " ".join([*words[:100], "omega", *words[101:]])  # one word changed
+    original = Article.objects.create(title="original", body=body)
+    copy = Article.objects.create(title="copy", body=edited)
+    Article.objects.create(title="other", body=_text(random.Random(12), 200))
+    distance = simdb.hamming(original.fingerprint, copy.fingerprint)
+    assert distance <= 3, "the edit is small enough to stay within 3 bits"
+    found = [(a.pk, a.distance) for a in near_duplicates(original)]
+    brute = [
+        (a.pk, simdb.hamming(a.fingerprint, original.fingerprint))
+        for a in Article.objects.exclude(pk=original.pk)
+        if simdb.hamming(a.fingerprint, original.fingerprint) <= 3
+    ]
+    assert found == sorted(brute, key=lambda r: (r[1], r[0]))
+    assert (copy.pk, distance) in found
+    out = io.StringIO()
+    call_command("near_duplicates", str(original.pk), stdout=out)
+    assert f"{copy.pk}\t{distance}\tcopy" in out.getvalue().splitlines()
+
+
+def test_near_refuses_bad_arguments(migrated: str) -> None:
+    with pytest.raises(InvalidParameter, match="pair"):
+        list(Article.objects.filter(fingerprint__near=123))
+    with pytest.raises(InvalidParameter, match=r"0\.\.64"):
+        list(Article.objects.filter(fingerprint__near=(123, 65)))
+
+
+def test_readme_example_is_the_example_app() -> None:
+    """The README's Django snippet is the model and function the example project runs."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "simdb.django" in b]
+    models = (Path(__file__).resolve().parent / "django_app" / "articles" / "models.py").read_text()
+    flat = re.sub(r"\s+", "", models)
+    for line in block.splitlines():  # every line but the signature (models.py has type hints)
+        code = re.sub(r"\s+|#.*", "", line)
+        if code and not code.startswith("def"):
+            assert code in flat, line
+
+
+def test_core_never_imports_django() -> None:
+    code = (
+        "import sys, simdb, simdb.index, simdb.query, simdb.cli, simdb.sqlalchemy;"
+        "assert 'django' not in sys.modules, 'django imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> None:
+    """simdb's in-table index with a text column on the model's table: QuerySet.update() of the
+    text clears the stale fingerprint and sync refills it; its B-trees are SimhashIndex's."""
+    rng = random.Random(5)
+    first, second = _text(rng), _text(rng)
+    article = Article.objects.create(title="a", body=first)
+    with psycopg.connect(migrated, autocommit=True) as conn:
+        schema.ensure_schema(conn)
+        spec = SimhashSpec(max_distance=3, blocks=Article._meta.indexes[0].layout(64).plan.blocks)
+        intable.attach_in_table(
+            conn, "arts", "public.articles_article", "id", "fingerprint", "body", spec=spec
+        )
+        definitions = _btrees(migrated) | dict(
+            conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'simdb_arts_p%%'")
+        )
+        for number in range(4):
+            ours, simdbs = definitions[f"article_fp_p{number}"], definitions[f"simdb_arts_p{number}"]
+            assert ours.split(" USING ")[1] == simdbs.split(" USING ")[1]
+        Article.objects.filter(pk=article.pk).update(body=second)
+        assert Article.objects.get(pk=article.pk).fingerprint is None
+        assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}
+    assert Article.objects.get(pk=article.pk).fingerprint == simdb.fingerprint(second)
+    assert near_ids(simdb.fingerprint(second)) == [article.pk]
+
+
+@pytest.mark.parametrize("server_side_binding", [False, True])
+def test_128_bit_fingerprints(migrated: str, server_side_binding: bool) -> None:
+    """bit(128) columns: the field's conversions, the near lookup against brute force, its plan."""
+    text = _text(random.Random(1))
+    assert FingerprintField(source="body", bits=128).compute(text) == simdb.fingerprint(text, bits=128)
+    _use(migrated, server_side_binding=server_side_binding)
+    rng = np.random.default_rng(128)
+    words = rng.integers(0, 2**64, size=(3000, 2), dtype=np.uint64).tolist()
+    values = [int(high) << 64 | int(low) for high, low in words]
+    probes = values[:6]
+    values += [_flip(probe, d, rng, 128) for probe in probes for d in range(6)]
+    Page.objects.bulk_create([Page(url=str(i), fingerprint=v) for i, v in enumerate(values)])
+    with connections["default"].cursor() as cursor:
+        cursor.execute("ANALYZE articles_page")
+    stored = dict(Page.objects.values_list("pk", "fingerprint"))
+    assert sorted(stored.values()) == sorted(values)
+    for probe in probes:
+        for k in (0, 1, 3, 5):
+            found = set(Page.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
+            assert found == {pk for pk, v in stored.items() if (v ^ probe).bit_count() <= k}, (probe, k)
+    nearest = Page.objects.annotate(d=Hamming("fingerprint", probes[0])).order_by("d", "pk")[:6]
+    assert [page.d for page in nearest] == [0, 0, 1, 2, 3, 4]
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    plan = Page.objects.filter(fingerprint__near=(probes[0], 3)).explain()
+    for number in range(4):
+        assert f"Bitmap Index Scan on page_fp_p{number}" in plan

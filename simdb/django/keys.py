@@ -3,6 +3,8 @@ that the lookup repeats the index's expressions exactly (constants in the SQL te
 
 from __future__ import annotations
 
+import functools
+
 from psycopg import sql
 
 from simdb.bits import to_hex, to_signed
@@ -13,8 +15,10 @@ from simdb.modes.widths import width
 from simdb.simhash import Features
 
 
+@functools.cache
 def layout(name: str, max_distance: int, blocks: int | None, expected_rows: int, bits: int) -> Layout:
-    """simdb's simhash index of these settings: its permuted tables and their key expressions."""
+    """simdb's simhash index of these settings: its permuted tables and their key expressions
+    (computed once per settings: the planner's choice costs milliseconds, a lookup is sub-ms)."""
     return SimhashSpec(max_distance=max_distance, blocks=blocks, bits=bits).build(
         name, Features(), expected_rows
     )

@@ -1,4 +1,5 @@
-"""simdb's Python API on a psycopg AsyncConnection: load an index, query it, write its rows.
+"""simdb's Python API on a psycopg AsyncConnection: load an index, query it, write its rows,
+sync an attached one.
 
 Each function runs the statements its sync counterpart builds (query.near_statement,
 ingest.upsert_plan, index.loading, ...), so both give the same answers; an index is given by
@@ -7,14 +8,16 @@ name (loaded with the same catalog reads as index.get) or as the Index object in
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import conninfo
 from psycopg.rows import TupleRow, dict_row, tuple_row
 
-from simdb import catalog, connection, ingest, query
+from simdb import attach, catalog, connection, ingest, query
 from simdb import index as indexes
 from simdb.handle import Document, sketch_of
 from simdb.modes import Index, Sketch
@@ -122,6 +125,21 @@ async def delete(conn: AsyncConnection, index: IndexLike, keys: Iterable[str]) -
     return cursor.rowcount
 
 
+async def sync(conn: AsyncConnection, name: str, *, full: bool = False, jobs: int = 1) -> attach.Synced:
+    """attach.sync: bring attached index NAME up to date with its table. It runs the sync API
+    itself in a worker thread, on a connection of its own to conn's database (conn's parameters,
+    password included): a sync sketches documents, CPU work that must not block the event loop."""
+    info = conn.info
+    dsn = conninfo.make_conninfo(info.dsn, password=info.password) if info.password else info.dsn
+    target = connection.Target(dsn, "the async connection's parameters")
+
+    def work() -> attach.Synced:
+        with connection.connect(target) as own:
+            return attach.sync(own, name, full=full, jobs=jobs)
+
+    return await asyncio.to_thread(work)
+
+
 class AsyncDatabase:
     """An async connection to a database with simdb's schema, for bound indexes (`index`)."""
 
@@ -191,3 +209,7 @@ class AsyncBoundIndex:
     async def delete(self, keys: Iterable[str]) -> int:
         """Remove these keys' rows; returns how many existed."""
         return await delete(self.conn, self.index, keys)
+
+    async def sync(self, *, full: bool = False) -> attach.Synced:
+        """Bring an attached index up to date with the table it follows (`sync` above)."""
+        return await sync(self.conn, self.index.name, full=full)

@@ -142,14 +142,20 @@ def test_aio_refuses_as_the_sync_api(conn: Conn, dsn: str) -> None:
 
 
 def test_aio_on_an_index_in_the_applications_table(conn: Conn, dsn: str) -> None:
-    """Loading, queries and near_key on an in-table index; writes are refused as in the sync API."""
+    """aio.sync fills an in-table index; loading, queries and near_key on it; writes are refused
+    as in the sync API. A side table's handle syncs too."""
     body = " ".join(f"word{i} topic{i % 11}" for i in range(300))
     conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
     conn.execute(
         "INSERT INTO public.articles (body) VALUES (%s), (%s), ('other text, far away')", (body, body + " x")
     )
     intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
-    attach.sync(conn, "arts")
+    synced = run_async(dsn, lambda aconn: aio.sync(aconn, "arts"))
+    assert synced.as_dict() == {"filled": 3, "empty": 0}
+    assert run_async(dsn, lambda aconn: aio.sync(aconn, "arts", full=True)).as_dict() == {
+        "filled": 3,
+        "empty": 0,
+    }
     made = index.get(conn, "arts")
     expected = query.near_key(conn, made, "1")
 
@@ -161,6 +167,21 @@ def test_aio_on_an_index_in_the_applications_table(conn: Conn, dsn: str) -> None
     assert found == expected == [query.Match("1", None, 0), query.Match("2", None, found[1].distance)]
     with pytest.raises(InvalidParameter, match="delete does not write index 'arts'"):
         run_async(dsn, lambda aconn: aio.delete(aconn, "arts", ["1"]))
+
+    attach.attach(conn, "side", "public.articles", "id", "body")
+    conn.execute("DELETE FROM public.articles WHERE id = 3")
+
+    async def side() -> tuple[dict[str, object], list[query.Match]]:
+        async with await aio.connect(dsn) as db:
+            handle = await db.index("side")
+            return (await handle.sync()).as_dict(), await handle.near_key("1")
+
+    report, near = asyncio.run(side())
+    assert report == {"added": 2, "updated": 0, "unchanged": 0, "removed": 0, "empty": 0}
+    assert near == expected
+    with simdb.connect(dsn) as db:  # the sync handle: nothing left to do
+        again = db.index("side").sync().as_dict()
+        assert (again["added"], again["updated"], again["removed"], again["queued"]) == (0, 0, 0, 0)
 
 
 TEXTS = {

@@ -41,7 +41,7 @@ class Read:
     """One read of the catalog, as a statement and its parameters (rows as dicts or tuples), so
     that a sync and an async connection (simdb.aio) run the same reads: see `run`."""
 
-    text: sql.Composed
+    text: sql.SQL | sql.Composed
     params: tuple[Any, ...]
     dicts: bool = False
 

@@ -225,9 +225,9 @@ HAS_CITUS = sql.SQL("SELECT 1 FROM pg_extension WHERE extname = %s")
 
 def citus_table_reads(relation: str) -> Reads[CitusTable | None]:
     """citus_table as catalog reads (simdb.aio runs them too)."""
-    if not (yield Read(sql.Composed([HAS_CITUS]), (CITUS,))):
+    if not (yield Read(HAS_CITUS, (CITUS,))):
         return None
-    rows = yield Read(sql.Composed([CITUS_TABLE]), (relation,))
+    rows = yield Read(CITUS_TABLE, (relation,))
     return (str(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
 
 

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import conninfo
+from psycopg import conninfo, sql
 from psycopg.rows import TupleRow, dict_row, tuple_row
 
 from simdb import attach, catalog, connection, ingest, query
@@ -99,22 +99,36 @@ async def store(
     hashes: Mapping[str, bytes] | None = None,
     extensions: Mapping[str, str | None] | None = None,
     mtimes: Mapping[str, int | None] | None = None,
+    *,
+    new_keys: bool = False,
 ) -> tuple[int, int]:
     """ingest.store: upsert {key: sketch} in one transaction; returns (inserted, updated)."""
     made = await resolve(conn, index)
     cursor = conn.cursor()
     plan = ingest.upsert_plan(made, cursor, batch, sizes, hashes, extensions, mtimes)
+    if new_keys:
+        try:
+            async with conn.transaction():
+                await _copy(cursor, made.table, plan)
+            return len(plan.rows), 0
+        except psycopg.errors.UniqueViolation:
+            pass  # a key stored already: upsert as below
     async with conn.transaction():
         await conn.execute(plan.create_stage)
-        async with cursor.copy(ingest.copy_statement(plan.stage, plan.columns)) as copy:
-            copy.set_types(plan.types)
-            for row in plan.rows:
-                await copy.write_row(row)
+        await _copy(cursor, plan.stage, plan)
         counted = await conn.execute(plan.upsert)
         inserted, updated = plan.counts(await counted.fetchone())
         if inserted + updated < len(plan.rows):  # some rows were left as they were: they are seen too
             await conn.execute(ingest.mark_seen_statement(made), (plan.keys,))
     return inserted, updated
+
+
+async def _copy(cursor: psycopg.AsyncCursor[Any], table: sql.Composable, plan: ingest.UpsertPlan) -> None:
+    """ingest.copy_rows, awaited: the plan's rows into `table`."""
+    async with cursor.copy(ingest.copy_statement(table, plan.columns)) as copy:
+        copy.set_types(plan.types)
+        for row in plan.rows:
+            await copy.write_row(row)
 
 
 async def delete(conn: AsyncConnection, index: IndexLike, keys: Iterable[str]) -> int:

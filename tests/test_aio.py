@@ -119,11 +119,13 @@ def test_aio_stores_changed_values_as_store_does(conn: Conn, dsn: str) -> None:
     ingest.store(conn, a, first)
     expected = ingest.store(conn, a, {**first, **changed})
 
-    async def work(aconn: aio.AsyncConnection) -> tuple[int, int]:
-        await aio.store(aconn, b, first)
-        return await aio.store(aconn, b, {**first, **changed})
+    async def work(aconn: aio.AsyncConnection) -> tuple[tuple[int, int], ...]:
+        return (
+            await aio.store(aconn, b, first, new_keys=True),  # copied straight in
+            await aio.store(aconn, b, {**first, **changed}, new_keys=True),  # "new" was not: upserted
+        )
 
-    assert run_async(dsn, work) == expected == (1, 10)
+    assert run_async(dsn, work) == ((50, 0), expected) == ((50, 0), (1, 10))
     assert _rows(conn, a) == _rows(conn, b)
 
 

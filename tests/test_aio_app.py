@@ -10,7 +10,7 @@ import httpx
 from aio_app.service import create_app
 from support import Conn
 
-from simdb import index, query
+from simdb import index, ingest, query
 
 BASE = " ".join(f"alpha{i} beta{i % 7}" for i in range(1000))
 TEXTS = {"a": BASE, "b": BASE + " more", "c": "a different document about something else entirely"}
@@ -56,3 +56,24 @@ def test_the_service_stores_and_answers_near_duplicates_as_the_sync_api(conn: Co
     ]
     assert answers[4][0] == answers[5][0] == 422
     assert "max distance 9 is outside 0..3" in answers[5][1]["detail"]
+
+
+def test_concurrent_requests_share_the_pool(conn: Conn, dsn: str) -> None:
+    """Twenty requests at once, on a pool of at most four connections, each answered right."""
+    made = index.create(conn, "docs")
+    texts = {f"t{number}": f"{BASE} variant {number}" for number in range(20)}
+    ingest.store(conn, made, {key: made.sketch(text) for key, text in texts.items()})
+    app = create_app(dsn, "docs")
+
+    async def main() -> list[Any]:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+                calls = [client.post("/near", json={"text": text, "k": 0}) for text in texts.values()]
+                return [response.json() for response in await asyncio.gather(*calls)]
+
+    answers = asyncio.run(main())
+    expected = [
+        [m.as_dict() for m in query.near(conn, made, made.sketch(text), 0)] for text in texts.values()
+    ]
+    assert answers == [[{**match, "similarity": None} for match in found] for found in expected]

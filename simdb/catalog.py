@@ -7,17 +7,18 @@ user table an attached index reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 from simdb.connection import Connection
 from simdb.names import VERSION_TABLE, in_schema
 
+T = TypeVar("T")
 INDEXES = in_schema("_indexes")
 TABLES = in_schema("_tables")
 SOURCES = in_schema("_sources")
@@ -35,10 +36,41 @@ def add_index(conn: Connection, values: Mapping[str, object]) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Read:
+    """One read of the catalog, as a statement and its parameters (rows as dicts or tuples), so
+    that a sync and an async connection (simdb.aio) run the same reads: see `run`."""
+
+    text: sql.SQL | sql.Composed
+    params: tuple[Any, ...]
+    dicts: bool = False
+
+
+Reads = Generator[Read, list[Any], T]  # reads without I/O: send each Read's rows, get the result
+
+
+def run(conn: Connection, reads: Reads[T]) -> T:
+    """The result of `reads`, each Read run on `conn`."""
+    try:
+        read = next(reads)
+        while True:
+            with conn.cursor(row_factory=dict_row if read.dicts else tuple_row) as cursor:
+                rows: list[Any] = cursor.execute(read.text, read.params).fetchall()
+            read = reads.send(rows)
+    except StopIteration as done:
+        return cast(T, done.value)
+
+
+def index_row_read(name: str) -> Read:
+    """The read of an index's row, as {column: value} (no row: no such index)."""
+    return Read(sql.SQL("SELECT * FROM {} WHERE name = %s").format(INDEXES), (name,), dicts=True)
+
+
 def index_row(conn: Connection, name: str) -> dict[str, Any] | None:
     """An index's row as {column: value}, or None if there is no such index."""
+    read = index_row_read(name)
     with conn.cursor(row_factory=dict_row) as cursor:
-        return cursor.execute(sql.SQL("SELECT * FROM {} WHERE name = %s").format(INDEXES), (name,)).fetchone()
+        return cursor.execute(read.text, read.params).fetchone()
 
 
 def index_names(conn: Connection, mode: str | None = None) -> list[str]:
@@ -101,9 +133,19 @@ def add_tables(conn: Connection, name: str, tables: Sequence[PermutedTable]) -> 
 
 def block_orders(conn: Connection, name: str) -> list[list[int]]:
     """The block order of each permuted table of index NAME, by table number."""
-    rows = conn.execute(
+    read = block_orders_read(name)
+    return orders_of(conn.execute(read.text, read.params).fetchall())
+
+
+def block_orders_read(name: str) -> Read:
+    """The read of block_orders."""
+    return Read(
         sql.SQL("SELECT block_order FROM {} WHERE index_name = %s ORDER BY table_no").format(TABLES), (name,)
-    ).fetchall()
+    )
+
+
+def orders_of(rows: Sequence[Sequence[Any]]) -> list[list[int]]:
+    """block_orders from its read's rows."""
     return [list(order) for (order,) in rows]
 
 
@@ -140,12 +182,20 @@ def add_source(conn: Connection, name: str, source: SourceRow) -> None:
 def source_row(conn: Connection, name: str) -> SourceRow | None:
     """The record of the table index NAME reads, or None (read as JSON: revisions before 0013,
     which migrations still meet, have no sketch_column)."""
-    row = conn.execute(
-        sql.SQL("SELECT to_jsonb(s) FROM {} AS s WHERE index_name = %s").format(SOURCES), (name,)
-    ).fetchone()
-    if row is None:
+    read = source_row_read(name)
+    return source_of(conn.execute(read.text, read.params).fetchall())
+
+
+def source_row_read(name: str) -> Read:
+    """The read of source_row."""
+    return Read(sql.SQL("SELECT to_jsonb(s) FROM {} AS s WHERE index_name = %s").format(SOURCES), (name,))
+
+
+def source_of(rows: Sequence[Sequence[Any]]) -> SourceRow | None:
+    """source_row from its read's rows."""
+    if not rows:
         return None
-    found = row[0]
+    found = rows[0][0]
     return SourceRow(
         found["source_schema"],
         found["source_table"],

@@ -52,14 +52,19 @@ def connect(target: Target, *, autocommit: bool = True) -> Connection:
     """Open a psycopg connection (autocommit: simdb opens its own transactions), or DatabaseUnavailable."""
     try:
         return psycopg.connect(target.dsn, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S)
-    except psycopg.ProgrammingError as error:  # the string itself does not parse
-        raise DatabaseUnavailable(
+    except (psycopg.ProgrammingError, psycopg.OperationalError) as error:
+        raise unavailable(target, error) from error
+
+
+def unavailable(target: Target, error: psycopg.Error) -> DatabaseUnavailable:
+    """What a failed connect says (simdb.aio's too): a string that does not parse, or no server."""
+    if isinstance(error, psycopg.ProgrammingError):
+        return DatabaseUnavailable(
             f"bad connection string ({target.source}): {str(error).strip().splitlines()[0]}",
             "write a URL like postgresql://user@host:5432/dbname, or key=value pairs: host=... dbname=...",
-        ) from error
-    except psycopg.OperationalError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise DatabaseUnavailable(
-            f"cannot connect to PostgreSQL ({target.source}): {first}",
-            "check that the server is up and the DSN is right; with no DSN simdb uses its own server",
-        ) from error
+        )
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return DatabaseUnavailable(
+        f"cannot connect to PostgreSQL ({target.source}): {first}",
+        "check that the server is up and the DSN is right; with no DSN simdb uses its own server",
+    )

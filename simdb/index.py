@@ -102,16 +102,23 @@ def _exists(conn: Connection, relation: str) -> bool:
 
 def get(conn: Connection, name: str) -> Index:
     """Load an index's parameters; refuse one made under settings this simdb cannot reproduce."""
+    return catalog.run(conn, loading(name))
+
+
+def loading(name: str) -> catalog.Reads[Index]:
+    """`get` as the catalog reads it makes, without I/O (simdb.aio runs the same reads)."""
     check_name(name)
-    row = catalog.index_row(conn, name)
-    if row is None:
+    rows = yield catalog.index_row_read(name)
+    if not rows:
         raise IndexNotFound(
             f"no index named {name!r}",
             "check the name and the database: `simdb list` shows the indexes there",
         )
-    made = index_class(row["mode"]).from_catalog(conn, row)
-    stored = storage.of(catalog.source_row(conn, name))
-    return dataclasses.replace(made, placement=stored.placement(conn, name), storage=stored)
+    row = rows[0]
+    made = index_class(row["mode"]).from_row(row, catalog.orders_of((yield catalog.block_orders_read(name))))
+    stored = storage.of(catalog.source_of((yield catalog.source_row_read(name))))
+    found = yield from placement.citus_table_reads(stored.placed_relation(name))
+    return dataclasses.replace(made, placement=stored.placement_of(found, name), storage=stored)
 
 
 def get_or_create(conn: Connection, name: str) -> Index:

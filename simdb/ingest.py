@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import sql
+from psycopg.abc import AdaptContext
 
 from simdb import names
 from simdb.connection import Connection
@@ -446,11 +447,58 @@ def store(
     goes the usual way. Every row of the batch is marked seen (`seen_at`), written or not.
     A key PostgreSQL cannot store (keys.key_problem) is refused before anything is sent.
     """
+    cursor = conn.cursor()
+    plan = upsert_plan(index, cursor, batch, sizes, hashes, extensions, mtimes)
+    if new_keys:
+        try:
+            with conn.transaction():
+                copy_rows(cursor, index.table, plan.columns, plan.types, plan.rows)
+            return len(plan.rows), 0
+        except psycopg.errors.UniqueViolation:
+            pass  # a key stored already: upsert as below
+    with conn.transaction():
+        conn.execute(plan.create_stage)
+        copy_rows(cursor, plan.stage, plan.columns, plan.types, plan.rows)
+        inserted, updated = plan.counts(conn.execute(plan.upsert).fetchone())
+        if inserted + updated < len(plan.rows):  # some rows were left as they were: they are seen too
+            _mark_seen(conn, index, plan.keys)
+    return inserted, updated
+
+
+@dataclass(frozen=True)
+class UpsertPlan:
+    """What `store` sends for one batch (simdb.aio sends the same): the rows to copy, in key
+    order, the staging table's statement and the upsert from it."""
+
+    keys: list[str]
+    rows: list[tuple[Any, ...]]
+    columns: sql.Composable
+    types: list[str]
+    stage: sql.Composable
+    create_stage: sql.Composed
+    upsert: sql.Composed
+
+    def counts(self, row: tuple[Any, ...] | None) -> tuple[int, int]:
+        """(inserted, updated) from the upsert's row."""
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def upsert_plan(
+    index: Index,
+    context: AdaptContext,
+    batch: Mapping[str, Sketch],
+    sizes: Mapping[str, int | None] | None = None,
+    hashes: Mapping[str, bytes] | None = None,
+    extensions: Mapping[str, str | None] | None = None,
+    mtimes: Mapping[str, int | None] | None = None,
+) -> UpsertPlan:
+    """The plan of `store`'s upsert of a batch, its rows ready for a binary COPY on `context`
+    (the cursor that copies, where a mode registers its dumper); refuses a key PostgreSQL
+    cannot store."""
     sizes, hashes, extensions, mtimes = sizes or {}, hashes or {}, extensions or {}, mtimes or {}
     keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
     _check_keys(keys)
-    cursor = conn.cursor()
-    to_copy = index.copy_sketches(cursor)
+    to_copy = index.copy_sketches(context)
     values = [to_copy(batch[key]) for key in keys]
     stage = names.stage_table(index.mode, index.sketch_size, index.name)
     sketch = sql.Identifier(index.sketch_column)
@@ -461,47 +509,31 @@ def store(
             *map(sql.Identifier, ("size", "content_hash", "extension", "mtime_ns")),
         ]
     )
-    types = ["text", index.sketch_type, "int8", "bytea", "text", "int8"]
     rows = [
         (key, value, sizes.get(key), hashes.get(key), extensions.get(key), mtimes.get(key))
         for key, value in zip(keys, values, strict=True)
     ]
-    if new_keys:
-        try:
-            with conn.transaction():
-                copy_rows(cursor, index.table, columns, types, rows)
-            return len(rows), 0
-        except psycopg.errors.UniqueViolation:
-            pass  # a key stored already: upsert as below
-    with conn.transaction():
-        conn.execute(
-            sql.SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS {stage}"
-                " (key text, {sketch}, size bigint, content_hash bytea, extension text, mtime_ns bigint)"
-                " ON COMMIT DELETE ROWS"
-            ).format(stage=stage, sketch=index.sketch_definition())
-        )
-        copy_rows(cursor, stage, columns, types, rows)
-        counts = conn.execute(
-            sql.SQL(
-                "WITH up AS ("
-                " INSERT INTO {table} AS t ({columns}, added_at)"
-                " SELECT {columns}, now() FROM {stage} ORDER BY key"
-                " ON CONFLICT (key) DO UPDATE"
-                " SET {sketch} = excluded.{sketch}, size = excluded.size,"
-                " content_hash = excluded.content_hash, extension = excluded.extension,"
-                " mtime_ns = excluded.mtime_ns, added_at = excluded.added_at, seen_at = excluded.seen_at"
-                " WHERE (t.{sketch}, t.size, t.content_hash, t.extension, t.mtime_ns)"
-                " IS DISTINCT FROM (excluded.{sketch}, excluded.size, excluded.content_hash,"
-                " excluded.extension, excluded.mtime_ns)"
-                " RETURNING (xmax = 0) AS inserted)"
-                " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
-            ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
-        ).fetchone()
-        inserted, updated = (counts[0], counts[1]) if counts else (0, 0)
-        if inserted + updated < len(rows):  # some rows were left as they were: they are seen too
-            _mark_seen(conn, index, keys)
-    return inserted, updated
+    create_stage = sql.SQL(
+        "CREATE TEMP TABLE IF NOT EXISTS {stage}"
+        " (key text, {sketch}, size bigint, content_hash bytea, extension text, mtime_ns bigint)"
+        " ON COMMIT DELETE ROWS"
+    ).format(stage=stage, sketch=index.sketch_definition())
+    upsert = sql.SQL(
+        "WITH up AS ("
+        " INSERT INTO {table} AS t ({columns}, added_at)"
+        " SELECT {columns}, now() FROM {stage} ORDER BY key"
+        " ON CONFLICT (key) DO UPDATE"
+        " SET {sketch} = excluded.{sketch}, size = excluded.size,"
+        " content_hash = excluded.content_hash, extension = excluded.extension,"
+        " mtime_ns = excluded.mtime_ns, added_at = excluded.added_at, seen_at = excluded.seen_at"
+        " WHERE (t.{sketch}, t.size, t.content_hash, t.extension, t.mtime_ns)"
+        " IS DISTINCT FROM (excluded.{sketch}, excluded.size, excluded.content_hash,"
+        " excluded.extension, excluded.mtime_ns)"
+        " RETURNING (xmax = 0) AS inserted)"
+        " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
+    ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
+    types = ["text", index.sketch_type, "int8", "bytea", "text", "int8"]
+    return UpsertPlan(keys, rows, columns, types, stage, create_stage, upsert)
 
 
 def _check_keys(keys: Iterable[str]) -> None:
@@ -520,9 +552,13 @@ def touch(conn: Connection, index: Index, keys: list[str]) -> None:
 
 def _mark_seen(conn: Connection, index: Index, keys: list[str]) -> None:
     """seen_at = now() on these keys' rows (sorted keys: the lock order of every writer)."""
-    conn.execute(
-        sql.SQL("UPDATE {} SET seen_at = now() WHERE key = ANY(%s) AND seen_at < now()").format(index.table),
-        (keys,),
+    conn.execute(mark_seen_statement(index), (keys,))
+
+
+def mark_seen_statement(index: Index) -> sql.Composed:
+    """_mark_seen's statement, of one parameter: the sorted keys."""
+    return sql.SQL("UPDATE {} SET seen_at = now() WHERE key = ANY(%s) AND seen_at < now()").format(
+        index.table
     )
 
 
@@ -547,10 +583,15 @@ def copy_rows(
     rows: list[tuple[Any, ...]],
 ) -> None:
     """Binary COPY of `rows` into `table`'s `columns`, of PostgreSQL `types`."""
-    with cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(table, columns)) as copy:
+    with cursor.copy(copy_statement(table, columns)) as copy:
         copy.set_types(types)
         for row in rows:
             copy.write_row(row)
+
+
+def copy_statement(table: sql.Composable, columns: sql.Composable) -> sql.Composed:
+    """The binary COPY of copy_rows (simdb.aio copies with it too)."""
+    return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(table, columns)
 
 
 FileTimes = dict[str, tuple[int | None, int | None]]  # key: (size, mtime_ns)
@@ -582,11 +623,17 @@ def vacuum(conn: Connection, index: Index) -> None:
 
 def delete(conn: Connection, index: Index, keys: Iterable[str]) -> int:
     """Remove the rows of these keys in one transaction; returns how many existed."""
-    index.storage.refuse_writes(index, "delete")
-    wanted = sorted(set(keys))
+    statement, wanted = delete_statement(index, keys)
     with conn.transaction():
-        cursor = conn.execute(sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(index.table), (wanted,))
+        cursor = conn.execute(statement, (wanted,))
     return cursor.rowcount
+
+
+def delete_statement(index: Index, keys: Iterable[str]) -> tuple[sql.Composed, list[str]]:
+    """`delete`'s statement and its one parameter, the sorted keys; refused where simdb does not
+    write the index's rows."""
+    index.storage.refuse_writes(index, "delete")
+    return sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(index.table), sorted(set(keys))
 
 
 def prune(

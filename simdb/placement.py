@@ -20,6 +20,7 @@ from typing import ClassVar
 from psycopg import sql
 
 from simdb import rowscan
+from simdb.catalog import Read, Reads, run
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.names import SCHEMA
@@ -201,7 +202,7 @@ def default_shards(conn: Connection) -> int:
 
 def has_citus(conn: Connection) -> bool:
     """Whether the Citus extension is installed in this database."""
-    return conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (CITUS,)).fetchone() is not None
+    return conn.execute(HAS_CITUS, (CITUS,)).fetchone() is not None
 
 
 def check_citus(conn: Connection) -> None:
@@ -213,24 +214,37 @@ def check_citus(conn: Connection) -> None:
         )
 
 
-def _citus_table(conn: Connection, relation: str) -> tuple[str, str, int] | None:
-    """(method, distribution column, shards) of a Citus table (a regclass's text), or None."""
-    if not has_citus(conn):
+CitusTable = tuple[str, str, int]  # (method, distribution column, shards)
+CITUS_TABLE = sql.SQL(
+    "SELECT p.partmethod, column_to_column_name(p.logicalrelid, p.partkey),"
+    " (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = p.logicalrelid)"
+    " FROM pg_dist_partition p WHERE p.logicalrelid = to_regclass(%s)"
+)
+HAS_CITUS = sql.SQL("SELECT 1 FROM pg_extension WHERE extname = %s")
+
+
+def citus_table_reads(relation: str) -> Reads[CitusTable | None]:
+    """citus_table as catalog reads (simdb.aio runs them too)."""
+    if not (yield Read(HAS_CITUS, (CITUS,))):
         return None
-    row = conn.execute(
-        "SELECT p.partmethod, column_to_column_name(p.logicalrelid, p.partkey),"
-        " (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = p.logicalrelid)"
-        " FROM pg_dist_partition p WHERE p.logicalrelid = to_regclass(%s)",
-        (relation,),
-    ).fetchone()
-    return None if row is None else (str(row[0]), str(row[1]), int(row[2]))
+    rows = yield Read(CITUS_TABLE, (relation,))
+    return (str(rows[0][0]), str(rows[0][1]), int(rows[0][2])) if rows else None
+
+
+def citus_table(conn: Connection, relation: str) -> CitusTable | None:
+    """(method, distribution column, shards) of a Citus table (a regclass's text), or None."""
+    return run(conn, citus_table_reads(relation))
 
 
 def of_application_table(conn: Connection, relation: str) -> Placement:
     """The placement of an application's table that holds an index (storage.column): Local, or
     Distributed by its own column where Citus hash-distributes it; other Citus tables (reference,
     append) are refused."""
-    found = _citus_table(conn, relation)
+    return application_placement(citus_table(conn, relation), relation)
+
+
+def application_placement(found: CitusTable | None, relation: str) -> Placement:
+    """of_application_table from what Citus' metadata says of the table."""
     if found is None:
         return LOCAL
     method, column, shards = found
@@ -244,7 +258,16 @@ def of_application_table(conn: Connection, relation: str) -> Placement:
 
 def of(conn: Connection, table: str) -> Placement:
     """The placement of simdb.<table>, as Citus' metadata has it (Local without Citus)."""
-    found = _citus_table(conn, f'{SCHEMA}."{table}"')
+    return own_placement(citus_table(conn, own_relation(table)), table)
+
+
+def own_relation(table: str) -> str:
+    """simdb.<table> as a regclass's text."""
+    return f'{SCHEMA}."{table}"'
+
+
+def own_placement(found: CitusTable | None, table: str) -> Placement:
+    """`of` from what Citus' metadata says of simdb.<table>."""
     if found is None:
         return LOCAL
     method, column, shards = found

@@ -6,12 +6,14 @@ a band with a signature whose estimated Jaccard is at or above the threshold.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg import sql
 
 from simdb.connection import Connection
-from simdb.errors import InvalidParameter
+from simdb.errors import InputError, InvalidParameter
 from simdb.modes import Index, Sketch
 
 
@@ -90,6 +92,45 @@ class Filters:
         return result
 
 
+@dataclass(frozen=True)
+class Statement:
+    """A statement and its parameters, built once for the sync API and simdb.aio alike."""
+
+    text: sql.Composed
+    params: tuple[Any, ...]
+    prepare: bool | None = None
+
+
+def near_statement(
+    index: Index,
+    value: Sketch,
+    cutoff: float,
+    filters: Filters | None = None,
+    limit: int | None = None,
+) -> Statement:
+    """The query `near` runs: the index's near function, joined with its rows where `filters`
+    have conditions (then not prepared: the conditions' values are literals)."""
+    conditions = filters.conditions(sql.Identifier("r")) if filters else []
+    if conditions:
+        statement = sql.SQL(
+            "SELECT n.key, n.{score} FROM {near}(%s, %s) WITH ORDINALITY AS n"
+            " JOIN {table} AS r ON r.key = n.key WHERE {conditions} ORDER BY n.ordinality LIMIT %s"
+        ).format(
+            score=sql.Identifier(index.score_column),
+            near=index.near_function,
+            table=index.table,
+            conditions=sql.SQL(" AND ").join(conditions),
+        )
+    else:
+        statement = sql.SQL("SELECT * FROM {}(%s, %s) LIMIT %s").format(index.near_function)
+    return Statement(statement, (index.to_sql(value), cutoff, limit), prepare=not conditions)
+
+
+def matches(index: Index, rows: Iterable[tuple[str, Any]]) -> list[Match]:
+    """The rows of a near statement as Matches."""
+    return [Match(key, *index.scored(score)) for key, score in rows]
+
+
 def near(
     conn: Connection,
     index: Index,
@@ -107,21 +148,30 @@ def near(
     `min_similarity` (default: the index's threshold).
     """
     cutoff = index.cutoff(max_distance, min_similarity)
-    conditions = filters.conditions(sql.Identifier("r")) if filters else []
-    if conditions:
-        statement = sql.SQL(
-            "SELECT n.key, n.{score} FROM {near}(%s, %s) WITH ORDINALITY AS n"
-            " JOIN {table} AS r ON r.key = n.key WHERE {conditions} ORDER BY n.ordinality LIMIT %s"
-        ).format(
-            score=sql.Identifier(index.score_column),
-            near=index.near_function,
-            table=index.table,
-            conditions=sql.SQL(" AND ").join(conditions),
-        )
-    else:
-        statement = sql.SQL("SELECT * FROM {}(%s, %s) LIMIT %s").format(index.near_function)
-    rows = conn.execute(statement, (index.to_sql(value), cutoff, limit), prepare=not conditions).fetchall()
-    return [Match(key, *index.scored(score)) for key, score in rows]
+    statement = near_statement(index, value, cutoff, filters, limit)
+    rows = conn.execute(statement.text, statement.params, prepare=statement.prepare).fetchall()
+    return matches(index, rows)
+
+
+def near_key(
+    conn: Connection,
+    index: Index,
+    key: str,
+    max_distance: int | None = None,
+    *,
+    min_similarity: float | None = None,
+    limit: int | None = None,
+) -> list[Match]:
+    """Rows near the row stored under `key` (itself included), as `near` finds them; InputError
+    if the index has no such key."""
+    return near(
+        conn,
+        index,
+        found_sketch(index, key, stored(conn, index, key)),
+        max_distance,
+        min_similarity=min_similarity,
+        limit=limit,
+    )
 
 
 @dataclass(frozen=True)
@@ -133,12 +183,29 @@ class Stored:
     extension: str | None
 
 
-def stored(conn: Connection, index: Index, key: str) -> Stored | None:
-    """The sketch (unsigned fingerprint or signature), size and extension stored under a key, or None."""
-    row = conn.execute(
+def stored_statement(index: Index, key: str) -> Statement:
+    """The query `stored` runs."""
+    return Statement(
         sql.SQL("SELECT {}, size, extension FROM {} WHERE key = %s").format(
             sql.Identifier(index.sketch_column), index.table
         ),
         (key,),
-    ).fetchone()
+    )
+
+
+def stored_row(index: Index, row: tuple[Any, Any, Any] | None) -> Stored | None:
+    """A row of the stored statement as Stored, or None."""
     return None if row is None else Stored(index.from_sql(row[0]), row[1], row[2])
+
+
+def stored(conn: Connection, index: Index, key: str) -> Stored | None:
+    """The sketch (unsigned fingerprint or signature), size and extension stored under a key, or None."""
+    statement = stored_statement(index, key)
+    return stored_row(index, conn.execute(statement.text, statement.params).fetchone())
+
+
+def found_sketch(index: Index, key: str, found: Stored | None) -> Sketch:
+    """The sketch stored under `key`, or InputError naming the key."""
+    if found is None:
+        raise InputError(f"index {index.name!r} has no key {key!r}", "check the key")
+    return found.sketch

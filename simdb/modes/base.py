@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 import numpy as np
-import psycopg
 from psycopg import sql
+from psycopg.abc import AdaptContext
 
-from simdb import names
+from simdb import catalog, names
 from simdb.bits import BITS
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
@@ -149,9 +149,14 @@ class Index(ABC):
         """The catalog columns of this mode (simdb._indexes), with the index's near statement."""
 
     @classmethod
-    @abstractmethod
     def from_catalog(cls, conn: Connection, row: Mapping[str, Any]) -> Self:
         """The index a catalog row describes; IndexMismatch if this simdb cannot reproduce it."""
+        return cls.from_row(row, catalog.block_orders(conn, row["name"]))
+
+    @classmethod
+    @abstractmethod
+    def from_row(cls, row: Mapping[str, Any], block_orders: list[list[int]]) -> Self:
+        """from_catalog, given the catalog's row and the block orders of the index's tables."""
 
     @classmethod
     def check_stored(cls, row: Mapping[str, Any]) -> None:
@@ -184,7 +189,7 @@ class Index(ABC):
     def to_sql(self, value: Sketch) -> SqlSketch:
         """A sketch as PostgreSQL stores it (signed bigint bits)."""
 
-    def copy_sketches(self, cursor: psycopg.Cursor[Any]) -> Callable[[Sketch], object]:
+    def copy_sketches(self, cursor: AdaptContext) -> Callable[[Sketch], object]:
         """How binary COPY on `cursor` writes this index's sketches: the value to write for each
         (to_sql's, unless the mode registers a faster dumper of its type on the cursor alone)."""
         return self.to_sql

@@ -20,8 +20,8 @@ from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
-import psycopg
 from psycopg import postgres, sql
+from psycopg.abc import AdaptContext
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 from psycopg.types.numeric import Int8
@@ -128,7 +128,7 @@ class _SignatureDumper(Dumper):
         return _ARRAY_HEADER.pack(1, 0, _INT8.oid, len(obj), 1) + cells.tobytes()
 
 
-def dump_numpy_signatures(cursor: psycopg.Cursor[Any]) -> None:
+def dump_numpy_signatures(cursor: AdaptContext) -> None:
     """Let this cursor's COPY take bigint[] values as numpy int64 arrays (on this cursor only)."""
     cursor.adapters.register_dumper(None, _SignatureDumper)
 
@@ -276,7 +276,7 @@ class JaccardIndex(Index):
         return {**self.parameters(), "near_sql": self.near_statement().as_string(conn)}
 
     @classmethod
-    def from_catalog(cls, conn: Connection, row: Mapping[str, Any]) -> Self:
+    def from_row(cls, row: Mapping[str, Any], block_orders: list[list[int]]) -> Self:
         cls.check_stored(row)
         banding = Banding(row["bands"], row["band_rows"])
         features = Features.parse(row["features"])
@@ -293,7 +293,7 @@ class JaccardIndex(Index):
     def to_sql(self, value: Sketch) -> list[int]:
         return bigint_array(self._checked(value))
 
-    def copy_sketches(self, cursor: psycopg.Cursor[Any]) -> Callable[[Sketch], object]:
+    def copy_sketches(self, cursor: AdaptContext) -> Callable[[Sketch], object]:
         dump_numpy_signatures(cursor)
         return lambda value: self._checked(value).view(np.int64)
 

@@ -173,10 +173,10 @@ class SimhashIndex(Index):
         }
 
     @classmethod
-    def from_catalog(cls, conn: Connection, row: Mapping[str, Any]) -> Self:
+    def from_row(cls, row: Mapping[str, Any], block_orders: list[list[int]]) -> Self:
         cls.check_stored(row)
         plan = BlockPlan(row["max_distance"], row["blocks"], row["bits"])
-        if catalog.block_orders(conn, row["name"]) != plan.orders:
+        if block_orders != plan.orders:
             raise IndexMismatch(
                 f"index {row['name']!r} has a table layout this simdb does not compute", MISMATCH_HINT
             )

@@ -13,7 +13,7 @@ from simdb.connection import Connection
 
 if TYPE_CHECKING:
     from simdb.modes import Index
-    from simdb.placement import Placement
+    from simdb.placement import CitusTable, Placement
 
 
 def btree_statements(
@@ -56,7 +56,15 @@ class Storage(ABC):
 
     def placement(self, conn: Connection, name: str) -> Placement:
         """Where the rows are: simdb."NAME"'s placement in Citus' metadata (Local without Citus)."""
-        return placement.of(conn, name)
+        return self.placement_of(placement.citus_table(conn, self.placed_relation(name)), name)
+
+    def placed_relation(self, name: str) -> str:
+        """The table (a regclass's text) whose placement is the index's."""
+        return placement.own_relation(name)
+
+    def placement_of(self, found: CitusTable | None, name: str) -> Placement:
+        """`placement` from what Citus' metadata says of placed_relation."""
+        return placement.own_placement(found, name)
 
     def colocation(self, made: Index) -> sql.Identifier | None:
         """The distributed table that a table joined with the rows on key goes beside (the clusters

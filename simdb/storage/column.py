@@ -26,7 +26,7 @@ from simdb.storage.base import Storage, btree_statements
 
 if TYPE_CHECKING:
     from simdb.modes import Index
-    from simdb.placement import Placement
+    from simdb.placement import CitusTable, Placement
 
 
 @dataclass(frozen=True)
@@ -208,9 +208,12 @@ class InTable(Storage):
         """None: the table is distributed by its own key column, not by the text of it."""
         return None
 
-    def placement(self, conn: Connection, name: str) -> Placement:
+    def placed_relation(self, name: str) -> str:
         """The application's table's: Local, or distributed by its own column on Citus."""
-        return placement.of_application_table(conn, self.relation.as_string(conn))
+        return self.relation.as_string()
+
+    def placement_of(self, found: CitusTable | None, name: str) -> Placement:
+        return placement.application_placement(found, self.placed_relation(name))
 
     def refuse_writes(self, made: Index, what: str) -> None:
         raise InvalidParameter(

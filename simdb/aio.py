@@ -1,0 +1,229 @@
+"""simdb's Python API on a psycopg AsyncConnection: load an index, query it, write its rows,
+sync an attached one.
+
+Each function runs the statements its sync counterpart builds (query.near_statement,
+ingest.upsert_plan, index.loading, ...), so both give the same answers; an index is given by
+name (loaded with the same catalog reads as index.get) or as the Index object index.get returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import conninfo, sql
+from psycopg.rows import TupleRow, dict_row, tuple_row
+
+from simdb import attach, catalog, connection, ingest, query
+from simdb import index as indexes
+from simdb.handle import Document, sketch_of
+from simdb.modes import Index, Sketch
+from simdb.query import Filters, Match, Stored
+
+AsyncConnection = psycopg.AsyncConnection[TupleRow]
+IndexLike = Index | str  # an index, or its name
+T = TypeVar("T")
+
+
+async def run(conn: AsyncConnection, reads: catalog.Reads[T]) -> T:
+    """The result of catalog reads (catalog.run, awaited)."""
+    try:
+        read = next(reads)
+        while True:
+            async with conn.cursor(row_factory=dict_row if read.dicts else tuple_row) as cursor:
+                await cursor.execute(read.text, read.params)
+                rows: list[Any] = await cursor.fetchall()
+            read = reads.send(rows)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def get(conn: AsyncConnection, name: str) -> Index:
+    """index.get: an index's parameters, or IndexNotFound."""
+    return await run(conn, indexes.loading(name))
+
+
+async def resolve(conn: AsyncConnection, index: IndexLike) -> Index:
+    """The index itself, loaded if given by name."""
+    return await get(conn, index) if isinstance(index, str) else index
+
+
+async def near(
+    conn: AsyncConnection,
+    index: IndexLike,
+    value: Sketch,
+    max_distance: int | None = None,
+    filters: Filters | None = None,
+    *,
+    min_similarity: float | None = None,
+    limit: int | None = None,
+) -> list[Match]:
+    """query.near: rows near a sketch, nearest first, then by key."""
+    made = await resolve(conn, index)
+    statement = query.near_statement(made, value, made.cutoff(max_distance, min_similarity), filters, limit)
+    cursor = await conn.execute(statement.text, statement.params, prepare=statement.prepare)
+    return query.matches(made, await cursor.fetchall())
+
+
+async def stored(conn: AsyncConnection, index: IndexLike, key: str) -> Stored | None:
+    """query.stored: the sketch, size and extension stored under a key, or None."""
+    made = await resolve(conn, index)
+    statement = query.stored_statement(made, key)
+    cursor = await conn.execute(statement.text, statement.params)
+    return query.stored_row(made, await cursor.fetchone())
+
+
+async def near_key(
+    conn: AsyncConnection,
+    index: IndexLike,
+    key: str,
+    max_distance: int | None = None,
+    *,
+    min_similarity: float | None = None,
+    limit: int | None = None,
+) -> list[Match]:
+    """query.near_key: rows near the row stored under `key` (itself included)."""
+    made = await resolve(conn, index)
+    value = query.found_sketch(made, key, await stored(conn, made, key))
+    return await near(conn, made, value, max_distance, min_similarity=min_similarity, limit=limit)
+
+
+async def store(
+    conn: AsyncConnection,
+    index: IndexLike,
+    batch: Mapping[str, Sketch],
+    sizes: Mapping[str, int | None] | None = None,
+    hashes: Mapping[str, bytes] | None = None,
+    extensions: Mapping[str, str | None] | None = None,
+    mtimes: Mapping[str, int | None] | None = None,
+    *,
+    new_keys: bool = False,
+) -> tuple[int, int]:
+    """ingest.store: upsert {key: sketch} in one transaction; returns (inserted, updated)."""
+    made = await resolve(conn, index)
+    cursor = conn.cursor()
+    plan = ingest.upsert_plan(made, cursor, batch, sizes, hashes, extensions, mtimes)
+    if new_keys:
+        try:
+            async with conn.transaction():
+                await _copy(cursor, made.table, plan)
+            return len(plan.rows), 0
+        except psycopg.errors.UniqueViolation:
+            pass  # a key stored already: upsert as below
+    async with conn.transaction():
+        await conn.execute(plan.create_stage)
+        await _copy(cursor, plan.stage, plan)
+        counted = await conn.execute(plan.upsert)
+        inserted, updated = plan.counts(await counted.fetchone())
+        if inserted + updated < len(plan.rows):  # some rows were left as they were: they are seen too
+            await conn.execute(ingest.mark_seen_statement(made), (plan.keys,))
+    return inserted, updated
+
+
+async def _copy(cursor: psycopg.AsyncCursor[Any], table: sql.Composable, plan: ingest.UpsertPlan) -> None:
+    """ingest.copy_rows, awaited: the plan's rows into `table`."""
+    async with cursor.copy(ingest.copy_statement(table, plan.columns)) as copy:
+        copy.set_types(plan.types)
+        for row in plan.rows:
+            await copy.write_row(row)
+
+
+async def delete(conn: AsyncConnection, index: IndexLike, keys: Iterable[str]) -> int:
+    """ingest.delete: remove the rows of these keys in one transaction; returns how many existed."""
+    statement, wanted = ingest.delete_statement(await resolve(conn, index), keys)
+    async with conn.transaction():
+        cursor = await conn.execute(statement, (wanted,))
+    return cursor.rowcount
+
+
+async def sync(conn: AsyncConnection, name: str, *, full: bool = False, jobs: int = 1) -> attach.Synced:
+    """attach.sync: bring attached index NAME up to date with its table. It runs the sync API
+    itself in a worker thread, on a connection of its own to conn's database (conn's parameters,
+    password included): a sync sketches documents, CPU work that must not block the event loop."""
+    info = conn.info
+    dsn = conninfo.make_conninfo(info.dsn, password=info.password) if info.password else info.dsn
+    target = connection.Target(dsn, "the async connection's parameters")
+
+    def work() -> attach.Synced:
+        with connection.connect(target) as own:
+            return attach.sync(own, name, full=full, jobs=jobs)
+
+    return await asyncio.to_thread(work)
+
+
+class AsyncDatabase:
+    """An async connection to a database with simdb's schema, for bound indexes (`index`)."""
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def index(self, name: str) -> AsyncBoundIndex:
+        """Index NAME, bound to this connection."""
+        return AsyncBoundIndex(self.conn, await get(self.conn, name))
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    async def __aenter__(self) -> AsyncDatabase:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+async def connect(dsn: str | None = None) -> AsyncDatabase:
+    """An async connection (autocommit: simdb opens its own transactions) to the database the
+    DSN names, or SIMDB_DSN, DATABASE_URL, PG* variables, as the CLI finds it."""
+    target = connection.resolve(dsn)
+    try:
+        conn = await psycopg.AsyncConnection.connect(
+            target.dsn, autocommit=True, connect_timeout=connection.CONNECT_TIMEOUT_S
+        )
+    except (psycopg.ProgrammingError, psycopg.OperationalError) as error:
+        raise connection.unavailable(target, error) from error
+    return AsyncDatabase(conn)
+
+
+class AsyncBoundIndex:
+    """An index and an async connection: simdb.handle.BoundIndex, awaited."""
+
+    def __init__(self, conn: AsyncConnection, index: Index) -> None:
+        self.conn = conn
+        self.index = index
+
+    async def near(
+        self,
+        value: Sketch | None = None,
+        *,
+        text: str | None = None,
+        k: int | None = None,
+        min_similarity: float | None = None,
+        limit: int | None = None,
+    ) -> list[Match]:
+        """Rows near a sketch or a text (one of them), within k bits or at min_similarity."""
+        sketch = sketch_of(self.index, value, text)
+        return await near(self.conn, self.index, sketch, k, min_similarity=min_similarity, limit=limit)
+
+    async def near_key(
+        self, key: str, *, k: int | None = None, min_similarity: float | None = None, limit: int | None = None
+    ) -> list[Match]:
+        """Rows near the row stored under `key` (itself included)."""
+        return await near_key(self.conn, self.index, key, k, min_similarity=min_similarity, limit=limit)
+
+    async def add(self, documents: Mapping[str, Document]) -> tuple[int, int]:
+        """Store {key: text or sketch}; returns (inserted, updated)."""
+        sketches = {key: sketch_of(self.index, value) for key, value in documents.items()}
+        return await store(self.conn, self.index, sketches)
+
+    async def delete(self, keys: Iterable[str]) -> int:
+        """Remove these keys' rows; returns how many existed."""
+        return await delete(self.conn, self.index, keys)
+
+    async def sync(self, *, full: bool = False) -> attach.Synced:
+        """Bring an attached index up to date with the table it follows (`sync` above)."""
+        return await sync(self.conn, self.index.name, full=full)

@@ -1,0 +1,253 @@
+"""simdb.aio on a psycopg AsyncConnection answers as the sync API on the same index, in both
+modes; the bound handles (simdb.handle, simdb.aio) are the same functions."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+import pytest
+from support import Conn, jaccard_corpus
+
+import simdb
+from simdb import aio, attach, index, ingest, intable, query
+from simdb.errors import IndexNotFound, InputError, InvalidParameter
+from simdb.modes import Index, JaccardSpec, SimhashSpec, Sketch
+
+T = TypeVar("T")
+
+
+def run_async(dsn: str, work: Callable[[aio.AsyncConnection], Awaitable[T]]) -> T:
+    """`work` on a fresh autocommit AsyncConnection, run to the end."""
+
+    async def main() -> T:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            return await work(conn)
+
+    return asyncio.run(main())
+
+
+def _simhash_data() -> dict[str, int]:
+    """Random fingerprints, and near copies of some (1 to 4 bits flipped)."""
+    rng = random.Random(29)
+    values = {f"k{number}": rng.getrandbits(64) for number in range(300)}
+    for number in range(60):
+        flipped = values[f"k{number}"]
+        for bit in rng.sample(range(64), 1 + number % 4):
+            flipped ^= 1 << bit
+        values[f"n{number}"] = flipped
+    return values
+
+
+def _rows(conn: Conn, made: Index) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        psycopg.sql.SQL("SELECT key, {}::text, size, extension FROM {} ORDER BY key").format(
+            psycopg.sql.Identifier(made.sketch_column), made.table
+        )
+    ).fetchall()
+
+
+def _indexes(conn: Conn, mode: str) -> tuple[Index, Index, dict[str, Sketch]]:
+    """Two empty indexes of one mode ("a" written by the sync API, "b" by simdb.aio), and data."""
+    if mode == "simhash":
+        spec: SimhashSpec | JaccardSpec = SimhashSpec(max_distance=4)
+        data: dict[str, Sketch] = dict(_simhash_data())
+    else:
+        spec = JaccardSpec(threshold=0.8)
+        data = {}
+    a, b = index.create(conn, "a", spec), index.create(conn, "b", spec)
+    if mode == "jaccard":
+        data = {key: a.sketch(text) for key, text in jaccard_corpus().items()}
+    return a, b, data
+
+
+@pytest.mark.parametrize("mode", ["simhash", "jaccard"])
+def test_aio_loads_writes_and_queries_as_the_sync_api(conn: Conn, dsn: str, mode: str) -> None:
+    a, b, data = _indexes(conn, mode)
+    sizes = {key: len(key) for key in data}
+    extensions = {key: ("txt" if number % 3 else None) for number, key in enumerate(data)}
+    probes = list(data)[::7]
+    deleted = [*list(data)[1::11], "no such key"]
+
+    assert ingest.store(conn, a, data, sizes, extensions=extensions) == (len(data), 0)
+    expected_near = {key: query.near(conn, a, data[key]) for key in probes}
+    expected_near_key = {key: query.near_key(conn, a, key, limit=5) for key in probes}
+    filters = query.Filters(True, "txt", 4, 1.5)
+    expected_filtered = {key: query.near(conn, a, data[key], filters=filters) for key in probes}
+    tight = {"max_distance": 2} if mode == "simhash" else {"min_similarity": 0.95}
+    expected_tight = {key: query.near(conn, a, data[key], **tight) for key in probes}  # type: ignore[arg-type]
+
+    async def work(aconn: aio.AsyncConnection) -> dict[str, Any]:
+        loaded = await aio.get(aconn, "b")
+        first = await aio.store(aconn, "b", data, sizes, extensions=extensions)
+        again = await aio.store(aconn, loaded, data, sizes, extensions=extensions)  # unchanged: no writes
+        return {
+            "loaded": loaded,
+            "stored": (first, again),
+            "near": {key: await aio.near(aconn, "b", data[key]) for key in probes},
+            "near_key": {key: await aio.near_key(aconn, loaded, key, limit=5) for key in probes},
+            "filtered": {key: await aio.near(aconn, loaded, data[key], filters=filters) for key in probes},
+            "tight": {key: await aio.near(aconn, loaded, data[key], **tight) for key in probes},  # type: ignore[arg-type]
+        }
+
+    got = run_async(dsn, work)
+    assert got["loaded"] == index.get(conn, "b")
+    assert got["stored"] == ((len(data), 0), (0, 0))
+    assert _rows(conn, a) == _rows(conn, b)
+    assert got["near"] == expected_near
+    assert any(len(found) > 1 for found in got["near"].values())  # near copies were found
+    assert got["near_key"] == expected_near_key
+    assert got["filtered"] == expected_filtered
+    assert any(found != got["near"][key] for key, found in got["filtered"].items())  # filters dropped some
+    assert got["tight"] == expected_tight
+
+    assert ingest.delete(conn, a, deleted) == len(deleted) - 1
+    assert run_async(dsn, lambda aconn: aio.delete(aconn, "b", deleted)) == len(deleted) - 1
+    assert _rows(conn, a) == _rows(conn, b)
+
+
+def test_aio_stores_changed_values_as_store_does(conn: Conn, dsn: str) -> None:
+    a, b, data = _indexes(conn, "simhash")
+    first = dict(list(data.items())[:50])
+    changed = {**{key: int(value) ^ 1 for key, value in list(first.items())[:10]}, "new": 7}
+    ingest.store(conn, a, first)
+    expected = ingest.store(conn, a, {**first, **changed})
+
+    async def work(aconn: aio.AsyncConnection) -> tuple[tuple[int, int], ...]:
+        return (
+            await aio.store(aconn, b, first, new_keys=True),  # copied straight in
+            await aio.store(aconn, b, {**first, **changed}, new_keys=True),  # "new" was not: upserted
+        )
+
+    assert run_async(dsn, work) == ((50, 0), expected) == ((50, 0), (1, 10))
+    assert _rows(conn, a) == _rows(conn, b)
+
+
+def test_aio_refuses_as_the_sync_api(conn: Conn, dsn: str) -> None:
+    made = index.create(conn, "a")
+    ingest.store(conn, made, {"x": 1})
+
+    with pytest.raises(IndexNotFound, match="no index named 'nope'"):
+        run_async(dsn, lambda aconn: aio.near(aconn, "nope", 1, 3))
+    with pytest.raises(InputError, match="index 'a' has no key 'y'"):
+        run_async(dsn, lambda aconn: aio.near_key(aconn, "a", "y"))
+    with pytest.raises(InputError, match="index 'a' has no key 'y'"):
+        query.near_key(conn, made, "y")
+    with pytest.raises(InvalidParameter, match=r"max distance 40 is outside 0\.\.3"):
+        run_async(dsn, lambda aconn: aio.near(aconn, "a", 1, 40))
+
+
+def test_aio_on_an_index_in_the_applications_table(conn: Conn, dsn: str) -> None:
+    """aio.sync fills an in-table index; loading, queries and near_key on it; writes are refused
+    as in the sync API. A side table's handle syncs too."""
+    body = " ".join(f"word{i} topic{i % 11}" for i in range(300))
+    conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
+    conn.execute(
+        "INSERT INTO public.articles (body) VALUES (%s), (%s), ('other text, far away')", (body, body + " x")
+    )
+    intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
+    synced = run_async(dsn, lambda aconn: aio.sync(aconn, "arts"))
+    assert synced.as_dict() == {"filled": 3, "empty": 0}
+    assert run_async(dsn, lambda aconn: aio.sync(aconn, "arts", full=True)).as_dict() == {
+        "filled": 3,
+        "empty": 0,
+    }
+    made = index.get(conn, "arts")
+    expected = query.near_key(conn, made, "1")
+
+    async def work(aconn: aio.AsyncConnection) -> tuple[Index, list[query.Match]]:
+        return await aio.get(aconn, "arts"), await aio.near_key(aconn, "arts", "1")
+
+    loaded, found = run_async(dsn, work)
+    assert loaded == made
+    assert found == expected == [query.Match("1", None, 0), query.Match("2", None, found[1].distance)]
+    with pytest.raises(InvalidParameter, match="delete does not write index 'arts'"):
+        run_async(dsn, lambda aconn: aio.delete(aconn, "arts", ["1"]))
+
+    attach.attach(conn, "side", "public.articles", "id", "body")
+    conn.execute("DELETE FROM public.articles WHERE id = 3")
+
+    async def side() -> tuple[dict[str, object], list[query.Match]]:
+        async with await aio.connect(dsn) as db:
+            handle = await db.index("side")
+            return (await handle.sync()).as_dict(), await handle.near_key("1")
+
+    report, near = asyncio.run(side())
+    assert report == {"added": 2, "updated": 0, "unchanged": 0, "removed": 0, "empty": 0}
+    assert near == expected
+    with simdb.connect(dsn) as db:  # the sync handle: nothing left to do
+        again = db.index("side").sync().as_dict()
+        assert (again["added"], again["updated"], again["removed"], again["queued"]) == (0, 0, 0, 0)
+
+
+TEXTS = {
+    "a": " ".join(f"alpha{i} beta{i % 7}" for i in range(1000)),
+    "b": " ".join(f"alpha{i} beta{i % 7}" for i in range(1000)) + " more",
+    "c": "a different document about something else",
+}
+
+
+def test_the_bound_handle_is_the_sync_api(conn: Conn, dsn: str) -> None:
+    made = index.create(conn, "docs")
+    with simdb.connect(dsn) as db:
+        docs = db.index("docs")
+        assert docs.add(TEXTS) == (3, 0)
+        assert docs.add({"c": made.sketch(TEXTS["c"])}) == (0, 0)  # a sketch is stored as given
+        assert _rows(conn, made) == sorted(
+            (key, str(simdb.to_signed(made.sketch(text))), None, None) for key, text in TEXTS.items()
+        )  # type: ignore[arg-type]
+        near = docs.near(text=TEXTS["a"], k=3)
+        assert near == query.near(conn, made, made.sketch(TEXTS["a"]), 3)
+        assert [match.key for match in near] == ["a", "b"]
+        assert docs.near(made.sketch(TEXTS["a"]), limit=1) == near[:1]
+        assert docs.near_key("b") == query.near_key(conn, made, "b")
+        with pytest.raises(InvalidParameter, match="not both or neither"):
+            docs.near()
+        assert docs.delete(["a", "zz"]) == 1
+        assert [match.key for match in docs.near(text=TEXTS["a"])] == ["b"]
+        assert db.index("new", create=True).index == index.get(conn, "new")
+
+
+def test_the_async_bound_handle_is_simdb_aio(conn: Conn, dsn: str) -> None:
+    made = index.create(conn, "pages", JaccardSpec(threshold=0.5))
+
+    async def work() -> dict[str, Any]:
+        async with await aio.connect(dsn) as db:
+            pages = await db.index("pages")
+            return {
+                "added": await pages.add(TEXTS),
+                "near": await pages.near(text=TEXTS["a"]),
+                "near_key": await pages.near_key("b", min_similarity=0.9),
+                "deleted": await pages.delete(["a"]),
+                "after": await pages.near(text=TEXTS["a"]),
+            }
+
+    got = asyncio.run(work())
+    assert got["added"] == (3, 0)
+    signature = made.sketch(TEXTS["a"])
+    assert [match.key for match in got["near"]] == ["a", "b"]
+    assert query.Match("b", 1.0) in got["near_key"]
+    assert got["deleted"] == 1
+    assert got["after"] == query.near(conn, made, signature)
+    assert np.array_equal(query.stored(conn, made, "b").sketch, made.sketch(TEXTS["b"]))  # type: ignore[union-attr,arg-type]
+
+
+def test_the_readme_snippets_run(dsn: str, conn: Conn) -> None:
+    """README "From Python": the stand-alone example, then the handle's and simdb.aio's."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    (first,) = [block for block in blocks if "ensure_schema(conn)" in block]
+    (handle,) = [block for block in blocks if "simdb.connect(" in block]
+    (asynchronous,) = [block for block in blocks if "aio.connect(" in block]
+    for block in (first, handle, asynchronous):
+        scope: dict[str, Any] = {}
+        exec(compile(block.replace("postgresql://localhost/mydb", dsn), "README.md", "exec"), scope)
+        if "main" in scope:
+            asyncio.run(scope["main"]())
+    assert conn.execute("SELECT key FROM simdb.docs ORDER BY key").fetchall() == [("a",), ("c",)]

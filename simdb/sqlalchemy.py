@@ -11,28 +11,168 @@ dups = near("articles_dups", fingerprint_of_doc, 3)                # a simhash i
 wide = near("articles_wide", wide_fingerprint, 10, bits=128)       # a 128-bit one
 select(Article.title, dups.c.distance).join(dups, cast(Article.id, Text) == dups.c.key)
 alike = similar("articles_alike", document_signature(text), 0.9)   # a jaccard index
+
+An index in the model's own column (simdb attach --fingerprint-column), searched through its B-trees:
+
+class Article(Base):
+    fingerprint: Mapped[int | None] = mapped_column(Fingerprint(max_distance=3, blocks=4))
+
+simhash_indexes(Article.fingerprint, "articles_dups")    # its B-trees, in the model's MetaData
+select(Article).where(Article.fingerprint.near(fingerprint_of_doc, 3))
+select(Article.id, Article.fingerprint.hamming_distance(fingerprint_of_doc))
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Dialect, Double, Integer, Text, column, func, literal
+from psycopg import sql
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Dialect,
+    Double,
+    Index,
+    Integer,
+    Table,
+    Text,
+    and_,
+    column,
+    func,
+    literal,
+    literal_column,
+    or_,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, BIT
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import TableValuedAlias
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.sql.visitors import InternalTraversal
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from simdb import names
 from simdb.bits import to_signed, to_unsigned
+from simdb.errors import InvalidParameter
 from simdb.minhash import UInt64Array, from_stored, to_stored
+from simdb.modes import SimhashIndex, SimhashSpec
 from simdb.modes.widths import BitString
+from simdb.planner import DEFAULT_EXPECTED_ROWS
+from simdb.simhash import DEFAULT_FEATURES
+
+_SLOTS = tuple(sql.Identifier(f"__simdb_{number}__") for number in range(2))
+_SLOT = re.compile(r'"__simdb_(\d)__"')
 
 
-class Fingerprint(TypeDecorator[int]):
-    """An unsigned 64-bit fingerprint in Python, stored as PostgreSQL bigint (same bits)."""
+class _Template(ColumnElement[Any]):
+    """SQL of simdb's simhash mode (a B-tree's key, a distance) around SQLAlchemy expressions.
+    The mode's constants stay literal in the statement, so that a query repeats an index's
+    expression exactly, also as a prepared statement (asyncpg's) or a generic plan."""
+
+    __visit_name__ = "simdb_template"
+    inherit_cache = True
+    _traverse_internals = [  # noqa: RUF012 (SQLAlchemy's own declaration is a list)
+        ("text", InternalTraversal.dp_string),
+        ("elements", InternalTraversal.dp_clauseelement_tuple),
+    ]
+
+    def __init__(self, text: str, elements: tuple[ColumnElement[Any], ...], type_: TypeEngine[Any]) -> None:
+        self.text, self.elements, self.type = text, elements, type_
+
+
+@compiles(_Template)
+def _compile_template(element: _Template, compiler: SQLCompiler, **kw: Any) -> str:
+    pieces = _SLOT.split(element.text)
+    return "".join(
+        compiler.process(element.elements[int(piece)], **kw) if odd else piece
+        for odd, piece in ((number % 2 == 1, piece) for number, piece in enumerate(pieces))
+    )
+
+
+def _keys(made: SimhashIndex, sketch: ColumnElement[Any]) -> list[ColumnElement[int]]:
+    """Each B-tree's key of `sketch` (a column or a probe), as the simhash mode writes it."""
+    return [_Template(key.as_string(None), (sketch,), BigInteger()) for key in made.btree_keys(_SLOTS[0])]
+
+
+def _distance(made: SimhashIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[int]:
+    return _Template(made.width.distance(*_SLOTS).as_string(None), (a, b), Integer())
+
+
+def simhash_plan(
+    max_distance: int = 3,
+    blocks: int | None = None,
+    expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    bits: int = 64,
+) -> SimhashIndex:
+    """The B-trees simdb plans for a simhash index with these settings (those `simdb attach`
+    takes: --max-distance, --blocks, --expected-rows, --bits); give `blocks` to be sure."""
+    return SimhashSpec(max_distance, blocks, bits=bits).build("sqlalchemy", DEFAULT_FEATURES, expected_rows)
+
+
+class _Comparator(TypeDecorator.Comparator[int]):
+    """Methods of a fingerprint column: near (a predicate through the index's B-trees) and
+    hamming_distance."""
+
+    def _plan(self, index: SimhashIndex | None) -> SimhashIndex:
+        if index is not None:
+            return index
+        own: SimhashIndex | None = getattr(self.type, "plan", None)
+        if own is None:
+            raise InvalidParameter(
+                "this fingerprint column's type has no index settings, so near() cannot use its B-trees",
+                "declare the column as Fingerprint(max_distance=3, blocks=...) as the index was attached,"
+                " or pass index=simdb.index.get(conn, NAME)",
+            )
+        return own
+
+    def near(
+        self, fingerprint: Any, max_distance: int | None = None, *, index: SimhashIndex | None = None
+    ) -> ColumnElement[bool]:
+        """Rows within max_distance bits (default and largest: the index's): some B-tree's key of
+        the row equal to the fingerprint's (one index scan each, OR-ed), then the distance."""
+        made = self._plan(index)
+        k = made.checked_distance(max_distance)
+        probe = _fingerprint(fingerprint, made.bits)
+        probes = [row == given for row, given in zip(_keys(made, self.expr), _keys(made, probe), strict=True)]
+        return and_(or_(*probes), _distance(made, self.expr, probe) <= literal_column(str(k)))
+
+    def hamming_distance(self, fingerprint: Any) -> ColumnElement[int]:
+        """The number of differing bits between the column and a fingerprint (or another column)."""
+        bits: int = getattr(self.type, "bits", 64)
+        return _distance(simhash_plan(bits=bits), self.expr, _fingerprint(fingerprint, bits))
+
+
+class _Indexed:
+    """The settings of the simhash index in a fingerprint column (none: near() needs index=)."""
+
+    bits: int
+
+    def __init__(
+        self,
+        max_distance: int | None = None,
+        blocks: int | None = None,
+        expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    ) -> None:
+        super().__init__()
+        self.max_distance, self.blocks, self.expected_rows = max_distance, blocks, expected_rows
+
+    @property
+    def plan(self) -> SimhashIndex | None:
+        if self.max_distance is None:
+            return None
+        return simhash_plan(self.max_distance, self.blocks, self.expected_rows, self.bits)
+
+
+class Fingerprint(_Indexed, TypeDecorator[int]):
+    """An unsigned 64-bit fingerprint in Python, stored as PostgreSQL bigint (same bits). With the
+    settings the column's simhash index was attached with (max_distance, blocks or expected_rows),
+    `column.near(fp, k)` is a predicate that uses its B-trees."""
 
     impl = BigInteger
     cache_ok = True
+    comparator_factory = _Comparator
+    bits = 64
 
     def process_bind_param(self, value: int | None, dialect: Dialect) -> int | None:
         return None if value is None else to_signed(value)
@@ -41,11 +181,13 @@ class Fingerprint(TypeDecorator[int]):
         return None if value is None else to_unsigned(value)
 
 
-class Fingerprint128(TypeDecorator[int]):
+class Fingerprint128(_Indexed, TypeDecorator[int]):
     """An unsigned 128-bit fingerprint in Python, stored as PostgreSQL bit(128)."""
 
     impl = BIT(128)
     cache_ok = True
+    comparator_factory = _Comparator
+    bits = 128
 
     def process_bind_param(self, value: int | None, dialect: Dialect) -> BitString | None:
         return None if value is None else BitString(value, 128)
@@ -110,3 +252,57 @@ def similar_key(index: str, key: str, min_similarity: float | None = None) -> Ta
     """simdb.similar_key(index, key, s): the rows similar to a stored row, as a table (key, similarity)."""
     function = func.simdb.similar_key(index, key, min_similarity)
     return function.table_valued(column("key", Text), column("similarity", Double)).alias("similar_key")
+
+
+def _column(table_or_column: Any) -> ColumnElement[Any]:
+    """A column, a model's attribute (its column), or a table with one fingerprint column."""
+    if isinstance(table_or_column, Table):
+        found: list[ColumnElement[Any]] = [
+            c for c in table_or_column.columns if isinstance(c.type, Fingerprint | Fingerprint128)
+        ]
+        if len(found) != 1:
+            raise InvalidParameter(
+                f"table {table_or_column.name} has {len(found)} fingerprint columns",
+                "give the column itself",
+            )
+        return found[0]
+    clause = getattr(table_or_column, "__clause_element__", None)
+    given: ColumnElement[Any] = clause() if clause is not None else table_or_column
+    return given
+
+
+def simhash_indexes(
+    table_or_column: Any,
+    name: str,
+    max_distance: int | None = None,
+    *,
+    blocks: int | None = None,
+    expected_rows: int | None = None,
+    index: SimhashIndex | None = None,
+) -> list[Index]:
+    """The B-trees of simhash index `name` in a fingerprint column, as SQLAlchemy Index objects of
+    its table (so that Alembic's autogenerate sees them): the names and expressions `simdb attach
+    --fingerprint-column` gives them. The settings default to the column type's (Fingerprint(...)),
+    or come from `index` (simdb.index.get)."""
+    sketch = _column(table_or_column)
+    made = index
+    if made is None:
+        own = sketch.type if isinstance(sketch.type, _Indexed) else Fingerprint()
+        k = max_distance if max_distance is not None else own.max_distance
+        made = simhash_plan(
+            k if k is not None else 3,
+            blocks if blocks is not None else own.blocks,
+            expected_rows if expected_rows is not None else own.expected_rows,
+            own.bits,
+        )
+    return [
+        Index(names.app_btree_name(name, column_name), key)
+        for column_name, key in zip(made.columns, _keys(made, sketch), strict=True)
+    ]
+
+
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+    """For Alembic's `include_object`: autogenerate leaves alone the B-trees simdb made on the
+    application's tables that the MetaData does not declare (simdb_NAME_key, simdb_NAME_unfilled,
+    and those of an index not given to simhash_indexes) instead of proposing to drop them."""
+    return not (type_ == "index" and reflected and compare_to is None and (name or "").startswith("simdb_"))

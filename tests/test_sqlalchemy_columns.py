@@ -24,7 +24,7 @@ from simdb import index, intable
 from simdb.bits import to_signed
 from simdb.errors import InvalidParameter
 from simdb.modes import SimhashSpec
-from simdb.sqlalchemy import Fingerprint, include_object, simhash_indexes
+from simdb.sqlalchemy import Fingerprint, Fingerprint128, include_object, near, simhash_indexes
 
 ROWS = 20_000
 
@@ -153,6 +153,9 @@ def test_near_on_the_column_from_an_async_session(dsn: str, articles: dict[int, 
                     select(Article.id).where(Article.fp.near(probe, 3)).order_by(Article.id)
                 )
                 found.append(list(result.all()))
+                dups = near("articles_dups", probe, 3)  # simdb.near, the SQL function, as a table
+                keys = await session.scalars(select(dups.c.key))
+                assert sorted(int(key) for key in keys.all()) == found[-1]
         await engine.dispose()
         return found
 
@@ -209,3 +212,39 @@ def test_a_column_without_index_settings_says_how_to_give_them() -> None:
 
     with pytest.raises(InvalidParameter, match="no index settings"):
         Plain.fp.near(5, 3)
+
+
+def test_a_128_bit_column_and_settings_read_from_the_database(dsn: str) -> None:
+    """Fingerprint128 columns get the same methods; index= takes the plan simdb.index.get reads."""
+
+    class Wide(DeclarativeBase):
+        pass
+
+    class Page(Wide):
+        __tablename__ = "pages"
+
+        id: Mapped[int] = mapped_column(primary_key=True)
+        fp: Mapped[int | None] = mapped_column(Fingerprint128())
+
+    rng = random.Random(128)
+    fingerprints = {i: rng.getrandbits(128) for i in range(3000)}
+    for i in range(50):
+        fingerprints[5000 + i] = fingerprints[i] ^ (1 << rng.randrange(128)) ^ (1 << rng.randrange(128))
+    engine = _engine(dsn)
+    Wide.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.add_all(Page(id=key, fp=value) for key, value in fingerprints.items())
+        session.commit()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        spec = SimhashSpec(max_distance=4, blocks=6, bits=128)
+        intable.attach_in_table(conn, "pages_dups", "public.pages", "id", "fp", spec=spec)
+        made = index.get(conn, "pages_dups")
+    with Session(engine) as session:
+        for probe in [fingerprints[i] ^ 1 for i in range(0, 50, 5)]:
+            found = session.scalars(
+                select(Page.id).where(Page.fp.near(probe, 3, index=made)).order_by(Page.id)
+            ).all()
+            assert found == _brute(fingerprints, probe, 3)
+        distance = session.scalar(select(Page.fp.hamming_distance(fingerprints[0] ^ 7)).where(Page.id == 0))
+        assert distance == 3
+    engine.dispose()

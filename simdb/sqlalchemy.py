@@ -24,6 +24,8 @@ select(Article.id, Article.fingerprint.hamming_distance(fingerprint_of_doc))
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -99,6 +101,7 @@ def _distance(made: SimhashIndex, a: ColumnElement[Any], b: ColumnElement[Any]) 
     return _Template(made.width.distance(*_SLOTS).as_string(None), (a, b), Integer())
 
 
+@functools.lru_cache(maxsize=64)
 def simhash_plan(
     max_distance: int = 3,
     blocks: int | None = None,
@@ -124,7 +127,7 @@ class _Comparator(TypeDecorator.Comparator[int]):
                 "declare the column as Fingerprint(max_distance=3, blocks=...) as the index was attached,"
                 " or pass index=simdb.index.get(conn, NAME)",
             )
-        return own
+        return dataclasses.replace(own, name=str(self.expr))  # what errors call it: articles.fp
 
     def near(
         self, fingerprint: Any, max_distance: int | None = None, *, index: SimhashIndex | None = None

@@ -20,6 +20,8 @@ class Article(Base):
 simhash_indexes(Article.fingerprint, "articles_dups")    # its B-trees, in the model's MetaData
 select(Article).where(Article.fingerprint.near(fingerprint_of_doc, 3))
 select(Article.id, Article.fingerprint.hamming_distance(fingerprint_of_doc))
+signature: Mapped[Any] = mapped_column(Signature(threshold=0.8))     # a jaccard index's column
+select(Doc).where(Doc.signature.similar(document_signature(text), 0.9)) # jaccard_indexes(...) too
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import dataclasses
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import sql
 from sqlalchemy import (
@@ -50,6 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, BIT
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ColumnClause
 from sqlalchemy.sql.expression import TableValuedAlias
 from sqlalchemy.sql.visitors import InternalTraversal
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -57,12 +60,15 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 from simdb import names
 from simdb.bits import to_signed, to_unsigned
 from simdb.errors import InvalidParameter
-from simdb.minhash import UInt64Array, from_stored, to_stored
-from simdb.modes import SimhashIndex, SimhashSpec
+from simdb.minhash import DEFAULT_PERMUTATIONS, MINHASH_SPEC_VERSION, UInt64Array, from_stored, to_stored
+from simdb.modes import Index as SimdbIndex
+from simdb.modes import JaccardIndex, JaccardSpec, SimhashIndex, SimhashSpec
+from simdb.modes.jaccard import ESTIMATES
 from simdb.modes.widths import BitString
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.simhash import DEFAULT_FEATURES
 
+Planned = TypeVar("Planned", SimhashIndex, JaccardIndex)
 _SLOTS = tuple(sql.Identifier(f"__simdb_{number}__") for number in range(2))
 _SLOT = re.compile(r'"__simdb_(\d)__"')
 
@@ -85,20 +91,25 @@ class _Template(ColumnElement[Any]):
 
 @compiles(_Template)
 def _compile_template(element: _Template, compiler: SQLCompiler, **kw: Any) -> str:
+    """The text with each slot replaced by its element; a parameter or expression in parentheses
+    (a cast parameter followed by a subscript would read as an array type), a column as it is."""
+
+    def slot(number: int) -> str:
+        filled = element.elements[number]
+        text = compiler.process(filled, **kw)
+        return text if isinstance(filled, ColumnClause) else f"({text})"
+
     pieces = _SLOT.split(element.text)
-    return "".join(
-        compiler.process(element.elements[int(piece)], **kw) if odd else piece
-        for odd, piece in ((number % 2 == 1, piece) for number, piece in enumerate(pieces))
-    )
+    return "".join(slot(int(piece)) if number % 2 else piece for number, piece in enumerate(pieces))
 
 
-def _keys(made: SimhashIndex, sketch: ColumnElement[Any]) -> list[ColumnElement[int]]:
+def _keys(made: SimdbIndex, sketch: ColumnElement[Any]) -> list[ColumnElement[int]]:
     """Each B-tree's key of `sketch` (a column or a probe), as the simhash mode writes it."""
     return [_Template(key.as_string(None), (sketch,), BigInteger()) for key in made.btree_keys(_SLOTS[0])]
 
 
 def _distance(made: SimhashIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[int]:
-    return _Template(made.width.distance(*_SLOTS).as_string(None), (a, b), Integer())
+    return _Template(made.width.distance(_SLOTS[0], _SLOTS[1]).as_string(None), (a, b), Integer())
 
 
 @functools.lru_cache(maxsize=64)
@@ -113,21 +124,29 @@ def simhash_plan(
     return SimhashSpec(max_distance, blocks, bits=bits).build("sqlalchemy", DEFAULT_FEATURES, expected_rows)
 
 
+def _settings(
+    column: ColumnElement[Any], kind: Any, index: Planned | None, method: str, declared: str
+) -> Planned:
+    """The index whose B-trees a column's method uses: the one given, else the column type's
+    settings, named after the column (what errors call it: articles.fp)."""
+    if index is not None:
+        return index
+    own: Planned | None = getattr(kind, "plan", None)
+    if own is None:
+        raise InvalidParameter(
+            f"the type of column {column} has no index settings, so {method} cannot use its B-trees",
+            f"declare the column as {declared} as the index was attached,"
+            " or pass index=simdb.index.get(conn, NAME)",
+        )
+    return dataclasses.replace(own, name=str(column))
+
+
 class _Comparator(TypeDecorator.Comparator[int]):
     """Methods of a fingerprint column: near (a predicate through the index's B-trees) and
     hamming_distance."""
 
     def _plan(self, index: SimhashIndex | None) -> SimhashIndex:
-        if index is not None:
-            return index
-        own: SimhashIndex | None = getattr(self.type, "plan", None)
-        if own is None:
-            raise InvalidParameter(
-                "this fingerprint column's type has no index settings, so near() cannot use its B-trees",
-                "declare the column as Fingerprint(max_distance=3, blocks=...) as the index was attached,"
-                " or pass index=simdb.index.get(conn, NAME)",
-            )
-        return dataclasses.replace(own, name=str(self.expr))  # what errors call it: articles.fp
+        return _settings(self.expr, self.type, index, "near()", "Fingerprint(max_distance=3, blocks=...)")
 
     def near(
         self, fingerprint: Any, max_distance: int | None = None, *, index: SimhashIndex | None = None
@@ -229,11 +248,79 @@ def near_key(index: str, key: str, max_distance: int | None = None) -> TableValu
     return function.table_valued(column("key", Text), column("distance", Integer)).alias("near_key")
 
 
+@functools.lru_cache(maxsize=64)
+def jaccard_plan(
+    threshold: float, permutations: int = DEFAULT_PERMUTATIONS, signature_spec: int = MINHASH_SPEC_VERSION
+) -> JaccardIndex:
+    """The band B-trees simdb plans for a jaccard index with these settings (those `simdb attach
+    --mode jaccard` takes: --threshold, --permutations, --signature-spec)."""
+    spec = JaccardSpec(threshold, permutations, signature_spec)
+    return spec.build("sqlalchemy", DEFAULT_FEATURES, DEFAULT_EXPECTED_ROWS)
+
+
+class _SignatureComparator(TypeDecorator.Comparator[UInt64Array]):
+    """Methods of a signature column: similar (a predicate through the index's band B-trees) and
+    jaccard_estimate."""
+
+    def _plan(self, index: JaccardIndex | None) -> JaccardIndex:
+        return _settings(self.expr, self.type, index, "similar()", "Signature(threshold=0.8)")
+
+    def similar(
+        self, signature: Any, min_similarity: float | None = None, *, index: JaccardIndex | None = None
+    ) -> ColumnElement[bool]:
+        """Rows sharing a band with the signature (one index scan per band's B-tree, OR-ed) whose
+        estimated similarity reaches min_similarity (default and lowest: the index's threshold):
+        the rows simdb.similar finds."""
+        made = self._plan(index)
+        wanted = made.checked_similarity(min_similarity)
+        probe = _signature(signature)
+        probes = [row == given for row, given in zip(_keys(made, self.expr), _keys(made, probe), strict=True)]
+        estimate = _estimate(made.signature_spec, made.permutations, self.expr, probe)
+        return and_(or_(*probes), estimate >= literal_column(repr(float(wanted))))
+
+    def jaccard_estimate(self, signature: Any, *, index: JaccardIndex | None = None) -> ColumnElement[float]:
+        """The estimated Jaccard similarity of the column's signature and another, as simdb verifies it."""
+        spec = index.signature_spec if index else getattr(self.type, "signature_spec", MINHASH_SPEC_VERSION)
+        permutations = (
+            index.permutations if index else getattr(self.type, "permutations", DEFAULT_PERMUTATIONS)
+        )
+        return _estimate(spec, permutations, self.expr, _signature(signature))
+
+
+def _signature(value: Any) -> ColumnElement[Any]:
+    return value if isinstance(value, ColumnElement) else literal(value, Signature())
+
+
+def _estimate(
+    spec: int, permutations: int, a: ColumnElement[Any], b: ColumnElement[Any]
+) -> ColumnElement[float]:
+    text = ESTIMATES[spec](_SLOTS[0], _SLOTS[1], permutations).as_string(None)
+    return _Template(text, (a, b), Double())
+
+
 class Signature(TypeDecorator[UInt64Array]):
-    """A MinHash signature: unsigned 64-bit values in Python (a uint64 array), bigint[] in SQL."""
+    """A MinHash signature: unsigned 64-bit values in Python (a uint64 array), bigint[] in SQL.
+    With the settings of the column's jaccard index (threshold, and permutations and
+    signature_spec where not the defaults), `column.similar(sig, s)` uses its B-trees."""
 
     impl = ARRAY(BigInteger)
     cache_ok = True
+    comparator_factory = _SignatureComparator
+
+    def __init__(
+        self,
+        threshold: float | None = None,
+        permutations: int = DEFAULT_PERMUTATIONS,
+        signature_spec: int = MINHASH_SPEC_VERSION,
+    ) -> None:
+        super().__init__()
+        self.threshold, self.permutations, self.signature_spec = threshold, permutations, signature_spec
+
+    @property
+    def plan(self) -> JaccardIndex | None:
+        if self.threshold is None:
+            return None
+        return jaccard_plan(self.threshold, self.permutations, self.signature_spec)
 
     def process_bind_param(
         self, value: Sequence[int] | UInt64Array | None, dialect: Dialect
@@ -246,8 +333,7 @@ class Signature(TypeDecorator[UInt64Array]):
 
 def similar(index: str, signature: Any, min_similarity: float | None = None) -> TableValuedAlias:
     """simdb.similar(index, signature, s) on a jaccard index, as a table (key, similarity)."""
-    bound = signature if isinstance(signature, ColumnElement) else literal(signature, Signature())
-    function = func.simdb.similar(index, bound, min_similarity)
+    function = func.simdb.similar(index, _signature(signature), min_similarity)
     return function.table_valued(column("key", Text), column("similarity", Double)).alias("similar")
 
 
@@ -257,15 +343,13 @@ def similar_key(index: str, key: str, min_similarity: float | None = None) -> Ta
     return function.table_valued(column("key", Text), column("similarity", Double)).alias("similar_key")
 
 
-def _column(table_or_column: Any) -> ColumnElement[Any]:
-    """A column, a model's attribute (its column), or a table with one fingerprint column."""
+def _column(table_or_column: Any, kind: Any = Fingerprint | Fingerprint128) -> ColumnElement[Any]:
+    """A column, a model's attribute (its column), or a table with one column of that kind."""
     if isinstance(table_or_column, Table):
-        found: list[ColumnElement[Any]] = [
-            c for c in table_or_column.columns if isinstance(c.type, Fingerprint | Fingerprint128)
-        ]
+        found: list[ColumnElement[Any]] = [c for c in table_or_column.columns if isinstance(c.type, kind)]
         if len(found) != 1:
             raise InvalidParameter(
-                f"table {table_or_column.name} has {len(found)} fingerprint columns",
+                f"table {table_or_column.name} has {len(found)} columns of type {kind}",
                 "give the column itself",
             )
         return found[0]
@@ -298,10 +382,28 @@ def simhash_indexes(
             expected_rows if expected_rows is not None else own.expected_rows,
             own.bits,
         )
+    return _btrees(made, sketch, name)
+
+
+def _btrees(made: SimdbIndex, sketch: ColumnElement[Any], name: str) -> list[Index]:
     return [
         Index(names.app_btree_name(name, column_name), key)
         for column_name, key in zip(made.columns, _keys(made, sketch), strict=True)
     ]
+
+
+def jaccard_indexes(table_or_column: Any, name: str, *, index: JaccardIndex | None = None) -> list[Index]:
+    """The band B-trees of jaccard index `name` in a signature column (b0, b1, ...), as
+    simhash_indexes gives a simhash index's: the settings are the column type's (Signature(...)),
+    or come from `index` (simdb.index.get)."""
+    sketch = _column(table_or_column, Signature)
+    made = index or getattr(sketch.type, "plan", None)
+    if made is None:
+        raise InvalidParameter(
+            f"jaccard_indexes({name!r}) needs the index's settings",
+            "declare the column as Signature(threshold=...) or pass index=simdb.index.get(conn, NAME)",
+        )
+    return _btrees(made, sketch, name)
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

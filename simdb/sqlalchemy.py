@@ -11,28 +11,190 @@ dups = near("articles_dups", fingerprint_of_doc, 3)                # a simhash i
 wide = near("articles_wide", wide_fingerprint, 10, bits=128)       # a 128-bit one
 select(Article.title, dups.c.distance).join(dups, cast(Article.id, Text) == dups.c.key)
 alike = similar("articles_alike", document_signature(text), 0.9)   # a jaccard index
+
+An index in the model's own column (simdb attach --fingerprint-column), searched through its B-trees:
+
+class Article(Base):
+    fingerprint: Mapped[int | None] = mapped_column(Fingerprint(max_distance=3, blocks=4))
+
+simhash_indexes(Article.fingerprint, "articles_dups")    # its B-trees, in the model's MetaData
+select(Article).where(Article.fingerprint.near(fingerprint_of_doc, 3))
+select(Article.id, Article.fingerprint.hamming_distance(fingerprint_of_doc))
+signature: Mapped[Any] = mapped_column(Signature(threshold=0.8))     # a jaccard index's column
+select(Doc).where(Doc.signature.similar(document_signature(text), 0.9)) # jaccard_indexes(...) too
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, ColumnElement, Dialect, Double, Integer, Text, column, func, literal
+from psycopg import sql
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Dialect,
+    Double,
+    Index,
+    Integer,
+    Table,
+    Text,
+    and_,
+    column,
+    func,
+    literal,
+    literal_column,
+    or_,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, BIT
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ColumnClause
 from sqlalchemy.sql.expression import TableValuedAlias
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.sql.visitors import InternalTraversal
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from simdb import names
 from simdb.bits import to_signed, to_unsigned
-from simdb.minhash import UInt64Array, from_stored, to_stored
+from simdb.errors import InvalidParameter
+from simdb.minhash import DEFAULT_PERMUTATIONS, MINHASH_SPEC_VERSION, UInt64Array, from_stored, to_stored
+from simdb.modes import Index as SimdbIndex
+from simdb.modes import JaccardIndex, JaccardSpec, SimhashIndex, SimhashSpec
+from simdb.modes.jaccard import ESTIMATES
 from simdb.modes.widths import BitString
+from simdb.planner import DEFAULT_EXPECTED_ROWS
+from simdb.simhash import DEFAULT_FEATURES
+
+Planned = TypeVar("Planned", SimhashIndex, JaccardIndex)
+_SLOTS = tuple(sql.Identifier(f"__simdb_{number}__") for number in range(2))
+_SLOT = re.compile(r'"__simdb_(\d)__"')
 
 
-class Fingerprint(TypeDecorator[int]):
-    """An unsigned 64-bit fingerprint in Python, stored as PostgreSQL bigint (same bits)."""
+class _Template(ColumnElement[Any]):
+    """SQL of simdb's simhash mode (a B-tree's key, a distance) around SQLAlchemy expressions.
+    The mode's constants stay literal in the statement, so that a query repeats an index's
+    expression exactly, also as a prepared statement (asyncpg's) or a generic plan."""
+
+    __visit_name__ = "simdb_template"
+    inherit_cache = True
+    _traverse_internals = [  # noqa: RUF012 (SQLAlchemy's own declaration is a list)
+        ("text", InternalTraversal.dp_string),
+        ("elements", InternalTraversal.dp_clauseelement_tuple),
+    ]
+
+    def __init__(self, text: str, elements: tuple[ColumnElement[Any], ...], type_: TypeEngine[Any]) -> None:
+        self.text, self.elements, self.type = text, elements, type_
+
+
+@compiles(_Template)
+def _compile_template(element: _Template, compiler: SQLCompiler, **kw: Any) -> str:
+    """The text with each slot replaced by its element; a parameter or expression in parentheses
+    (a cast parameter followed by a subscript would read as an array type), a column as it is."""
+
+    def slot(number: int) -> str:
+        filled = element.elements[number]
+        text = compiler.process(filled, **kw)
+        return text if isinstance(filled, ColumnClause) else f"({text})"
+
+    pieces = _SLOT.split(element.text)
+    return "".join(slot(int(piece)) if number % 2 else piece for number, piece in enumerate(pieces))
+
+
+def _keys(made: SimdbIndex, sketch: ColumnElement[Any]) -> list[ColumnElement[int]]:
+    """Each B-tree's key of `sketch` (a column or a probe), as the simhash mode writes it."""
+    return [_Template(key.as_string(None), (sketch,), BigInteger()) for key in made.btree_keys(_SLOTS[0])]
+
+
+def _distance(made: SimhashIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[int]:
+    return _Template(made.width.distance(_SLOTS[0], _SLOTS[1]).as_string(None), (a, b), Integer())
+
+
+@functools.lru_cache(maxsize=64)
+def simhash_plan(
+    max_distance: int = 3,
+    blocks: int | None = None,
+    expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    bits: int = 64,
+) -> SimhashIndex:
+    """The B-trees simdb plans for a simhash index with these settings (those `simdb attach`
+    takes: --max-distance, --blocks, --expected-rows, --bits); give `blocks` to be sure."""
+    return SimhashSpec(max_distance, blocks, bits=bits).build("sqlalchemy", DEFAULT_FEATURES, expected_rows)
+
+
+def _settings(
+    column: ColumnElement[Any], kind: Any, index: Planned | None, method: str, declared: str
+) -> Planned:
+    """The index whose B-trees a column's method uses: the one given, else the column type's
+    settings, named after the column (what errors call it: articles.fp)."""
+    if index is not None:
+        return index
+    own: Planned | None = getattr(kind, "plan", None)
+    if own is None:
+        raise InvalidParameter(
+            f"the type of column {column} has no index settings, so {method} cannot use its B-trees",
+            f"declare the column as {declared} as the index was attached,"
+            " or pass index=simdb.index.get(conn, NAME)",
+        )
+    return dataclasses.replace(own, name=str(column))
+
+
+class _Comparator(TypeDecorator.Comparator[int]):
+    """Methods of a fingerprint column: near (a predicate through the index's B-trees) and
+    hamming_distance."""
+
+    def _plan(self, index: SimhashIndex | None) -> SimhashIndex:
+        return _settings(self.expr, self.type, index, "near()", "Fingerprint(max_distance=3, blocks=...)")
+
+    def near(
+        self, fingerprint: Any, max_distance: int | None = None, *, index: SimhashIndex | None = None
+    ) -> ColumnElement[bool]:
+        """Rows within max_distance bits (default and largest: the index's): some B-tree's key of
+        the row equal to the fingerprint's (one index scan each, OR-ed), then the distance."""
+        made = self._plan(index)
+        k = made.checked_distance(max_distance)
+        probe = _fingerprint(fingerprint, made.bits)
+        probes = [row == given for row, given in zip(_keys(made, self.expr), _keys(made, probe), strict=True)]
+        return and_(or_(*probes), _distance(made, self.expr, probe) <= literal_column(str(k)))
+
+    def hamming_distance(self, fingerprint: Any) -> ColumnElement[int]:
+        """The number of differing bits between the column and a fingerprint (or another column)."""
+        bits: int = getattr(self.type, "bits", 64)
+        return _distance(simhash_plan(bits=bits), self.expr, _fingerprint(fingerprint, bits))
+
+
+class _Indexed:
+    """The settings of the simhash index in a fingerprint column (none: near() needs index=)."""
+
+    bits: int
+
+    def __init__(
+        self,
+        max_distance: int | None = None,
+        blocks: int | None = None,
+        expected_rows: int = DEFAULT_EXPECTED_ROWS,
+    ) -> None:
+        super().__init__()
+        self.max_distance, self.blocks, self.expected_rows = max_distance, blocks, expected_rows
+
+    @property
+    def plan(self) -> SimhashIndex | None:
+        if self.max_distance is None:
+            return None
+        return simhash_plan(self.max_distance, self.blocks, self.expected_rows, self.bits)
+
+
+class Fingerprint(_Indexed, TypeDecorator[int]):
+    """An unsigned 64-bit fingerprint in Python, stored as PostgreSQL bigint (same bits). With the
+    settings the column's simhash index was attached with (max_distance, blocks or expected_rows),
+    `column.near(fp, k)` is a predicate that uses its B-trees."""
 
     impl = BigInteger
     cache_ok = True
+    comparator_factory = _Comparator
+    bits = 64
 
     def process_bind_param(self, value: int | None, dialect: Dialect) -> int | None:
         return None if value is None else to_signed(value)
@@ -41,11 +203,13 @@ class Fingerprint(TypeDecorator[int]):
         return None if value is None else to_unsigned(value)
 
 
-class Fingerprint128(TypeDecorator[int]):
+class Fingerprint128(_Indexed, TypeDecorator[int]):
     """An unsigned 128-bit fingerprint in Python, stored as PostgreSQL bit(128)."""
 
     impl = BIT(128)
     cache_ok = True
+    comparator_factory = _Comparator
+    bits = 128
 
     def process_bind_param(self, value: int | None, dialect: Dialect) -> BitString | None:
         return None if value is None else BitString(value, 128)
@@ -84,11 +248,79 @@ def near_key(index: str, key: str, max_distance: int | None = None) -> TableValu
     return function.table_valued(column("key", Text), column("distance", Integer)).alias("near_key")
 
 
+@functools.lru_cache(maxsize=64)
+def jaccard_plan(
+    threshold: float, permutations: int = DEFAULT_PERMUTATIONS, signature_spec: int = MINHASH_SPEC_VERSION
+) -> JaccardIndex:
+    """The band B-trees simdb plans for a jaccard index with these settings (those `simdb attach
+    --mode jaccard` takes: --threshold, --permutations, --signature-spec)."""
+    spec = JaccardSpec(threshold, permutations, signature_spec)
+    return spec.build("sqlalchemy", DEFAULT_FEATURES, DEFAULT_EXPECTED_ROWS)
+
+
+class _SignatureComparator(TypeDecorator.Comparator[UInt64Array]):
+    """Methods of a signature column: similar (a predicate through the index's band B-trees) and
+    jaccard_estimate."""
+
+    def _plan(self, index: JaccardIndex | None) -> JaccardIndex:
+        return _settings(self.expr, self.type, index, "similar()", "Signature(threshold=0.8)")
+
+    def similar(
+        self, signature: Any, min_similarity: float | None = None, *, index: JaccardIndex | None = None
+    ) -> ColumnElement[bool]:
+        """Rows sharing a band with the signature (one index scan per band's B-tree, OR-ed) whose
+        estimated similarity reaches min_similarity (default and lowest: the index's threshold):
+        the rows simdb.similar finds."""
+        made = self._plan(index)
+        wanted = made.checked_similarity(min_similarity)
+        probe = _signature(signature)
+        probes = [row == given for row, given in zip(_keys(made, self.expr), _keys(made, probe), strict=True)]
+        estimate = _estimate(made.signature_spec, made.permutations, self.expr, probe)
+        return and_(or_(*probes), estimate >= literal_column(repr(float(wanted))))
+
+    def jaccard_estimate(self, signature: Any, *, index: JaccardIndex | None = None) -> ColumnElement[float]:
+        """The estimated Jaccard similarity of the column's signature and another, as simdb verifies it."""
+        spec = index.signature_spec if index else getattr(self.type, "signature_spec", MINHASH_SPEC_VERSION)
+        permutations = (
+            index.permutations if index else getattr(self.type, "permutations", DEFAULT_PERMUTATIONS)
+        )
+        return _estimate(spec, permutations, self.expr, _signature(signature))
+
+
+def _signature(value: Any) -> ColumnElement[Any]:
+    return value if isinstance(value, ColumnElement) else literal(value, Signature())
+
+
+def _estimate(
+    spec: int, permutations: int, a: ColumnElement[Any], b: ColumnElement[Any]
+) -> ColumnElement[float]:
+    text = ESTIMATES[spec](_SLOTS[0], _SLOTS[1], permutations).as_string(None)
+    return _Template(text, (a, b), Double())
+
+
 class Signature(TypeDecorator[UInt64Array]):
-    """A MinHash signature: unsigned 64-bit values in Python (a uint64 array), bigint[] in SQL."""
+    """A MinHash signature: unsigned 64-bit values in Python (a uint64 array), bigint[] in SQL.
+    With the settings of the column's jaccard index (threshold, and permutations and
+    signature_spec where not the defaults), `column.similar(sig, s)` uses its B-trees."""
 
     impl = ARRAY(BigInteger)
     cache_ok = True
+    comparator_factory = _SignatureComparator
+
+    def __init__(
+        self,
+        threshold: float | None = None,
+        permutations: int = DEFAULT_PERMUTATIONS,
+        signature_spec: int = MINHASH_SPEC_VERSION,
+    ) -> None:
+        super().__init__()
+        self.threshold, self.permutations, self.signature_spec = threshold, permutations, signature_spec
+
+    @property
+    def plan(self) -> JaccardIndex | None:
+        if self.threshold is None:
+            return None
+        return jaccard_plan(self.threshold, self.permutations, self.signature_spec)
 
     def process_bind_param(
         self, value: Sequence[int] | UInt64Array | None, dialect: Dialect
@@ -101,8 +333,7 @@ class Signature(TypeDecorator[UInt64Array]):
 
 def similar(index: str, signature: Any, min_similarity: float | None = None) -> TableValuedAlias:
     """simdb.similar(index, signature, s) on a jaccard index, as a table (key, similarity)."""
-    bound = signature if isinstance(signature, ColumnElement) else literal(signature, Signature())
-    function = func.simdb.similar(index, bound, min_similarity)
+    function = func.simdb.similar(index, _signature(signature), min_similarity)
     return function.table_valued(column("key", Text), column("similarity", Double)).alias("similar")
 
 
@@ -110,3 +341,73 @@ def similar_key(index: str, key: str, min_similarity: float | None = None) -> Ta
     """simdb.similar_key(index, key, s): the rows similar to a stored row, as a table (key, similarity)."""
     function = func.simdb.similar_key(index, key, min_similarity)
     return function.table_valued(column("key", Text), column("similarity", Double)).alias("similar_key")
+
+
+def _column(table_or_column: Any, kind: Any = Fingerprint | Fingerprint128) -> ColumnElement[Any]:
+    """A column, a model's attribute (its column), or a table with one column of that kind."""
+    if isinstance(table_or_column, Table):
+        found: list[ColumnElement[Any]] = [c for c in table_or_column.columns if isinstance(c.type, kind)]
+        if len(found) != 1:
+            raise InvalidParameter(
+                f"table {table_or_column.name} has {len(found)} columns of type {kind}",
+                "give the column itself",
+            )
+        return found[0]
+    clause = getattr(table_or_column, "__clause_element__", None)
+    given: ColumnElement[Any] = clause() if clause is not None else table_or_column
+    return given
+
+
+def simhash_indexes(
+    table_or_column: Any,
+    name: str,
+    max_distance: int | None = None,
+    *,
+    blocks: int | None = None,
+    expected_rows: int | None = None,
+    index: SimhashIndex | None = None,
+) -> list[Index]:
+    """The B-trees of simhash index `name` in a fingerprint column, as SQLAlchemy Index objects of
+    its table (so that Alembic's autogenerate sees them): the names and expressions `simdb attach
+    --fingerprint-column` gives them. The settings default to the column type's (Fingerprint(...)),
+    or come from `index` (simdb.index.get)."""
+    sketch = _column(table_or_column)
+    made = index
+    if made is None:
+        own = sketch.type if isinstance(sketch.type, _Indexed) else Fingerprint()
+        k = max_distance if max_distance is not None else own.max_distance
+        made = simhash_plan(
+            k if k is not None else 3,
+            blocks if blocks is not None else own.blocks,
+            expected_rows if expected_rows is not None else own.expected_rows,
+            own.bits,
+        )
+    return _btrees(made, sketch, name)
+
+
+def _btrees(made: SimdbIndex, sketch: ColumnElement[Any], name: str) -> list[Index]:
+    return [
+        Index(names.app_btree_name(name, column_name), key)
+        for column_name, key in zip(made.columns, _keys(made, sketch), strict=True)
+    ]
+
+
+def jaccard_indexes(table_or_column: Any, name: str, *, index: JaccardIndex | None = None) -> list[Index]:
+    """The band B-trees of jaccard index `name` in a signature column (b0, b1, ...), as
+    simhash_indexes gives a simhash index's: the settings are the column type's (Signature(...)),
+    or come from `index` (simdb.index.get)."""
+    sketch = _column(table_or_column, Signature)
+    made = index or getattr(sketch.type, "plan", None)
+    if made is None:
+        raise InvalidParameter(
+            f"jaccard_indexes({name!r}) needs the index's settings",
+            "declare the column as Signature(threshold=...) or pass index=simdb.index.get(conn, NAME)",
+        )
+    return _btrees(made, sketch, name)
+
+
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+    """For Alembic's `include_object`: autogenerate leaves alone the B-trees simdb made on the
+    application's tables that the MetaData does not declare (simdb_NAME_key, simdb_NAME_unfilled,
+    and those of an index not given to simhash_indexes) instead of proposing to drop them."""
+    return not (type_ == "index" and reflected and compare_to is None and (name or "").startswith("simdb_"))

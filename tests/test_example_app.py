@@ -12,11 +12,12 @@ import psycopg
 import pytest
 from alembic import command
 from alembic import op as alembic_op
+from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from alembic.script import ScriptDirectory
-from example_app.models import Article
+from example_app.models import Article, Base
 from sqlalchemy import BigInteger, Column, Integer, Text, cast, column, create_engine, literal, select, table
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
@@ -24,9 +25,10 @@ from support import simdb
 
 from simdb import alembic as simdb_ops
 from simdb import attach, catalog, fingerprint, schema
+from simdb.bits import hamming as bit_distance
 from simdb.bits import to_signed
 from simdb.errors import InvalidParameter, SimdbError
-from simdb.sqlalchemy import Fingerprint, hamming, near, near_key
+from simdb.sqlalchemy import Fingerprint, hamming, include_object, near, near_key
 
 APP = Path(__file__).resolve().parent / "example_app"
 BODY = " ".join(f"paragraph{i} about{i % 9} things" for i in range(200))
@@ -91,6 +93,39 @@ def test_app_migrations_attach_simdb_and_queries_join_the_model(empty_db: str) -
         assert gone == (None, None)
 
 
+def test_the_models_fingerprint_column_is_searched_through_simdbs_btrees(empty_db: str) -> None:
+    """Issue 29, item 2: the application writes Article.fp, finds near-duplicates with
+    Article.fp.near, and its MetaData declares simdb's B-trees, so autogenerate finds nothing."""
+    _alembic(empty_db, "upgrade", "head")
+    engine = create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(empty_db), poolclass=NullPool
+    )
+    bodies = {1: BODY, 2: BODY + " (reposted)", 3: "a different story altogether, with other words"}
+    bodies |= {10 + i: f"{BODY} edition {i} " + "more words " * i for i in range(20)}
+    with Session(engine) as session:
+        session.add_all(
+            Article(id=key, title=f"t{key}", body=body, fp=fingerprint(body)) for key, body in bodies.items()
+        )
+        session.commit()
+        probe = fingerprint(BODY)
+        for k in (0, 2, 3):
+            found = session.scalars(select(Article.id).where(Article.fp.near(probe, k)).order_by(Article.id))
+            expected = [key for key, body in bodies.items() if bit_distance(fingerprint(body), probe) <= k]
+            assert found.all() == sorted(expected), k
+        assert 2 in expected and 3 not in expected
+        distances = session.execute(select(Article.id, Article.fp.hamming_distance(probe))).all()
+        assert sorted(distances) == sorted(
+            (key, bit_distance(fingerprint(body), probe)) for key, body in bodies.items()
+        )
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"include_object": include_object})
+        assert compare_metadata(context, Base.metadata) == []
+    engine.dispose()
+    _alembic(empty_db, "downgrade", "base")
+    with psycopg.connect(empty_db) as conn:
+        assert conn.execute("SELECT to_regclass('public.articles')").fetchone() == (None,)
+
+
 def _in_migration(dsn: str, action: Callable[[], None], *, commit: bool) -> None:
     """Run `action` as a migration's body would (alembic.op bound to one connection's transaction)."""
     engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool)
@@ -106,7 +141,7 @@ def test_drop_schema_refuses_while_indexes_it_did_not_name_exist(
     capsys: pytest.CaptureFixture[str], empty_db: str, tmp_path: Path
 ) -> None:
     """Issue 27 item 2: the README's downgrade must not take another team's index with it."""
-    _alembic(empty_db, "upgrade", "head")
+    _alembic(empty_db, "upgrade", "a0002")  # (before the index in the articles' own column)
     records = tmp_path / "team.jsonl"
     records.write_text(
         "".join(json.dumps({"key": f"k{i}", "text": f"note {i} of team b"}) + "\n" for i in range(300))

@@ -523,7 +523,7 @@ def test_df_lists_the_public_functions_each_with_its_comment(conn: Conn, dsn: st
             " FROM pg_proc AS p WHERE p.pronamespace = 'simdb'::regnamespace"
         ).fetchall()
     )
-    assert len(comments) == 20
+    assert len(comments) == 26
     for function, comment in comments.items():
         assert "Argument" in str(comment) and "Example: SELECT " in str(comment), function
         example, _, answer = str(comment).split("Example: ")[1].partition("  -- ")

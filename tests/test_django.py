@@ -29,12 +29,30 @@ django.setup()
 from django.core import serializers  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
-from django_app.articles.models import Article, Page, near_duplicates, near_ids, near_sql  # noqa: E402
+from django_app.articles.models import (  # noqa: E402
+    Article,
+    Note,
+    Page,
+    near_duplicates,
+    near_ids,
+    near_sql,
+    similar_notes,
+)
 
 import simdb  # noqa: E402
 from simdb import attach, intable, schema  # noqa: E402
-from simdb.django import FingerprintField, Hamming, SimhashIndex, compute_fingerprints  # noqa: E402
+from simdb.django import (  # noqa: E402
+    FingerprintField,
+    Hamming,
+    JaccardEstimate,
+    JaccardIndex,
+    SignatureField,
+    SimhashIndex,
+    compute_fingerprints,
+)
 from simdb.errors import InvalidParameter  # noqa: E402
+from simdb.minhash import document_signature, similarity  # noqa: E402
+from simdb.modes.jaccard import JaccardSpec  # noqa: E402
 from simdb.modes.simhash import SimhashSpec  # noqa: E402
 
 BTREES = ["article_fp_p0", "article_fp_p1", "article_fp_p2", "article_fp_p3"]
@@ -101,16 +119,32 @@ def _table_exists(dsn: str) -> bool:
         return conn.execute("SELECT to_regclass('articles_article') IS NOT NULL").fetchone() == (True,)
 
 
+def _note_btrees(dsn: str) -> dict[str, str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'note_sig%%'"
+        ).fetchall()
+    return dict(rows)
+
+
+NOTE_LAYOUT = JaccardSpec(threshold=0.8, permutations=128).build("note_sig", simdb.Features(), 1)
+NOTE_BTREES = sorted(f"note_sig_{column}" for column in NOTE_LAYOUT.columns)
+
+
 def test_migrate_up_and_down(articles_db: str) -> None:
     call_command("migrate", "articles", verbosity=0)
     made = _btrees(articles_db)
     assert sorted(made) == BTREES
     assert "((fingerprint >> 48) & (65535)::bigint)" in made["article_fp_p0"]
+    assert sorted(_note_btrees(articles_db)) == NOTE_BTREES
+    call_command("migrate", "articles", "0002", verbosity=0)  # the Note migration down
+    assert _note_btrees(articles_db) == {} and sorted(_btrees(articles_db)) == BTREES
     call_command("migrate", "articles", "zero", verbosity=0)
     assert _btrees(articles_db) == {}
     assert not _table_exists(articles_db)
     call_command("migrate", "articles", verbosity=0)
     assert sorted(_btrees(articles_db)) == BTREES
+    assert sorted(_note_btrees(articles_db)) == NOTE_BTREES
 
 
 def test_migration_is_atomic(articles_db: str) -> None:
@@ -393,3 +427,120 @@ def test_128_bit_fingerprints(migrated: str, server_side_binding: bool) -> None:
     plan = Page.objects.filter(fingerprint__near=(probes[0], 3)).explain()
     for number in range(4):
         assert f"Bitmap Index Scan on page_fp_p{number}" in plan
+
+
+def test_jaccard_btrees_are_simdbs_band_keys(migrated: str) -> None:
+    """Each band's B-tree is on simdb's own band-key expression of the column, as the in-table
+    index of the same settings builds it."""
+    with psycopg.connect(migrated) as conn:
+        for number, key in enumerate(NOTE_LAYOUT.btree_keys(psycopg.sql.Identifier("signature"))):
+            made = conn.execute(
+                "SELECT pg_get_indexdef(%s::regclass, 1, true)", [f"note_sig_b{number}"]
+            ).fetchone()
+            conn.execute("CREATE TEMP TABLE t (signature bigint[])")
+            conn.execute(psycopg.sql.SQL("CREATE INDEX t_i ON t (({}))").format(key))
+            expected = conn.execute("SELECT pg_get_indexdef('t_i'::regclass, 1, true)").fetchone()
+            conn.execute("DROP TABLE t")
+            assert made == expected, number
+
+
+def test_jaccard_deconstruct_round_trip(migrated: str) -> None:
+    call_command("makemigrations", "articles", "--check", "--dry-run", verbosity=0)
+    index = Note._meta.indexes[0]
+    path, args, kwargs = index.deconstruct()
+    assert (path, args) == ("simdb.django.JaccardIndex", ())
+    assert kwargs == {"fields": ["signature"], "name": "note_sig", "threshold": 0.8, "signature_spec": 2}
+    assert JaccardIndex(**kwargs) == index == index.clone()
+    other = JaccardIndex(fields=["signature"], name="note_sig", threshold=0.9)
+    assert other != index and other.btree_names() != index.btree_names()
+    _, path, args, kwargs = Note._meta.get_field("signature").deconstruct()
+    assert (path, args, kwargs) == (
+        "simdb.django.SignatureField",
+        [],
+        {"source": "body", "signature_spec": 2},
+    )
+    assert SignatureField(**kwargs).deconstruct()[3] == kwargs
+    assert SignatureField(permutations=64).deconstruct()[3] == {"permutations": 64, "signature_spec": 2}
+    with pytest.raises(InvalidParameter, match="one field"):
+        JaccardIndex(fields=["a", "b"], name="two")
+    with pytest.raises(InvalidParameter, match="pair"):
+        list(Note.objects.filter(signature__similar=[1, 2, 3]))
+    with pytest.raises(InvalidParameter, match="Jaccard similarity"):
+        list(Note.objects.filter(signature__similar=([0] * 192, 1.5)))
+
+
+def _variant(rng: random.Random, words: list[str], changes: int) -> str:
+    edited = list(words)
+    for _ in range(changes):
+        edited[rng.randrange(len(edited))] = f"x{rng.randrange(10**6)}"
+    return " ".join(edited)
+
+
+def test_signatures_on_save_and_bulk_create(migrated: str) -> None:
+    rng = random.Random(8)
+    text = _text(rng, 60)
+    note = Note.objects.create(body=text)
+    expected = [int(v) for v in document_signature(text)]
+    assert note.signature == expected and len(expected) == 128 + 64
+    assert any(v >= 2**63 for v in expected)  # some are negative bigints in PostgreSQL
+    note.refresh_from_db()
+    assert note.signature == expected
+    Note.objects.bulk_create([Note(body=t) for t in (_text(rng), _text(rng))])
+    for stored in Note.objects.all():
+        assert stored.signature == [int(v) for v in document_signature(stored.body)]
+    (back,) = serializers.deserialize("json", serializers.serialize("json", [note]))
+    assert back.object.signature == expected
+    assert Note.objects.create(body="").signature is None
+
+
+@pytest.mark.parametrize("server_side_binding", [False, True])
+def test_similar_equals_brute_force_and_uses_the_btrees(migrated: str, server_side_binding: bool) -> None:
+    """signature__similar finds what simdb's jaccard index finds: the rows sharing a band key with
+    the signature whose estimate (simdb's own) reaches the similarity; below the threshold, every
+    row whose estimate reaches it."""
+    rng = random.Random(29)
+    vocabulary = [f"w{i}" for i in range(400)]
+    bases = [[rng.choice(vocabulary) for _ in range(200)] for _ in range(40)]
+    texts = [_variant(rng, base, rng.randrange(0, 12)) for base in bases for _ in range(60)]
+    _use(migrated, server_side_binding=server_side_binding)
+    Note.objects.bulk_create([Note(body=t) for t in texts], batch_size=500)
+    with connections["default"].cursor() as cursor:
+        cursor.execute("ANALYZE articles_note")
+    stored = {pk: np.array(sig, dtype=np.uint64) for pk, sig in Note.objects.values_list("pk", "signature")}
+    banding = NOTE_LAYOUT.banding
+    bands = {pk: banding.keys(sig) for pk, sig in stored.items()}
+    probes = [document_signature(_variant(rng, base, 1)) for base in bases[:6]]
+    for probe in probes:
+        probe_bands = banding.keys(probe)
+        for wanted in (0.8, 0.9, 0.6):  # 0.6: below the index's threshold, a scan
+            found = set(Note.objects.filter(signature__similar=(probe, wanted)).values_list("pk", flat=True))
+            expected = {
+                pk
+                for pk, sig in stored.items()
+                if similarity(sig, probe, 128) >= wanted
+                and (wanted < 0.8 or any(a == b for a, b in zip(bands[pk], probe_bands, strict=True)))
+            }
+            assert found == expected, wanted
+            if wanted == 0.8:
+                assert len(found) >= 10
+        estimates = dict(Note.objects.annotate(e=JaccardEstimate("signature", probe)).values_list("pk", "e"))
+        assert estimates == {pk: similarity(sig, probe, 128) for pk, sig in stored.items()}
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    plan = Note.objects.filter(signature__similar=(probes[0], 0.8)).explain()
+    for name in NOTE_BTREES:
+        assert f"Bitmap Index Scan on {name}" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_similar_notes_of_a_note(migrated: str) -> None:
+    rng = random.Random(13)
+    words = _text(rng, 200).split()
+    original = Note.objects.create(body=" ".join(words))
+    copy = Note.objects.create(body=_variant(rng, words, 2))
+    Note.objects.create(body=_text(random.Random(14), 200))
+    found = [(n.pk, n.similarity) for n in similar_notes(original)]
+    estimate = similarity(
+        np.array(copy.signature, dtype=np.uint64), np.array(original.signature, dtype=np.uint64), 128
+    )
+    assert found == [(copy.pk, estimate)]

@@ -1,10 +1,12 @@
 """FingerprintField: a SimHash fingerprint, unsigned in Python, in a bigint (64 bits) or bit(128)
-column, computed from a text field of the same model when the row is saved; its `near` lookup."""
+column; SignatureField: a MinHash signature in a bigint[] column; both computed from a text field
+of the same model when the row is saved. Their `near` and `similar` lookups."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from django.core import checks
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
@@ -14,38 +16,28 @@ from django.db.models.sql.compiler import SQLCompiler
 
 from simdb.django import keys
 from simdb.errors import InvalidParameter
+from simdb.minhash import (
+    DEFAULT_PERMUTATIONS,
+    DEFAULT_THRESHOLD,
+    MINHASH_SPEC_VERSION,
+    document_signatures,
+)
+from simdb.modes.jaccard import JaccardIndex as JaccardLayout
 from simdb.modes.widths import Width, width
 from simdb.simhash import SPEC_VERSION, Features, fingerprints
 
 
-class FingerprintField(models.Field):
-    """The SimHash of `source` (a text field's name; None: the application sets it), an unsigned
-    int in Python; in PostgreSQL the bigint of the same bits (bits=64) or a bit(128). Text without
-    words gives None.
+class SourcedField(models.Field):
+    """A field computed from `source` (a text field's name of the same model; None: the
+    application sets it) in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
+    and raw SQL bypass it. Subclasses say how (compute) and under which path they deconstruct."""
 
-    Django computes it in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
-    and raw SQL bypass it."""
+    path = ""
 
-    description = "SimHash fingerprint (unsigned in Python, bigint or bit(128) in PostgreSQL)"
-    empty_strings_allowed = False
-
-    def __init__(
-        self,
-        *args: Any,
-        source: str | None = None,
-        bits: int = 64,
-        features: str = "word:3",
-        fingerprint_spec: int = SPEC_VERSION,
-        **kwargs: Any,
-    ) -> None:
-        self.width: Width = width(bits)  # InvalidParameter unless 64 or 128
+    def __init__(self, *args: Any, source: str | None = None, **kwargs: Any) -> None:
         self.source = source
-        self.bits = bits
-        self.features = features
-        self.parsed_features = Features.parse(features)
-        self.fingerprint_spec = fingerprint_spec
         if source is not None:
-            kwargs.setdefault("null", True)  # text without words has no fingerprint
+            kwargs.setdefault("null", True)  # text without words has no value
             kwargs.setdefault("editable", False)
         super().__init__(*args, **kwargs)
 
@@ -61,14 +53,7 @@ class FingerprintField(models.Field):
                 del kwargs["editable"]
             else:
                 kwargs["editable"] = True
-        if self.bits != 64:
-            kwargs["bits"] = self.bits
-        if self.features != "word:3":
-            kwargs["features"] = self.features
-        # always: a migration records the spec its fingerprints were made under, so that a simdb
-        # with a newer default shows up in makemigrations instead of mixing fingerprints silently
-        kwargs["fingerprint_spec"] = self.fingerprint_spec
-        return name, "simdb.django.FingerprintField", args, kwargs
+        return name, self.path, args, kwargs
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         """Django's checks, and that `source` names a field of the model."""
@@ -77,15 +62,66 @@ class FingerprintField(models.Field):
             try:
                 self.model._meta.get_field(self.source)
             except FieldDoesNotExist:
+                kind, model = type(self).__name__, self.model.__name__
                 found.append(
                     checks.Error(
-                        f"FingerprintField source {self.source!r} is not a field of {self.model.__name__}",
-                        hint="name the text field to fingerprint, e.g. source='body'",
+                        f"{kind} source {self.source!r} is not a field of {model}",
+                        hint="name the text field to compute it from, e.g. source='body'",
                         obj=self,
                         id="simdb.E001",
                     )
                 )
         return found
+
+    def compute(self, text: Any) -> Any:
+        raise NotImplementedError
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        if self.source is None:
+            return super().pre_save(model_instance, add)
+        value = self.compute(getattr(model_instance, self.source))
+        setattr(model_instance, self.attname, value)
+        return value
+
+
+class FingerprintField(SourcedField):
+    """The SimHash of `source` (a text field's name; None: the application sets it), an unsigned
+    int in Python; in PostgreSQL the bigint of the same bits (bits=64) or a bit(128). Text without
+    words gives None.
+
+    Django computes it in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
+    and raw SQL bypass it."""
+
+    description = "SimHash fingerprint (unsigned in Python, bigint or bit(128) in PostgreSQL)"
+    path = "simdb.django.FingerprintField"
+    empty_strings_allowed = False
+
+    def __init__(
+        self,
+        *args: Any,
+        source: str | None = None,
+        bits: int = 64,
+        features: str = "word:3",
+        fingerprint_spec: int = SPEC_VERSION,
+        **kwargs: Any,
+    ) -> None:
+        self.width: Width = width(bits)  # InvalidParameter unless 64 or 128
+        self.bits = bits
+        self.features = features
+        self.parsed_features = Features.parse(features)
+        self.fingerprint_spec = fingerprint_spec
+        super().__init__(*args, source=source, **kwargs)
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()
+        if self.bits != 64:
+            kwargs["bits"] = self.bits
+        if self.features != "word:3":
+            kwargs["features"] = self.features
+        # always: a migration records the spec its fingerprints were made under, so that a simdb
+        # with a newer default shows up in makemigrations instead of mixing fingerprints silently
+        kwargs["fingerprint_spec"] = self.fingerprint_spec
+        return name, path, args, kwargs
 
     def get_internal_type(self) -> str:
         return "BigIntegerField" if self.bits == 64 else "FingerprintField"
@@ -98,13 +134,6 @@ class FingerprintField(models.Field):
         if text is None or text == "":
             return None
         return fingerprints([text], self.parsed_features, self.fingerprint_spec, self.bits)[0]
-
-    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
-        if self.source is None:
-            return super().pre_save(model_instance, add)
-        value = self.compute(getattr(model_instance, self.source))
-        setattr(model_instance, self.attname, value)
-        return value
 
     def to_python(self, value: Any) -> int | None:
         """An unsigned fingerprint from an int (unsigned, or signed as PostgreSQL stores it) or hex."""
@@ -136,6 +165,86 @@ class FingerprintField(models.Field):
         return None if unsigned is None else keys.db_value(self.bits, unsigned)
 
 
+class SignatureField(SourcedField):
+    """The MinHash sketch of `source` as simdb's jaccard mode stores it (`permutations` values,
+    then under signature spec v2 the check's 64 words): a list of unsigned ints in Python, the
+    bigint[] of the same bits in PostgreSQL. Text without words gives None."""
+
+    description = "MinHash signature (unsigned in Python, bigint[] in PostgreSQL)"
+    path = "simdb.django.SignatureField"
+    empty_strings_allowed = False
+
+    def __init__(
+        self,
+        *args: Any,
+        source: str | None = None,
+        permutations: int = DEFAULT_PERMUTATIONS,
+        features: str = "word:3",
+        signature_spec: int = MINHASH_SPEC_VERSION,
+        **kwargs: Any,
+    ) -> None:
+        self.permutations = permutations
+        self.features = features
+        self.parsed_features = Features.parse(features)
+        self.signature_spec = signature_spec
+        self.layout()  # refuses bad permutations or spec now
+        super().__init__(*args, source=source, **kwargs)
+
+    def layout(self) -> JaccardLayout:
+        """simdb's jaccard index of this field's signatures (their length and conversions)."""
+        return keys.jaccard_layout("signature", DEFAULT_THRESHOLD, self.permutations, self.signature_spec, 1)
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()
+        if self.permutations != DEFAULT_PERMUTATIONS:
+            kwargs["permutations"] = self.permutations
+        if self.features != "word:3":
+            kwargs["features"] = self.features
+        kwargs["signature_spec"] = self.signature_spec  # recorded always, as FingerprintField's spec
+        return name, path, args, kwargs
+
+    def get_internal_type(self) -> str:
+        return "SignatureField"
+
+    def db_type(self, connection: BaseDatabaseWrapper) -> str:
+        return "bigint[]"
+
+    def compute(self, text: Any) -> list[int] | None:
+        """The signature of a source value (None for no text or text without words)."""
+        if text is None or text == "":
+            return None
+        (found,) = document_signatures([text], self.parsed_features, self.permutations, self.signature_spec)
+        return None if found is None else [int(v) for v in found]
+
+    def to_python(self, value: Any) -> list[int] | None:
+        """Unsigned values from a list or array of ints (unsigned, or signed as PostgreSQL stores
+        them) or text '{...}', of the field's length."""
+        if value is None:
+            return None
+        try:
+            return [
+                int(v)
+                for v in self.layout().parse_given(list(value) if not isinstance(value, str) else value)
+            ]
+        except (InvalidParameter, TypeError) as error:
+            raise ValidationError(str(error), code="invalid") from error
+
+    def value_to_string(self, obj: models.Model) -> str:
+        """'{...}' as `simdb fingerprint --mode jaccard` prints it (and to_python reads back)."""
+        value = self.value_from_object(obj)
+        return "" if value is None else self.layout().spec.literal(value)
+
+    def from_db_value(self, value: Any, expression: Any, connection: BaseDatabaseWrapper) -> list[int] | None:
+        return None if value is None else [int(v) for v in self.layout().from_sql(value)]
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = super().get_prep_value(value)
+        if value is None or hasattr(value, "resolve_expression"):
+            return value
+        unsigned = self.to_python(value)
+        return None if unsigned is None else self.layout().to_sql(np.asarray(unsigned, dtype=np.uint64))
+
+
 def compute_fingerprints(objects: list[models.Model]) -> list[str]:
     """Set the fingerprints of these model instances from their sources, as save() would, and
     return the fields set: bulk_update() bypasses pre_save, so call
@@ -143,20 +252,19 @@ def compute_fingerprints(objects: list[models.Model]) -> list[str]:
     names: list[str] = []
     for instance in objects:
         for field in instance._meta.concrete_fields:
-            if isinstance(field, FingerprintField) and field.source is not None:
+            if isinstance(field, SourcedField) and field.source is not None:
                 field.pre_save(instance, add=False)
                 if field.name not in names:
                     names.append(field.name)
     return names
 
 
-def near_index(field: FingerprintField) -> Any:
-    """The SimhashIndex in the field's model's Meta.indexes on this field, or None."""
-    from simdb.django.indexes import SimhashIndex
-
+def model_index(field: models.Field, kind: type[models.Index]) -> Any:
+    """The index of this kind (SimhashIndex, JaccardIndex) in the field's model's Meta.indexes on
+    this field, or None."""
     model = getattr(field, "model", None)
     for index in getattr(getattr(model, "_meta", None), "indexes", []):
-        if isinstance(index, SimhashIndex) and index.fields == [field.name]:
+        if isinstance(index, kind) and index.fields == [field.name]:
             return index
     return None
 
@@ -195,10 +303,67 @@ class Near(Lookup):
         field = self.lhs.output_field
         verify = f"{keys.distance(field.bits, lhs, '%s')} <= %s"
         params: list[Any] = [*lhs_params, keys.db_value(field.bits, unsigned), k]
-        index = near_index(field)
+        from simdb.django.indexes import SimhashIndex
+
+        index = model_index(field, SimhashIndex)
         if index is None or k > index.max_distance or lhs_params:
             return verify, params
         made = index.layout(field.bits)
         probes = " OR ".join(f"{row} = %s" for row in keys.btree_keys(made, lhs))  # each B-tree's key
         probe_params = [keys.probe(table, unsigned) for table in made.plan.tables]
+        return f"(({probes}) AND {verify})", [*probe_params, *params]
+
+
+@SignatureField.register_lookup
+class Similar(Lookup):
+    """signature__similar=(sig, s): the rows whose estimated Jaccard similarity to sig is at least
+    s. Where the model's JaccardIndex on the field answers s (s >= its threshold, the field's
+    permutations and spec), each band's key expression is compared to sig's key (PostgreSQL ORs
+    one bitmap scan of each B-tree), then simdb's estimate verifies; otherwise the estimate alone,
+    exact but over every row."""
+
+    lookup_name = "similar"
+    prepare_rhs = False
+    can_use_none_as_rhs = False
+
+    def get_prep_lookup(self) -> Any:
+        given = self.rhs
+        if not (isinstance(given, tuple | list) and len(given) == 2):
+            raise InvalidParameter(
+                f"signature__similar={given!r} is not a pair",
+                "give (signature, min_similarity), e.g. (sig, 0.8)",
+            )
+        signature, wanted = given
+        if isinstance(wanted, bool) or not isinstance(wanted, int | float) or not 0 < wanted <= 1:
+            raise InvalidParameter(
+                f"min similarity {wanted!r} is not a Jaccard similarity", "give a value in (0, 1], e.g. 0.8"
+            )
+        unsigned = self.lhs.output_field.to_python(signature)
+        if unsigned is None:
+            raise InvalidParameter(
+                "signature__similar with no signature", "give a signature (a list of ints)"
+            )
+        return unsigned, float(wanted)
+
+    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
+        from simdb.django.indexes import JaccardIndex
+
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        unsigned, wanted = self.rhs
+        field = self.lhs.output_field
+        made = field.layout()
+        verify = f"{keys.estimate(made, lhs, '(%s::bigint[])')} >= %s"
+        signature = np.asarray(unsigned, dtype=np.uint64)
+        params: list[Any] = [*lhs_params, made.to_sql(signature), wanted]
+        index = model_index(field, JaccardIndex)
+        if (
+            index is None
+            or wanted < index.threshold
+            or (index.permutations, index.signature_spec) != (field.permutations, field.signature_spec)
+            or lhs_params
+        ):
+            return verify, params
+        banded = index.layout()
+        probes = " OR ".join(f"{key} = %s" for key in keys.btree_keys(banded, lhs))  # each band's B-tree
+        probe_params = keys.band_probes(banded, signature)
         return f"(({probes}) AND {verify})", [*probe_params, *params]

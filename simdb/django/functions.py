@@ -1,4 +1,5 @@
-"""Hamming(expression, fp): the number of bits two fingerprints differ in, for annotate and
+"""Hamming(expression, fp): the number of bits two fingerprints differ in, and JaccardEstimate(
+expression, sig): the similarity two signatures estimate, for annotate and
 order_by (it reads every row it is given; filter with fingerprint__near to use the index)."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Func, IntegerField, Value
+from django.db.models import FloatField, Func, IntegerField, Value
 from django.db.models.sql.compiler import SQLCompiler
 
 from simdb.django import keys
@@ -32,3 +33,26 @@ class Hamming(Func):
         a, a_params = compiler.compile(column)
         b, b_params = compiler.compile(fingerprint)
         return keys.distance(getattr(field, "bits", 64), a, b), [*a_params, *b_params]
+
+
+class JaccardEstimate(Func):
+    """The Jaccard similarity a SignatureField and a signature (a list of ints, or another
+    expression) estimate, as simdb's own queries verify a candidate (it reads every row it is
+    given; filter with signature__similar to use the index)."""
+
+    output_field = FloatField()
+
+    def __init__(self, expression: Any, signature: Any, **extra: Any) -> None:
+        self.given = None if hasattr(signature, "resolve_expression") else signature
+        super().__init__(expression, Value(0) if self.given is not None else signature, **extra)
+
+    def as_sql(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any
+    ) -> tuple[str, list[Any]]:
+        column, signature = self.get_source_expressions()
+        field = column.output_field
+        if self.given is not None:  # the field's own conversion: signed bigint[]
+            signature = Value(self.given, output_field=field)
+        a, a_params = compiler.compile(column)
+        b, b_params = compiler.compile(signature)
+        return keys.estimate(field.layout(), a, f"({b}::bigint[])"), [*a_params, *b_params]

@@ -1,5 +1,6 @@
-"""SimhashIndex: simdb's permuted-table B-trees on a FingerprintField, for Meta.indexes, so that
-makemigrations writes them and migrate builds them in the migration's transaction."""
+"""SimhashIndex and JaccardIndex: simdb's B-trees (one per permuted table, or per LSH band) on a
+FingerprintField or SignatureField, for Meta.indexes, so that makemigrations writes them and
+migrate builds them in the migration's transaction."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from django.db.backends.ddl_references import Reference, Statement
 
 from simdb.django import keys
 from simdb.errors import InvalidParameter
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, MINHASH_SPEC_VERSION
+from simdb.modes.jaccard import JaccardIndex as JaccardLayout
 from simdb.modes.simhash import SimhashIndex as Layout
 
 DEFAULT_EXPECTED_ROWS = 1_000_000
@@ -41,10 +44,65 @@ class _Btrees(Reference):
         return "; ".join(self.statements(self.table, self.column))
 
 
-class SimhashIndex(models.Index):
+class _BtreesIndex(models.Index):
+    """Several B-trees on expressions of one field, named NAME_<column> after the columns of
+    simdb's own index object (layout_of), created and dropped together."""
+
+    kind = "simdb"
+
+    def _field_name(self, fields: list[str], example: str) -> None:
+        if len(fields) != 1 or fields[0].startswith("-"):
+            raise InvalidParameter(
+                f"{self.kind}(fields={fields!r}) needs one field",
+                f"name the field, e.g. fields=[{example!r}]",
+            )
+
+    def layout_of(self, model: type[models.Model]) -> Layout | JaccardLayout:
+        raise NotImplementedError
+
+    def create_sql(
+        self,
+        model: type[models.Model],
+        schema_editor: BaseDatabaseSchemaEditor,
+        using: str = "",
+        **kwargs: Any,
+    ) -> Statement:
+        if kwargs.get("concurrently"):
+            raise InvalidParameter(
+                f"{self.kind} {self.name!r} cannot be built CONCURRENTLY (it is several B-trees)",
+                "use AddIndex in an atomic migration",
+            )
+        made, quote = self.layout_of(model), schema_editor.quote_name
+        column = model._meta.get_field(self.fields[0]).column
+        names = [f"{self.name}_{key}" for key in made.columns]
+
+        def statements(table: str, column: str) -> list[str]:
+            return [
+                f"CREATE INDEX {quote(name)} ON {quote(table)} (({key}))"
+                for name, key in zip(names, keys.btree_keys(made, quote(column)), strict=True)
+            ]
+
+        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))
+
+    def remove_sql(
+        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any
+    ) -> Statement:
+        quote = schema_editor.quote_name
+        names = [f"{self.name}_{key}" for key in self.layout_of(model).columns]
+        column = model._meta.get_field(self.fields[0]).column
+
+        def statements(table: str, column: str) -> list[str]:
+            return [f"DROP INDEX IF EXISTS {quote(name)}" for name in names]
+
+        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))
+
+
+class SimhashIndex(_BtreesIndex):
     """The B-trees of simdb's simhash index on one FingerprintField: exact `near` lookups within
     max_distance bits. `blocks` overrides the planner, which plans for `expected_rows`. Table i's
     B-tree is named NAME_p<i>."""
+
+    kind = "SimhashIndex"
 
     def __init__(
         self,
@@ -55,11 +113,7 @@ class SimhashIndex(models.Index):
         blocks: int | None = None,
         expected_rows: int = DEFAULT_EXPECTED_ROWS,
     ) -> None:
-        if len(fields) != 1 or fields[0].startswith("-"):
-            raise InvalidParameter(
-                f"SimhashIndex(fields={fields!r}) needs one field",
-                'name the FingerprintField, e.g. fields=["fingerprint"]',
-            )
+        self._field_name(fields, "fingerprint")
         self.max_distance, self.blocks, self.expected_rows = max_distance, blocks, expected_rows
         super().__init__(fields=fields, name=name)
         self.layout(64)  # refuse a bad max_distance or blocks now, not at migrate
@@ -76,44 +130,52 @@ class SimhashIndex(models.Index):
         """simdb's simhash index of these settings (its tables and key expressions)."""
         return keys.layout(self.name, self.max_distance, self.blocks, self.expected_rows, bits)
 
+    def layout_of(self, model: type[models.Model]) -> Layout:
+        return self.layout(self._bits(model))
+
     def btree_names(self, bits: int = 64) -> list[str]:
         return [f"{self.name}_{column}" for column in self.layout(bits).columns]
 
     def _bits(self, model: type[models.Model]) -> int:
         return int(getattr(model._meta.get_field(self.fields[0]), "bits", 64))
 
-    def create_sql(
+
+class JaccardIndex(_BtreesIndex):
+    """The B-trees of simdb's jaccard index on one SignatureField, one per LSH band chosen for
+    `threshold` and `permutations` (the field's): `similar` lookups at or above threshold. Band
+    i's B-tree is named NAME_b<i>."""
+
+    kind = "JaccardIndex"
+
+    def __init__(
         self,
-        model: type[models.Model],
-        schema_editor: BaseDatabaseSchemaEditor,
-        using: str = "",
-        **kwargs: Any,
-    ) -> Statement:
-        if kwargs.get("concurrently"):
-            raise InvalidParameter(
-                f"SimhashIndex {self.name!r} cannot be built CONCURRENTLY (it is several B-trees)",
-                "use AddIndex in an atomic migration",
-            )
-        made, quote = self.layout(self._bits(model)), schema_editor.quote_name
-        column = model._meta.get_field(self.fields[0]).column
+        *,
+        fields: list[str],
+        name: str,
+        threshold: float = DEFAULT_THRESHOLD,
+        permutations: int = DEFAULT_PERMUTATIONS,
+        signature_spec: int = MINHASH_SPEC_VERSION,
+    ) -> None:
+        self._field_name(fields, "signature")
+        self.threshold, self.permutations, self.signature_spec = threshold, permutations, signature_spec
+        super().__init__(fields=fields, name=name)
+        self.layout()  # refuse a bad threshold or permutations now, not at migrate
 
-        def statements(table: str, column: str) -> list[str]:
-            return [
-                f"CREATE INDEX {quote(name)} ON {quote(table)} (({key}))"
-                for name, key in zip(
-                    self.btree_names(made.bits), keys.btree_keys(made, quote(column)), strict=True
-                )
-            ]
+    def deconstruct(self) -> Any:
+        kwargs: dict[str, Any] = {"fields": self.fields, "name": self.name, "threshold": self.threshold}
+        if self.permutations != DEFAULT_PERMUTATIONS:
+            kwargs["permutations"] = self.permutations
+        kwargs["signature_spec"] = self.signature_spec  # as FingerprintField records its spec
+        return "simdb.django.JaccardIndex", (), kwargs
 
-        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))
+    def layout(self) -> JaccardLayout:
+        """simdb's jaccard index of these settings (its bands and key expressions)."""
+        return keys.jaccard_layout(
+            self.name, self.threshold, self.permutations, self.signature_spec, DEFAULT_EXPECTED_ROWS
+        )
 
-    def remove_sql(
-        self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any
-    ) -> Statement:
-        quote, names = schema_editor.quote_name, self.btree_names(self._bits(model))
-        column = model._meta.get_field(self.fields[0]).column
+    def layout_of(self, model: type[models.Model]) -> JaccardLayout:
+        return self.layout()
 
-        def statements(table: str, column: str) -> list[str]:
-            return [f"DROP INDEX IF EXISTS {quote(name)}" for name in names]
-
-        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))
+    def btree_names(self) -> list[str]:
+        return [f"{self.name}_{column}" for column in self.layout().columns]

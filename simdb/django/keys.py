@@ -1,5 +1,5 @@
-"""The SQL both the index and the lookup are made of, from simdb's own simhash index object, so
-that the lookup repeats the index's expressions exactly (constants in the SQL text)."""
+"""The SQL both the index and the lookup are made of, from simdb's own simhash and jaccard index
+objects, so that the lookup repeats the index's expressions exactly (constants in the SQL text)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from psycopg import sql
 
 from simdb.bits import to_hex, to_signed
 from simdb.blocks import Table
+from simdb.minhash import UInt64Array
+from simdb.modes.jaccard import ESTIMATES, JaccardSpec
+from simdb.modes.jaccard import JaccardIndex as JaccardLayout
 from simdb.modes.simhash import SimhashIndex as Layout
 from simdb.modes.simhash import SimhashSpec
 from simdb.modes.widths import width
@@ -24,14 +27,24 @@ def layout(name: str, max_distance: int, blocks: int | None, expected_rows: int,
     )
 
 
+@functools.cache
+def jaccard_layout(
+    name: str, threshold: float, permutations: int, signature_spec: int, expected_rows: int
+) -> JaccardLayout:
+    """simdb's jaccard index of these settings: its LSH bands and their key expressions, and the
+    conversions of its signatures (computed once per settings, as `layout`)."""
+    spec = JaccardSpec(threshold=threshold, permutations=permutations, signature_spec=signature_spec)
+    return spec.build(name, Features(), expected_rows)
+
+
 def render(statement: sql.Composable) -> str:
     """SQL text of a composed statement (identifiers quoted, constants literal)."""
     return statement.as_string(None)
 
 
-def btree_keys(made: Layout, column: str) -> list[str]:
-    """Each permuted table's key expression of `column` (SQL text: a quoted column, or a parameter
-    placeholder), the constants literal."""
+def btree_keys(made: Layout | JaccardLayout, column: str) -> list[str]:
+    """Each B-tree's key expression (a permuted table's, or an LSH band's) of `column` (SQL
+    text: a quoted column, or a parameter placeholder), the constants literal."""
     return [render(key) for key in made.btree_keys(sql.SQL(column))]
 
 
@@ -50,3 +63,15 @@ def db_value(bits: int, fingerprint: int) -> int | str:
     """An unsigned fingerprint as Django sends it: the signed bigint, or a bit(128) as hex text
     ('X...', of no declared type, so that client-side binding adds no cast to bit(1))."""
     return to_signed(fingerprint) if bits == 64 else "X" + to_hex(fingerprint, bits)
+
+
+def estimate(made: JaccardLayout, a: str, b: str) -> str:
+    """The Jaccard similarity two signatures estimate (SQL texts), as simdb's own queries verify
+    a candidate under the index's signature spec, as SQL text."""
+    return render(ESTIMATES[made.signature_spec](sql.SQL(a), sql.SQL(b), made.permutations))
+
+
+def band_probes(made: JaccardLayout, signature: UInt64Array) -> list[int]:
+    """Each band's key of an unsigned signature, the bigint its B-tree expression gives the
+    signature's column value."""
+    return [to_signed(key) for key in made.banding.keys(signature)]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from django.db import models
 
-from simdb.django import FingerprintField, Hamming, SimhashIndex
+from simdb.django import (
+    FingerprintField,
+    Hamming,
+    JaccardEstimate,
+    JaccardIndex,
+    SignatureField,
+    SimhashIndex,
+)
 
 
 class Article(models.Model):
@@ -30,6 +37,32 @@ class Page(models.Model):
 
     def __str__(self) -> str:
         return self.url
+
+
+class Note(models.Model):
+    """Texts whose MinHash signatures are computed on save, searched by Jaccard similarity."""
+
+    body = models.TextField()
+    signature = SignatureField(source="body", permutations=128)
+
+    class Meta:
+        indexes = [JaccardIndex(fields=["signature"], name="note_sig", threshold=0.8, permutations=128)]
+
+    def __str__(self) -> str:
+        return self.body[:40]
+
+
+def similar_notes(note: Note, min_similarity: float = 0.8) -> models.QuerySet[Note]:
+    """The other notes whose estimated Jaccard similarity to this one is at least min_similarity,
+    most similar first."""
+    if note.signature is None:
+        return Note.objects.none()
+    return (
+        Note.objects.filter(signature__similar=(note.signature, min_similarity))
+        .exclude(pk=note.pk)
+        .annotate(similarity=JaccardEstimate("signature", note.signature))
+        .order_by("-similarity", "pk")
+    )
 
 
 def near_duplicates(article: Article, max_distance: int = 3) -> models.QuerySet[Article]:

@@ -269,24 +269,51 @@ def model_index(field: models.Field, kind: type[models.Index]) -> Any:
     return None
 
 
+class _BtreesLookup(Lookup):
+    """field__lookup=(value, bound): the rows `verify` keeps; where the model's index answers
+    (`probes` gives its B-trees' key expressions of the column and the value's keys), each key
+    expression is first compared to the value's (PostgreSQL ORs one bitmap scan of each B-tree)."""
+
+    prepare_rhs = False
+    can_use_none_as_rhs = False
+    usage = ""  # the pair it takes, for the hint
+
+    def pair(self) -> tuple[Any, Any]:
+        given = self.rhs
+        if not (isinstance(given, tuple | list) and len(given) == 2):
+            name = f"{self.lhs.output_field.name}__{self.lookup_name}"
+            raise InvalidParameter(f"{name}={given!r} is not a pair", f"give {self.usage}")
+        return given[0], given[1]
+
+    def verify(self, lhs: str) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
+    def probes(self, lhs: str) -> tuple[list[str], list[Any]] | None:
+        raise NotImplementedError
+
+    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        verify, params = self.verify(lhs)
+        found = None if lhs_params else self.probes(lhs)
+        if found is None:
+            return verify, [*lhs_params, *params]
+        expressions, values = found
+        probes = " OR ".join(f"{key} = %s" for key in expressions)  # each B-tree's key
+        return f"(({probes}) AND {verify})", [*values, *params]
+
+
 @FingerprintField.register_lookup
-class Near(Lookup):
+class Near(_BtreesLookup):
     """fingerprint__near=(fp, k): the rows within k bits of fp. Where the model's SimhashIndex on
     the field answers k (k <= its max_distance), each permuted table's key expression is compared
     to the same expression of fp (PostgreSQL ORs one bitmap scan of each B-tree), then bit_count
     verifies; otherwise bit_count alone, exact but over every row."""
 
     lookup_name = "near"
-    prepare_rhs = False
-    can_use_none_as_rhs = False
+    usage = "(fingerprint, max_distance), e.g. (fp, 3)"
 
     def get_prep_lookup(self) -> Any:
-        given = self.rhs
-        if not (isinstance(given, tuple | list) and len(given) == 2):
-            raise InvalidParameter(
-                f"fingerprint__near={given!r} is not a pair", "give (fingerprint, max_distance), e.g. (fp, 3)"
-            )
-        fingerprint, k = given
+        fingerprint, k = self.pair()
         field = self.lhs.output_field
         if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= field.bits:
             raise InvalidParameter(
@@ -297,43 +324,36 @@ class Near(Lookup):
             raise InvalidParameter("fingerprint__near with no fingerprint", "give a fingerprint (int or hex)")
         return unsigned, k
 
-    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
-        lhs, lhs_params = self.process_lhs(compiler, connection)
+    def verify(self, lhs: str) -> tuple[str, list[Any]]:
         unsigned, k = self.rhs
-        field = self.lhs.output_field
-        verify = f"{keys.distance(field.bits, lhs, '%s')} <= %s"
-        params: list[Any] = [*lhs_params, keys.db_value(field.bits, unsigned), k]
+        bits = self.lhs.output_field.bits
+        return f"{keys.distance(bits, lhs, '%s')} <= %s", [keys.db_value(bits, unsigned), k]
+
+    def probes(self, lhs: str) -> tuple[list[str], list[Any]] | None:
         from simdb.django.indexes import SimhashIndex
 
+        unsigned, k = self.rhs
+        field = self.lhs.output_field
         index = model_index(field, SimhashIndex)
-        if index is None or k > index.max_distance or lhs_params:
-            return verify, params
+        if index is None or k > index.max_distance:
+            return None
         made = index.layout(field.bits)
-        probes = " OR ".join(f"{row} = %s" for row in keys.btree_keys(made, lhs))  # each B-tree's key
-        probe_params = [keys.probe(table, unsigned) for table in made.plan.tables]
-        return f"(({probes}) AND {verify})", [*probe_params, *params]
+        return keys.btree_keys(made, lhs), [keys.probe(table, unsigned) for table in made.plan.tables]
 
 
 @SignatureField.register_lookup
-class Similar(Lookup):
+class Similar(_BtreesLookup):
     """signature__similar=(sig, s): the rows whose estimated Jaccard similarity to sig is at least
     s. Where the model's JaccardIndex on the field answers s (s >= its threshold, the field's
     permutations and spec), each band's key expression is compared to sig's key (PostgreSQL ORs
-    one bitmap scan of each B-tree), then simdb's estimate verifies; otherwise the estimate alone,
-    exact but over every row."""
+    one bitmap scan of each B-tree), then simdb's estimate verifies: the rows sharing a band with
+    sig, as simdb's jaccard index finds them; otherwise the estimate alone, over every row."""
 
     lookup_name = "similar"
-    prepare_rhs = False
-    can_use_none_as_rhs = False
+    usage = "(signature, min_similarity), e.g. (sig, 0.8)"
 
     def get_prep_lookup(self) -> Any:
-        given = self.rhs
-        if not (isinstance(given, tuple | list) and len(given) == 2):
-            raise InvalidParameter(
-                f"signature__similar={given!r} is not a pair",
-                "give (signature, min_similarity), e.g. (sig, 0.8)",
-            )
-        signature, wanted = given
+        signature, wanted = self.pair()
         if isinstance(wanted, bool) or not isinstance(wanted, int | float) or not 0 < wanted <= 1:
             raise InvalidParameter(
                 f"min similarity {wanted!r} is not a Jaccard similarity", "give a value in (0, 1], e.g. 0.8"
@@ -343,27 +363,24 @@ class Similar(Lookup):
             raise InvalidParameter(
                 "signature__similar with no signature", "give a signature (a list of ints)"
             )
-        return unsigned, float(wanted)
+        return np.asarray(unsigned, dtype=np.uint64), float(wanted)
 
-    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
+    def verify(self, lhs: str) -> tuple[str, list[Any]]:
+        signature, wanted = self.rhs
+        made = self.lhs.output_field.layout()
+        return f"{keys.estimate(made, lhs, '(%s::bigint[])')} >= %s", [made.to_sql(signature), wanted]
+
+    def probes(self, lhs: str) -> tuple[list[str], list[Any]] | None:
         from simdb.django.indexes import JaccardIndex
 
-        lhs, lhs_params = self.process_lhs(compiler, connection)
-        unsigned, wanted = self.rhs
+        signature, wanted = self.rhs
         field = self.lhs.output_field
-        made = field.layout()
-        verify = f"{keys.estimate(made, lhs, '(%s::bigint[])')} >= %s"
-        signature = np.asarray(unsigned, dtype=np.uint64)
-        params: list[Any] = [*lhs_params, made.to_sql(signature), wanted]
         index = model_index(field, JaccardIndex)
         if (
             index is None
             or wanted < index.threshold
             or (index.permutations, index.signature_spec) != (field.permutations, field.signature_spec)
-            or lhs_params
         ):
-            return verify, params
+            return None
         banded = index.layout()
-        probes = " OR ".join(f"{key} = %s" for key in keys.btree_keys(banded, lhs))  # each band's B-tree
-        probe_params = keys.band_probes(banded, signature)
-        return f"(({probes}) AND {verify})", [*probe_params, *params]
+        return keys.btree_keys(banded, lhs), keys.band_probes(banded, signature)

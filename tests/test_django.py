@@ -491,6 +491,14 @@ def test_signatures_on_save_and_bulk_create(migrated: str) -> None:
     (back,) = serializers.deserialize("json", serializers.serialize("json", [note]))
     assert back.object.signature == expected
     assert Note.objects.create(body="").signature is None
+    # bulk_update() bypasses pre_save; compute_fingerprints sets signatures too
+    changed = list(Note.objects.exclude(body="").order_by("pk"))
+    for stored in changed:
+        stored.body = _text(rng)
+    assert compute_fingerprints(changed) == ["signature"]
+    Note.objects.bulk_update(changed, ["body", "signature"])
+    for stored in Note.objects.exclude(body=""):
+        assert stored.signature == [int(v) for v in document_signature(stored.body)]
 
 
 @pytest.mark.parametrize("server_side_binding", [False, True])

@@ -21,7 +21,7 @@ BEGIN
         value := value + span;
     END IF;
     FOR i IN REVERSE bits / 64 - 1 .. 0 LOOP  -- 64-bit words, most significant first
-        word := mod(trunc(value / power(2::numeric, 64 * i)), word_span);
+        word := mod(div(value, power(2::numeric, 64 * i)), word_span);  -- (div: exact, where / rounds)
         IF word >= word_span / 2 THEN
             word := word - word_span;
         END IF;

@@ -43,8 +43,9 @@ def create(
     return dataclasses.replace(saved, placement=placement.of(conn, name))  # (with its shard count)
 
 
-def save(conn: Connection, made: AnyIndex) -> AnyIndex:
-    """Store a new index in one transaction: catalog rows, table, B-trees and functions."""
+def save(conn: Connection, made: AnyIndex, source: catalog.SourceRow | None = None) -> AnyIndex:
+    """Store a new index in one transaction: catalog rows (with `source`, the application's table
+    it reads, recorded before the dispatcher asks where its rows are), table, B-trees and functions."""
     name = check_name(made.name)
     try:
         with conn.transaction():
@@ -63,6 +64,8 @@ def save(conn: Connection, made: AnyIndex) -> AnyIndex:
                 **made.catalog_values(conn),
             }
             catalog.add_index(conn, values)
+            if source is not None:
+                catalog.add_source(conn, name, source)
             made.register(conn)
             comment = f"simdb {made.mode} index {name}: {made.summary}, {made.features}"
             made.create_objects(conn, str(values["near_sql"]), comment)

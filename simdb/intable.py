@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, dispatch, ingest, names, tables
+from simdb import catalog, ingest, names, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter, PermissionDenied
@@ -67,11 +67,8 @@ def attach_in_table(
             f"leave out --text-column: the application writes {stored.sketch_column}"
             " (simdb.fingerprint computes it), and every write is searchable at once",
         )
-    with conn.transaction():
-        indexes.save(conn, made)
-        row = catalog.SourceRow(schema, relation, key_column, text_column or "", condition, sketch_column)
-        catalog.add_source(conn, name, row)
-        dispatch.regenerate(conn)  # again: the dispatcher asks the table where the rows are
+    row = catalog.SourceRow(schema, relation, key_column, text_column or "", condition, sketch_column)
+    indexes.save(conn, made, row)
     concurrently = _may_build_concurrently(conn)
     statements = stored.lookup_btrees(made, key_type, concurrently=concurrently)
     if not (defer_btrees and stored.text_column):

@@ -245,7 +245,7 @@ def sync(
         return intable.fill(conn, made, made.storage, progress, jobs=jobs)
     from simdb import capture  # (capture builds on this module)
 
-    return capture.sync(conn, name, progress, full=full, jobs=jobs)
+    return capture.sync(conn, name, progress, full=full, jobs=jobs, loaded=made)
 
 
 def compare(

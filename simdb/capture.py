@@ -244,14 +244,17 @@ def sync(
     *,
     full: bool = False,
     jobs: int = 1,
+    loaded: Index | None = None,
 ) -> attach.SyncReport:
     """Bring attached index NAME up to date: from its queue when it has triggers; by comparing
     snapshots (attach.compare) when it has none, when `full` (a repair), or for its first fill.
+    `loaded`: the index, where the caller has loaded it already (attach.sync).
 
     A full sync of an index with triggers first clears the queue (the snapshot it then reads
     holds every change queued so far), and applies what was queued meanwhile after it."""
     refuse_readers(conn, name)
-    indexes.get(conn, name)
+    if loaded is None:
+        indexes.get(conn, name)  # (IndexNotFound for a name that is none)
     attach.source_of(conn, name)  # (the table and columns are there: the catalog says, not the table)
     if catalog.capture(conn, name) != TRIGGERS:
         return attach.compare(conn, name, progress, jobs=jobs)

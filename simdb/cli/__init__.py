@@ -121,6 +121,11 @@ _ROLLED_BACK = "the failed statement's transaction was rolled back; work committ
 _RERUN = "batches already committed are kept; running the same command again completes the work"
 
 
+# What libpq says of a connection that dropped mid-statement, as a coordinator relays it for a
+# worker: the server went away, or the TLS session under it ended.
+_LIBPQ_DROPPED = ("server closed the connection unexpectedly", "SSL SYSCALL error", "could not receive data")
+
+
 def _connection_lost(error: psycopg.Error) -> bool:
     """True when the server went away mid-statement rather than refusing it.
 
@@ -128,7 +133,7 @@ def _connection_lost(error: psycopg.Error) -> bool:
     an SQLSTATE; the server itself says so with class 08 or the shutdown codes 57P01 to 57P03; a
     Citus coordinator relays libpq's own words when a worker's connection dropped mid-statement.
     """
-    if "server closed the connection unexpectedly" in str(error):
+    if any(words in str(error) for words in _LIBPQ_DROPPED):
         return True
     state = error.sqlstate
     if state is None:

@@ -21,6 +21,7 @@ from simdb import attach, catalog, connection, ingest, query
 from simdb import index as indexes
 from simdb.handle import Document, sketch_of
 from simdb.modes import Index, Sketch
+from simdb.placement import Writes
 from simdb.query import Filters, Match, Stored
 
 AsyncConnection = psycopg.AsyncConnection[TupleRow]
@@ -106,7 +107,7 @@ async def store(
     made = await resolve(conn, index)
     cursor = conn.cursor()
     plan = ingest.upsert_plan(made, cursor, batch, sizes, hashes, extensions, mtimes)
-    if new_keys:
+    if new_keys and made.placement.bulk_writes:
         try:
             async with conn.transaction():
                 await _copy(cursor, made.table, plan)
@@ -116,7 +117,7 @@ async def store(
     async with conn.transaction():
         await conn.execute(plan.create_stage)
         await _copy(cursor, plan.stage, plan)
-        counted = await conn.execute(plan.upsert)
+        counted = await _run(conn, plan.upsert)
         inserted, updated = plan.counts(await counted.fetchone())
         if inserted + updated < len(plan.rows):  # some rows were left as they were: they are seen too
             await conn.execute(ingest.mark_seen_statement(made), (plan.keys,))
@@ -133,10 +134,20 @@ async def _copy(cursor: psycopg.AsyncCursor[Any], table: sql.Composable, plan: i
 
 async def delete(conn: AsyncConnection, index: IndexLike, keys: Iterable[str]) -> int:
     """ingest.delete: remove the rows of these keys in one transaction; returns how many existed."""
-    statement, wanted = ingest.delete_statement(await resolve(conn, index), keys)
+    writes, wanted = ingest.delete_writes(await resolve(conn, index), keys)
     async with conn.transaction():
-        cursor = await conn.execute(statement, (wanted,))
+        cursor = await _run(conn, writes, (wanted,))
     return cursor.rowcount
+
+
+async def _run(conn: AsyncConnection, writes: Writes, parameters: Any = None) -> psycopg.AsyncCursor[Any]:
+    """Writes.run, awaited: the write's cursor."""
+    for statement in writes.before:
+        await conn.execute(statement)
+    cursor = await conn.execute(writes.write, parameters)
+    for statement in writes.after:
+        await conn.execute(statement)
+    return cursor
 
 
 async def sync(conn: AsyncConnection, name: str, *, full: bool = False, jobs: int = 1) -> attach.Synced:

@@ -54,7 +54,8 @@ def pairs(
         conditions.append(
             sql.SQL("greatest(a.size, b.size) <= {} * least(a.size, b.size)").format(sql.Literal(size_ratio))
         )
-    if conn.info.transaction_status == TransactionStatus.IDLE:  # (in memory, rows are found by address)
+    if index.placement.pairs_on_client and conn.info.transaction_status == TransactionStatus.IDLE:
+        # (in memory, rows are found by address: one snapshot for both statements)
         with conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             found = index.pairs_in_memory(conn, cutoff)

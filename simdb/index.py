@@ -120,7 +120,7 @@ def loading(name: str) -> catalog.Reads[Index]:
     row = rows[0]
     made = index_class(row["mode"]).from_row(row, catalog.orders_of((yield catalog.block_orders_read(name))))
     stored = storage.of(catalog.source_of((yield catalog.source_row_read(name))))
-    found = yield from placement.citus_table_reads(stored.placed_relation(name))
+    found = yield from placement.citus_table_reads(stored.placed_relation(name), name)
     return dataclasses.replace(made, placement=stored.placement_of(found, name), storage=stored)
 
 
@@ -205,13 +205,11 @@ def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
         )
     moved = dataclasses.replace(made, placement=placed)
     with conn.transaction():
-        placed.place(conn, made.table)
+        placed.place_index(conn, moved)
         clusters = names.clusters_table(name)
         if has_clusters(conn, name):
             placed.place(conn, clusters, beside=made.table)
-        for function in (made.near_function, made.pairs_function):
-            conn.execute(sql.SQL("DROP FUNCTION {}").format(function))
-        moved.create_functions(conn, catalog.near_sql(conn, name))
+        remake_functions(conn, moved)
         dispatch.regenerate(conn)
     return dataclasses.replace(moved, placement=placement.of(conn, name))
 

@@ -28,6 +28,7 @@ from simdb.connection import Connection
 from simdb.errors import InvalidParameter, during_interrupt
 from simdb.keys import key_problem, shown
 from simdb.modes import Index, Sketch
+from simdb.placement import Writes
 from simdb.readers import UNCHANGED, Document, Item, Scope
 
 DEFAULT_BATCH = 2000
@@ -240,7 +241,7 @@ def _first_load(conn: Connection, index: Index) -> tuple[bool, bool]:
     in a caller's transaction the B-trees are left alone; and only the table's owner (or a member
     of its role) may drop and build them: a writer role's load updates them row by row.
     """
-    if not conn.autocommit:
+    if not conn.autocommit or not index.placement.bulk_writes:
         return False, False
     empty = conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is None
     owner = conn.execute(
@@ -449,7 +450,7 @@ def store(
     """
     cursor = conn.cursor()
     plan = upsert_plan(index, cursor, batch, sizes, hashes, extensions, mtimes)
-    if new_keys:
+    if new_keys and index.placement.bulk_writes:
         try:
             with conn.transaction():
                 copy_rows(cursor, index.table, plan.columns, plan.types, plan.rows)
@@ -459,7 +460,7 @@ def store(
     with conn.transaction():
         conn.execute(plan.create_stage)
         copy_rows(cursor, plan.stage, plan.columns, plan.types, plan.rows)
-        inserted, updated = plan.counts(conn.execute(plan.upsert).fetchone())
+        inserted, updated = plan.counts(plan.upsert.run(conn).fetchone())
         if inserted + updated < len(plan.rows):  # some rows were left as they were: they are seen too
             _mark_seen(conn, index, plan.keys)
     return inserted, updated
@@ -476,7 +477,7 @@ class UpsertPlan:
     types: list[str]
     stage: sql.Composable
     create_stage: sql.Composed
-    upsert: sql.Composed
+    upsert: Writes  # the upsert from the staging table, and what the placement writes with it
 
     def counts(self, row: tuple[Any, ...] | None) -> tuple[int, int]:
         """(inserted, updated) from the upsert's row."""
@@ -533,7 +534,9 @@ def upsert_plan(
         " SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up"
     ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
     types = ["text", index.sketch_type, "int8", "bytea", "text", "int8"]
-    return UpsertPlan(keys, rows, columns, types, stage, create_stage, upsert)
+    return UpsertPlan(
+        keys, rows, columns, types, stage, create_stage, index.placement.upsert_writes(index, stage, upsert)
+    )
 
 
 def _check_keys(keys: Iterable[str]) -> None:
@@ -565,12 +568,10 @@ def mark_seen_statement(index: Index) -> sql.Composed:
 def remove_unseen(conn: Connection, index: Index, scope: Scope, since: datetime) -> int:
     """Remove the rows of `scope` not seen since `since` (files gone from the folders an ingest
     read, or no longer ingested: now empty, binary, or another name of a file); returns how many."""
+    condition = sql.SQL("seen_at < %s AND (key = ANY(%s) OR key LIKE ANY(%s))")
     with conn.transaction():
-        cursor = conn.execute(
-            sql.SQL("DELETE FROM {} WHERE seen_at < %s AND (key = ANY(%s) OR key LIKE ANY(%s))").format(
-                index.table
-            ),
-            (since, scope.keys, scope.patterns()),
+        cursor = index.placement.delete_writes(index, condition).run(
+            conn, (since, scope.keys, scope.patterns())
         )
     return cursor.rowcount
 
@@ -623,17 +624,17 @@ def vacuum(conn: Connection, index: Index) -> None:
 
 def delete(conn: Connection, index: Index, keys: Iterable[str]) -> int:
     """Remove the rows of these keys in one transaction; returns how many existed."""
-    statement, wanted = delete_statement(index, keys)
+    writes, wanted = delete_writes(index, keys)
     with conn.transaction():
-        cursor = conn.execute(statement, (wanted,))
+        cursor = writes.run(conn, (wanted,))
     return cursor.rowcount
 
 
-def delete_statement(index: Index, keys: Iterable[str]) -> tuple[sql.Composed, list[str]]:
-    """`delete`'s statement and its one parameter, the sorted keys; refused where simdb does not
-    write the index's rows."""
+def delete_writes(index: Index, keys: Iterable[str]) -> tuple[Writes, list[str]]:
+    """`delete`'s statements and the write's one parameter, the sorted keys; refused where simdb
+    does not write the index's rows."""
     index.storage.refuse_writes(index, "delete")
-    return sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(index.table), sorted(set(keys))
+    return index.placement.delete_writes(index, sql.SQL("key = ANY(%s)")), sorted(set(keys))
 
 
 def prune(
@@ -648,8 +649,8 @@ def prune(
     commits; if it says no, nothing is removed."""
     index.storage.refuse_writes(index, "prune")
     with conn.transaction() as transaction:
-        cursor = conn.execute(
-            sql.SQL("DELETE FROM {} WHERE seen_at < now() - %s").format(index.table), (older_than,)
+        cursor = index.placement.delete_writes(index, sql.SQL("seen_at < now() - %s")).run(
+            conn, (older_than,)
         )
         removed = cursor.rowcount
         left = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(index.table)).fetchone()
@@ -739,6 +740,7 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
             ) from error
         for statement in index.btrees():
             conn.execute(statement)
+        index.placement.derive(conn, index)
         built = time.perf_counter()
     vacuum(conn, index)
     return BulkLoad(count, copied - started, built - copied)

@@ -5,6 +5,7 @@ derived column, "NAME_<column>", and its functions simdb_internal."NAME__near" a
 An attached index with change capture also owns its queue simdb."NAME__queue", its status view
 simdb."NAME__status", and its trigger functions simdb_internal."NAME__capture_<event>", called by
 the triggers "simdb_NAME__<event>" on the source table (its notification channel: simdb_NAME).
+An index laid out by prefix on Citus also owns its probe table simdb."NAME__probes".
 Names never contain "__", so no two indexes can claim the same object. The schema simdb holds what
 users query (tables, the catalog, the public functions); simdb_internal holds the functions those
 call, so that psql's `\\df simdb.*` lists only the public ones (as TimescaleDB keeps its own in
@@ -80,6 +81,28 @@ def clusters_table(index: str) -> sql.Identifier:
 def clusters_table_name(index: str) -> str:
     """The clusters table's name as SQL users write it: simdb.NAME__clusters."""
     return qualified(f"{index}__clusters")
+
+
+def probes_table(index: str) -> sql.Identifier:
+    """simdb."NAME__probes"(tableno, prefix, key, sketch): an index laid out by prefix on Citus
+    (placement.ByPrefix), each row once per permuted table or band."""
+    return in_schema(f"{index}__probes")
+
+
+def probes_table_name(index: str) -> str:
+    """The probe table's name as SQL users write it: simdb.NAME__probes."""
+    return qualified(f"{index}__probes")
+
+
+def probes_primary_key_name(index: str) -> str:
+    """The probe table's primary key constraint, on (prefix, tableno, key): NAME__probes_pkey."""
+    return f"{index}__probes_pkey"
+
+
+def old_rows_table(index: str) -> sql.Identifier:
+    """The session's temporary table of the rows a write replaces or removes (key, sketch), whose
+    probe entries it then removes (placement.ByPrefix)."""
+    return sql.Identifier(f"_simdb_old_{index}")
 
 
 def qualified(name: str) -> str:
@@ -198,6 +221,7 @@ def owned_objects(index: str) -> list[sql.Composed]:
         *capture_objects(index),
         sql.SQL("DROP TABLE IF EXISTS {}").format(table(index)),
         sql.SQL("DROP TABLE IF EXISTS {}").format(clusters_table(index)),
+        sql.SQL("DROP TABLE IF EXISTS {}").format(probes_table(index)),
         *(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function) for function in functions(index)),
         *(  # (CASCADE: their triggers, on the application's table under whatever name it has now)
             sql.SQL("DROP FUNCTION IF EXISTS {}() CASCADE").format(function)

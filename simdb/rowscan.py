@@ -70,20 +70,3 @@ def read(
         np.frombuffer(b"".join(parts[0]), dtype=ADDRESS),
         [np.frombuffer(b"".join(part), dtype=">i8").astype(np.int64) for part in parts[1:]],
     )
-
-
-def read_keyed(conn: Connection, table: sql.Composable, expressions: list[sql.Composable]) -> Rows:
-    """Each row's key and its value of each bigint expression (over alias r), streamed in binary
-    COPY: where row addresses do not identify a row (the shards of a distributed table)."""
-    keys: list[str] = []
-    columns: list[list[int]] = [[] for _ in expressions]
-    statement = sql.SQL("COPY (SELECT r.key, {} FROM {} AS r) TO STDOUT (FORMAT BINARY)").format(
-        sql.SQL(", ").join(expressions), table
-    )
-    with conn.cursor().copy(statement) as copy:
-        copy.set_types(["text"] + ["int8"] * len(expressions))
-        for key, *values in copy.rows():
-            keys.append(key)
-            for column, value in zip(columns, values, strict=True):
-                column.append(value)
-    return Rows(np.array(keys, dtype=object), [np.array(column, dtype=np.int64) for column in columns])

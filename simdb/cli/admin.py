@@ -25,7 +25,7 @@ from simdb.cli.common import (
 )
 from simdb.errors import InvalidParameter
 from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.placement import LOCAL, Distributed
+from simdb.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
 from simdb.simhash import Features
 
@@ -119,6 +119,15 @@ def _index_settings(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shards_option(function: F) -> F:
+    function = click.option(
+        "--layout",
+        type=click.Choice(sorted(LAYOUTS)),
+        default=DEFAULT_LAYOUT,
+        show_default=True,
+        help="With a distributed index: split its rows by key (a probe runs on every shard), or also "
+        "lay them out by prefix, Manku's layout (each permuted table's probe reaches one shard, all "
+        "pairs run on the shards; a row is stored once per table). `simdb plan` says which to choose.",
+    )(function)
     return click.option(
         "--shards",
         type=click.IntRange(1, 64000),
@@ -141,14 +150,22 @@ def _shards_option(function: F) -> F:
 @dsn_option
 @click.pass_context
 def create(
-    ctx: click.Context, /, name: str, distributed: bool, shards: int | None, as_json: bool, **options: Any
+    ctx: click.Context,
+    /,
+    name: str,
+    distributed: bool,
+    shards: int | None,
+    layout: str,
+    as_json: bool,
+    **options: Any,
 ) -> None:
     """Create index NAME, readable in SQL as simdb."NAME"."""
-    if shards is not None and not distributed:
+    if (shards is not None or layout != DEFAULT_LAYOUT) and not distributed:
         raise InvalidParameter(
-            "--shards applies to a distributed index", "add --distributed, or leave out --shards"
+            "--shards and --layout apply to a distributed index",
+            "add --distributed, or leave out --shards and --layout",
         )
-    placed = Distributed(shards) if distributed else LOCAL
+    placed = LAYOUTS[layout](shards) if distributed else LOCAL
     with database(ctx, create_schema=True) as conn:
         made = index.create(conn, name, **_index_settings(options), placed=placed)
     show(made, as_json, lead="created")
@@ -160,14 +177,15 @@ def create(
 @json_option
 @dsn_option
 @click.pass_context
-def distribute_(ctx: click.Context, name: str, shards: int | None, as_json: bool) -> None:
+def distribute_(ctx: click.Context, name: str, shards: int | None, layout: str, as_json: bool) -> None:
     """Make index NAME a Citus distributed table, rows included (run on the coordinator).
 
-    Its rows are split by key over the workers' shards; queries, ingest and every other command
+    Its rows are split by key over the workers' shards (with --layout prefix, also copied into a
+    probe table split by each permuted table's prefix); queries, ingest and every other command
     work on it as before, and `simdb list` shows how it is placed.
     """
     with database(ctx) as conn:
-        made = index.distribute(conn, name, Distributed(shards))
+        made = index.distribute(conn, name, LAYOUTS[layout](shards))
     show(made, as_json, lead="distributed")
 
 

@@ -255,6 +255,8 @@ class Index(ABC):
         rows (B-tree deduplication)."""
         name_of = names.btree_name(self.name, "{column}")
         stored = sql.Identifier(self.sketch_column)
+        if not self.placement.btrees_in_table:
+            return []
         return btree_statements(self, self.table, stored, name_of, if_missing=if_missing)
 
     def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
@@ -268,17 +270,34 @@ class Index(ABC):
         """
         return None
 
-    @abstractmethod
     def near_statement(
         self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
     ) -> sql.Composed:
         """The statement of NAME__near: SELECT key, score of the rows within `cutoff` of `sketch`
-        (SQL expressions: the function's $1 and $2, or simdb.near's own parameters)."""
+        (SQL expressions: the function's $1 and $2, or simdb.near's own parameters), nearest
+        first, as the index's placement runs it (placement.Placement.near_statement)."""
+        return self.placement.near_statement(self, sketch, cutoff)
+
+    @abstractmethod
+    def table_near_statement(
+        self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
+    ) -> sql.Composed:
+        """near_statement over the rows of simdb."NAME" and the B-trees on its sketch column."""
 
     @abstractmethod
     def pairs_statement(self, rows: sql.Composable) -> sql.Composed:
-        """The statement of NAME__pairs: SELECT key_a, key_b, score of every pair within cutoff $1,
-        among the rows of the relation `rows` (the table, or the rows gathered from its shards)."""
+        """SELECT key_a, key_b, score of every pair within cutoff $1 among the rows of the relation
+        `rows` (simdb."NAME" on one server), through its B-tree expressions."""
+
+    @abstractmethod
+    def score(self, stored: sql.Composable, query: sql.Composable) -> sql.Composable:
+        """What near and pairs rank by, of two sketches: a Hamming distance or an estimated Jaccard."""
+
+    @abstractmethod
+    def keeps(self, score: sql.Composable, cutoff: sql.Composable) -> sql.Composable:
+        """The condition that a score is within a cutoff (at most a distance, at least a similarity)."""
+
+    nearest_first: ClassVar[sql.SQL]  # ORDER BY of a near statement's (key, score) rows
 
     def register(self, conn: Connection) -> None:  # noqa: B027 (a hook: most modes need nothing)
         """Catalog rows beyond the index's own (after it, before its objects); none by default."""
@@ -321,7 +340,7 @@ class Index(ABC):
                 f"{cutoff} {self.cutoff_type}",
                 f"key_a text, key_b text, {score} {self.score_type}",
                 self.placement.pairs_settings,
-                self.placement.self_joined(self.table, self.pairs_statement).as_string(conn),
+                self.placement.pairs_statement(self).as_string(conn),
             )
         )
 

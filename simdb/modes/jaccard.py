@@ -377,7 +377,15 @@ class JaccardIndex(Index):
         """Each band's key of a signature."""
         return [band_key(self.banding, number, sketch) for number in range(self.banding.bands)]
 
-    def near_statement(
+    nearest_first = sql.SQL("ORDER BY 2 DESC, 1")
+
+    def score(self, stored: sql.Composable, query: sql.Composable) -> sql.Composable:
+        return ESTIMATES[self.signature_spec](stored, query, self.permutations)
+
+    def keeps(self, score: sql.Composable, cutoff: sql.Composable) -> sql.Composable:
+        return sql.SQL("{} >= {}").format(score, cutoff)
+
+    def table_near_statement(
         self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
     ) -> sql.Composed:
         """SELECT key, similarity of the rows sharing a band with signature `sketch` and estimated

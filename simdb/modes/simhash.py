@@ -265,7 +265,15 @@ class SimhashIndex(Index):
         """Each permuted table's prefix of a fingerprint."""
         return [self.width.prefix(table, sketch) for table in self.plan.tables]
 
-    def near_statement(
+    nearest_first = sql.SQL("ORDER BY 2, 1")
+
+    def score(self, stored: sql.Composable, query: sql.Composable) -> sql.Composable:
+        return self.width.distance(stored, query)
+
+    def keeps(self, score: sql.Composable, cutoff: sql.Composable) -> sql.Composable:
+        return sql.SQL("{} <= {}").format(score, cutoff)
+
+    def table_near_statement(
         self, sketch: sql.Composable = SKETCH, cutoff: sql.Composable = CUTOFF
     ) -> sql.Composed:
         """SELECT key, distance of the rows within `cutoff` bits of fingerprint `sketch`, nearest
@@ -275,8 +283,9 @@ class SimhashIndex(Index):
         distance = self.width.distance(stored, sketch)
         return sql.SQL(
             "SELECT r.key, {distance} AS distance FROM {table} AS r"
-            " WHERE ({probes}) AND {distance} <= {k} AND {check} ORDER BY 2, 1"
+            " WHERE ({probes}) AND {distance} <= {k} AND {check} {order}"
         ).format(
+            order=self.nearest_first,
             check=self.sketch_check(sketch),
             distance=distance,
             table=self.table,

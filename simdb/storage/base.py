@@ -56,7 +56,7 @@ class Storage(ABC):
 
     def placement(self, conn: Connection, name: str) -> Placement:
         """Where the rows are: simdb."NAME"'s placement in Citus' metadata (Local without Citus)."""
-        return self.placement_of(placement.citus_table(conn, self.placed_relation(name)), name)
+        return self.placement_of(placement.citus_table(conn, self.placed_relation(name), name), name)
 
     def placed_relation(self, name: str) -> str:
         """The table (a regclass's text) whose placement is the index's."""
@@ -111,7 +111,7 @@ class OwnTable(Storage):
         )
         for statement in made.btrees():
             conn.execute(statement)
-        made.placement.place(conn, made.table)
+        made.placement.place_index(conn, made)
         conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(made.table, sql.Literal(comment)))
 
 

@@ -5,9 +5,11 @@ workers on one 2-core VM; see the README's Scale-out section).
 
 Two layouts are priced. By key (what `simdb create --distributed` makes): every probe runs on
 every shard, a worker's shards in turn over one connection, so latency grows with the shards
-per worker and throughput with the workers over the shards. By prefix (Manku et al.'s layout):
-a probe of each permuted table reaches one shard; all pairs are co-located self-joins that every
-worker runs on its own shards at once.
+per worker and throughput with the workers over the shards; all pairs gathers each permuted
+table's prefixes on the coordinator and sends them to every shard. By prefix (Manku et al.'s
+layout, `--layout prefix`): a probe of each permuted table reaches one shard; all pairs are
+co-located self-joins that every worker runs on its own shards at once. In both, the client
+holds only the pairs it is streamed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from simdb.errors import InvalidParameter
-from simdb.planner import DEFAULT_COSTS, Costs, choose, designs, price
+from simdb.planner import DEFAULT_COSTS, WORKLOADS, Costs, choose, designs, price
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,8 @@ class ClusterCosts:
     statement_ms: float = 0.16  # by prefix: per table's statement (one router query each)
     coordinator_cpu_ms: float = 0.89  # CPU per query on the coordinator (and the client's driver)
     task_cpu_ms: float = 0.57  # CPU per shard task on a worker
-    client_row_s: float = 6.2e-6  # all pairs by key: per row read to the client (key and fingerprint)
-    client_row_bytes: float = 120.0  # its memory on the client while pairing (key, value, sort)
+    gather_row_s: float = 1.0e-6  # all pairs by key: per row and table gathered on the coordinator
+    broadcast_row_s: float = 1.0e-6  # ... and per row, table and shard joined on a worker
     prefix_copy_bytes: float = 52.0  # by prefix: a row's copy in each table (prefix, fingerprint, key)
     prefix_join_factor: float = 2.67  # by prefix: co-located self-joins' CPU over the planner's pairs_s
     worker_cores: int = 1  # as measured: two workers shared two cores
@@ -55,10 +57,10 @@ class ScalePlan:
     key_p50_ms: float
     key_queries_per_s: float
     key_pairs_s: float
-    key_pairs_client_gb: float
     prefix_p50_ms: float
     prefix_queries_per_s: float
     prefix_pairs_s: float
+    workload: str  # online, batch or both: what `choice` weighs
 
     @property
     def bytes_per_worker(self) -> float:
@@ -82,7 +84,6 @@ class ScalePlan:
                 "query_ms": self.key_p50_ms,
                 "queries_per_s": self.key_queries_per_s,
                 "pairs_s": self.key_pairs_s,
-                "pairs_client_gb": self.key_pairs_client_gb,
             },
             "by_prefix": {
                 "bytes_per_row": self.prefix_bytes_per_row,
@@ -91,7 +92,22 @@ class ScalePlan:
                 "queries_per_s": self.prefix_queries_per_s,
                 "pairs_s": self.prefix_pairs_s,
             },
+            "workload": self.workload,
+            "choose": self.choice[0],
+            "because": self.choice[1],
         }
+
+    @property
+    def choice(self) -> tuple[str, str]:
+        """The layout to create for this workload ('key' or 'prefix'), and why in a few words."""
+        query = self.prefix_p50_ms / self.key_p50_ms
+        pairs = self.prefix_pairs_s / self.key_pairs_s
+        room = self.prefix_bytes_per_row / self.bytes_per_row
+        gain = {"online": query, "batch": pairs, "both": math.sqrt(query * pairs)}[self.workload]
+        figures = f"by prefix: queries x{query:.2f}, all pairs x{pairs:.2f}, bytes x{room:.2f} of by key's"
+        if gain < 1:
+            return "prefix", f"{figures}; it is faster for a {self.workload} workload"
+        return "key", f"{figures}; by key is as fast or faster for a {self.workload} workload, in less room"
 
     def lines(self) -> list[str]:
         return [
@@ -100,14 +116,14 @@ class ScalePlan:
             f"  {'layout':<10} {'bytes/row':>9} {'GB/worker':>10} {'query ms':>9} {'queries/s':>10} "
             f"{'all pairs':>10}",
             f"  {'by key':<10} {self.bytes_per_row:>9.0f} {self.bytes_per_worker / 1e9:>10.3g} "
-            f"{self.key_p50_ms:>9.2f} {self.key_queries_per_s:>10.3g} {_duration(self.key_pairs_s):>10}"
-            f"  (pairs on the client: {self.key_pairs_client_gb:.3g} GB of memory)",
+            f"{self.key_p50_ms:>9.2f} {self.key_queries_per_s:>10.3g} {_duration(self.key_pairs_s):>10}",
             f"  {'by prefix':<10} {self.prefix_bytes_per_row:>9.0f} "
             f"{self.prefix_bytes_per_worker / 1e9:>10.3g} {self.prefix_p50_ms:>9.2f} "
             f"{self.prefix_queries_per_s:>10.3g} {_duration(self.prefix_pairs_s):>10}",
+            f"choose --layout {self.choice[0]} ({self.choice[1]})",
             "a rough model: unit costs fitted to `simdb bench --distributed` on simdb's development "
-            "machine (2 workers sharing 2 cores, 1M rows); each worker priced as one such core; "
-            "see simdb/scaleplan.py",
+            "machine (2 workers sharing 2 cores); each worker priced as one such core; "
+            "see simdb/scaleplan.py and the README's table of predicted against measured",
         ]
 
 
@@ -123,12 +139,15 @@ def plan(
     workers: int,
     max_distance: int,
     shards: int | None = None,
+    workload: str = "both",
     costs: Costs = DEFAULT_COSTS,
     cluster: ClusterCosts = DEFAULT_CLUSTER,
 ) -> ScalePlan:
     """Price a distributed index: the block design simdb would pick for `rows`, split into
     `shards` shards (default: 2 per worker, as `simdb create --distributed` makes) over
     `workers` workers."""
+    if workload not in WORKLOADS:
+        raise InvalidParameter(f"unknown workload {workload!r}", f"use one of {', '.join(WORKLOADS)}")
     if workers < 1:
         raise InvalidParameter(f"workers {workers} is not positive", "give 1 or more workers")
     shards = shards if shards is not None else 2 * workers
@@ -169,9 +188,11 @@ def plan(
         prefix_bytes_per_row=tables * cluster.prefix_copy_bytes + (whole.bytes_per_row - costs.row_bytes),
         key_p50_ms=key_ms,
         key_queries_per_s=key_qps,
-        key_pairs_s=rows * cluster.client_row_s,
-        key_pairs_client_gb=rows * cluster.client_row_bytes / 1e9,
+        key_pairs_s=tables
+        * rows
+        * (cluster.gather_row_s + shards * cluster.broadcast_row_s / (workers * cluster.worker_cores)),
         prefix_p50_ms=prefix_ms,
         prefix_queries_per_s=prefix_qps,
         prefix_pairs_s=whole.batch_s * cluster.prefix_join_factor / (workers * cluster.worker_cores),
+        workload=workload,
     )

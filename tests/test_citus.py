@@ -81,7 +81,7 @@ def test_create_distributed_and_list_say_how_the_index_is_placed(
     code, out, _ = simdb(capsys, "list", "--json")
     assert '"placement": "distributed"' in out and '"shards": 6' in out
     code, _, err = simdb(capsys, "create", "other", "--shards", "4")
-    assert code == 1 and "--shards applies to a distributed index" in err
+    assert code == 1 and "--shards and --layout apply to a distributed index" in err
     code, out, _ = simdb(capsys, "create", "other", "--distributed")  # 2 shards per worker
     assert code == 0 and "distributed by key, 4 shards" in out
 

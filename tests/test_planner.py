@@ -91,9 +91,14 @@ def test_scale_plan_prices_both_distributed_layouts() -> None:
     assert few.prefix_bytes_per_row > few.bytes_per_row
     wider = scaleplan.plan(10**9, 64, 3, shards=64)
     assert math.isclose(wider.bytes_per_worker * 2, few.bytes_per_worker)
-    assert wider.prefix_pairs_s < few.prefix_pairs_s and wider.key_pairs_s == few.key_pairs_s
-    assert few.key_pairs_client_gb > 100  # all pairs by key holds every key on the client
-    for bad in ({"workers": 0}, {"workers": 2, "shards": 0}):
+    # all pairs run on the workers in both layouts: more workers take less time
+    assert wider.prefix_pairs_s < few.prefix_pairs_s and wider.key_pairs_s < few.key_pairs_s
+    # the choice follows the workload: queries by key, all pairs by prefix (at these figures)
+    small = scaleplan.plan(10**6, 2, 3, shards=4, workload="online")
+    assert small.choice[0] == "key" and "online" in small.choice[1]
+    batch = scaleplan.plan(10**9, 32, 3, workload="batch")
+    assert batch.choice[0] == "prefix" and batch.prefix_pairs_s < batch.key_pairs_s
+    for bad in ({"workers": 0}, {"workers": 2, "shards": 0}, {"workload": "weekly"}):
         with pytest.raises(InvalidParameter):
             scaleplan.plan(10**6, max_distance=3, **{"workers": 2, **bad})
 
@@ -103,5 +108,6 @@ def test_plan_command_with_workers(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "64 shards" in out and "by key" in out and "by prefix" in out
     code, out, _ = simdb(capsys, "plan", "--rows", "1000000000", "--workers", "32", "--json")
     assert code == 0 and json.loads(out)["by_prefix"]["queries_per_s"] > 0
+    assert json.loads(out)["choose"] in ("key", "prefix") and "choose --layout" not in out
     code, _, err = simdb(capsys, "plan", "--shards", "8")
     assert code == 1 and "--shards applies with --workers" in err

@@ -422,7 +422,7 @@ def plan_(
     """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick;
     with --workers, what a distributed index of ROWS rows would cost."""
     if workers is not None:
-        show(scaleplan.plan(rows, workers, max_distance, shards), as_json)
+        show(scaleplan.plan(rows, workers, max_distance, shards, workload), as_json)
         return
     if shards is not None:
         raise InvalidParameter("--shards applies with --workers", "add --workers N, or leave out --shards")

@@ -1,36 +1,40 @@
-"""`simdb bench --distributed`: the same random fingerprints in three layouts on one Citus cluster,
-measured side by side in one run: bytes, load, query latency, throughput with concurrent
-clients, and all pairs.
+"""`simdb bench --distributed`: the same random fingerprints in three placements on one Citus
+cluster, measured side by side in one run: bytes, load, query latency, throughput with concurrent
+clients, all pairs (with the client's peak memory), and what `simdb plan`'s model predicted.
 
-- single server: a simdb index on the coordinator alone;
-- by key: a simdb index distributed by key (what `simdb create --distributed` makes). A
-  near-duplicate can be under any key, so a probe runs on every shard;
-- by prefix: Manku et al.'s own layout, built here by hand for the comparison: one table per
-  permuted table (prefix, fingerprint, key), each distributed by its prefix and all co-located,
-  so that a probe of table i reaches one shard and each table's self-join stays on its shards.
+- single server: a simdb index on the coordinator alone (the baseline);
+- by key: a simdb index distributed by key (`simdb create --distributed`). A near-duplicate can
+  be under any key, so a probe runs on every shard;
+- by prefix: Manku et al.'s layout (`--layout prefix`): each row once per permuted table in a
+  probe table distributed by prefix, so that a probe of table i reaches one shard and all pairs
+  are co-located self-joins on the shards.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import psycopg
 from psycopg import sql
 
-from simdb import batch, index, ingest, names, pairing
+from simdb import index, ingest, names
 from simdb.bits import to_signed
 from simdb.connection import Connection
 from simdb.measure.bench import machine, percentile, planted_rows
 from simdb.modes import SimhashIndex, SimhashSpec
-from simdb.placement import LOCAL, Distributed, check_citus, default_shards
+from simdb.placement import LOCAL, ByPrefix, Distributed, Placement, check_citus
+from simdb.scaleplan import plan
 from simdb.simhash import DEFAULT_FEATURES
 
 CLIENTS = (1, 4, 16)
@@ -41,7 +45,7 @@ Probe = Callable[[Connection, int], set[str]]  # the keys near probe number i
 
 @dataclass
 class LayoutFigures:
-    """One layout's figures in a `bench --distributed` run."""
+    """One layout's figures in a `bench --distributed` run, with the model's predictions."""
 
     layout: str
     shards_per_query: int
@@ -52,7 +56,9 @@ class LayoutFigures:
     queries_per_s: dict[int, float]  # clients -> queries a second, all clients together
     pairs: int
     pairs_s: float
+    client_peak_mb: float  # `simdb pairs`' peak resident memory (a process of its own)
     same_answers: bool  # every probe, and all pairs, found what the single-server index found
+    predicted: dict[str, float] | None = None  # simdb plan's p50_ms, pairs_s, bytes_per_row
 
 
 @dataclass
@@ -60,6 +66,7 @@ class ScaleOut:
     rows: int
     max_distance: int
     tables: int
+    shards: int
     queries: int
     workers: int
     server: str
@@ -75,18 +82,20 @@ class ScaleOut:
             f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}; {self.server}, "
             f"Citus coordinator with {self.workers} workers (all on this machine)",
             f"{self.rows} random 64-bit fingerprints, k = {self.max_distance}, "
-            f"{self.tables} permuted tables, "
+            f"{self.tables} permuted tables, {self.shards} shards, "
             f"{self.queries} queries (best p50 of {ROUNDS} interleaved rounds); throughput over "
             f"{self.seconds_per_load_level:g} s per level, one connection per client",
-            f"{'layout':<30} {'shards/query':>12} {'bytes/row':>9} {'load s':>7} {'p50 ms':>7} "
-            f"{'p99 ms':>7} " + " ".join(f"{f'q/s@{c}':>8}" for c in CLIENTS) + f" {'pairs s':>8} same",
+            f"{'layout':<26} {'shards/query':>12} {'bytes/row':>9} {'load s':>7} {'p50 ms':>7} "
+            f"{'p99 ms':>7} "
+            + " ".join(f"{f'q/s@{c}':>8}" for c in CLIENTS)
+            + f" {'pairs s':>8} {'client MB':>9} same",
         ]
         for f in self.layouts:
             lines.append(
-                f"{f.layout:<30} {f.shards_per_query:>12} {f.bytes_per_row:>9.0f} {f.load_s:>7.1f} "
+                f"{f.layout:<26} {f.shards_per_query:>12} {f.bytes_per_row:>9.0f} {f.load_s:>7.1f} "
                 f"{f.p50_ms:>7.3f} {f.p99_ms:>7.3f} "
                 + " ".join(f"{f.queries_per_s[c]:>8.0f}" for c in CLIENTS)
-                + f" {f.pairs_s:>8.2f} {'yes' if f.same_answers else 'NO'}"
+                + f" {f.pairs_s:>8.2f} {f.client_peak_mb:>9.0f} {'yes' if f.same_answers else 'NO'}"
             )
         base = self.layouts[0]
         for f in self.layouts[1:]:
@@ -98,17 +107,27 @@ class ScaleOut:
                 + f", bytes x{f.bytes_per_row / base.bytes_per_row:.2f}"
                 + f", pairs x{f.pairs_s / base.pairs_s:.2f}"
             )
+        for f in self.layouts:
+            if f.predicted:
+                p = f.predicted
+                lines.append(
+                    f"{f.layout}, simdb plan's model: p50 {p['p50_ms']:.3f} ms (measured x"
+                    f"{f.p50_ms / p['p50_ms']:.2f}), all pairs {p['pairs_s']:.2f} s (x"
+                    f"{f.pairs_s / p['pairs_s']:.2f}), bytes/row {p['bytes_per_row']:.0f} (x"
+                    f"{f.bytes_per_row / p['bytes_per_row']:.2f})"
+                )
         return lines
 
 
 @dataclass
 class _Layout:
     label: str
+    made: SimhashIndex
     shards_per_query: int
     bytes: int
     load_s: float
     probe: Probe
-    pairs: Callable[[Connection], int]
+    predicted: dict[str, float] | None
 
 
 def bench_placements(
@@ -122,162 +141,123 @@ def bench_placements(
     seconds: float = 5.0,
     progress: Callable[[str], None] = lambda _: None,
 ) -> ScaleOut:
-    """Load the same rows into the three layouts on the Citus coordinator at `dsn` and measure
-    them; the scratch tables are dropped afterwards."""
+    """Load the same rows into the three placements on the Citus coordinator at `dsn` and measure
+    them; the indexes are dropped afterwards."""
     check_citus(conn)
     data, probes, _ = planted_rows(rows, queries, max_distance, seed=1)
-    workers = conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()
+    found = conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()
+    workers = int(found[0]) if found else 0
     version = conn.execute("SHOW server_version").fetchone()
+    shards = shards or 2 * max(1, workers)
+    model = plan(rows, max(1, workers), max_distance, shards)
+    placements: list[tuple[str, Placement, dict[str, float] | None]] = [
+        ("single server", LOCAL, None),
+        (
+            "by key",
+            Distributed(shards),
+            {"p50_ms": model.key_p50_ms, "pairs_s": model.key_pairs_s, "bytes_per_row": model.bytes_per_row},
+        ),
+        (
+            "by prefix",
+            ByPrefix(shards),
+            {
+                "p50_ms": model.prefix_p50_ms,
+                "pairs_s": model.prefix_pairs_s,
+                "bytes_per_row": model.prefix_bytes_per_row,
+            },
+        ),
+    ]
     made: list[SimhashIndex] = []
-    by_prefix: list[sql.Identifier] = []
     try:
         layouts = []
-        for label, placed in (("single server", LOCAL), ("by key", Distributed(shards))):
+        for label, placed, predicted in placements:
             name = f"bench_{label.replace(' ', '_')}_{os.getpid()}"
             progress(f"loading {rows} rows into a simdb index, {label}")
             began = time.perf_counter()
             spec = SimhashSpec(max_distance).build(name, DEFAULT_FEATURES, rows)
             made.append(index.save(conn, dataclasses.replace(spec, placement=placed)))
             ingest.bulk_load(conn, made[-1], data.items())  # vacuumed and analysed, too
+            if placed.layout == ByPrefix.layout:
+                conn.execute(sql.SQL("VACUUM ANALYZE {}").format(names.probes_table(name)))
             load_s = time.perf_counter() - began
-            layouts.append(_simdb_layout(conn, made[-1], label, load_s, probes, max_distance))
-        progress(f"copying the rows into {len(made[0].plan.tables)} tables distributed by prefix")
-        layouts.append(_prefix_layout(conn, made[0], shards, by_prefix, probes, max_distance))
+            layouts.append(_layout(conn, made[-1], label, load_s, probes, max_distance, predicted))
         figures = _measure(conn, dsn, layouts, rows, len(probes), seconds, progress)
     finally:
-        for table in by_prefix:
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
         for m in made:
             index.drop(conn, m.name)
     return ScaleOut(
         rows=rows,
         max_distance=max_distance,
         tables=len(made[0].plan.tables),
+        shards=shards,
         queries=len(probes),
-        workers=int(workers[0]) if workers else 0,
+        workers=workers,
         server=f"PostgreSQL {version[0] if version else '?'}",
         seconds_per_load_level=seconds,
         layouts=figures,
     )
 
 
-def _simdb_layout(
-    conn: Connection, made: SimhashIndex, label: str, load_s: float, probes: list[int], k: int
+def _layout(
+    conn: Connection,
+    made: SimhashIndex,
+    label: str,
+    load_s: float,
+    probes: list[int],
+    k: int,
+    predicted: dict[str, float] | None,
 ) -> _Layout:
-    """A simdb index, probed through its near function."""
+    """A simdb index, probed through its near function; its bytes (with the probe table's)."""
     statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
     arguments = [(to_signed(v), k) for v in probes]
 
     def probe(own: Connection, number: int) -> set[str]:
         return {str(r[0]) for r in own.execute(statement, arguments[number], prepare=True)}
 
-    def pairs(own: Connection) -> int:
-        return sum(1 for _ in batch.pairs(own, made, k))
-
     distributed = made.placement != LOCAL
-    size = "citus_total_relation_size" if distributed else "pg_total_relation_size"
-    found = conn.execute(
-        sql.SQL("SELECT {}(%s::regclass)").format(sql.Identifier(size)), (made.table.as_string(conn),)
-    ).fetchone()
-    shards = conn.execute(
-        "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = to_regclass(%s)",
-        (made.table.as_string(conn),),
-    ).fetchone()
-    return _Layout(
-        f"simdb, {label}" + (f", {shards[0]} shards" if distributed and shards else ""),
-        int(shards[0]) if distributed and shards else 1,
-        int(found[0]) if found else 0,
-        load_s,
-        probe,
-        pairs,
-    )
-
-
-def _prefix_layout(
-    conn: Connection,
-    local: SimhashIndex,
-    shards: int | None,
-    tables: list[sql.Identifier],
-    probes: list[int],
-    k: int,
-) -> _Layout:
-    """Manku's layout by hand: table i holds (prefix_i, fingerprint, key), distributed by prefix_i
-    (the first with `shards` shards, the rest co-located with it), a B-tree on prefix."""
-    began = time.perf_counter()
-    shards = shards or default_shards(conn)
-    stored = sql.SQL("r.fingerprint")
-    for number, prefix in enumerate(local.btree_keys(stored)):
-        name = names.in_schema(f"{local.name}_by_prefix_{number}")
-        tables.append(name)
-        conn.execute(
-            sql.SQL(
-                "CREATE TABLE {} (prefix bigint NOT NULL, fingerprint bigint NOT NULL, key text NOT NULL)"
-            ).format(name)
-        )
-        colocation = (
-            sql.SQL("colocate_with => {}").format(sql.Literal(tables[0].as_string(conn)))
-            if number
-            else sql.SQL("shard_count => {}").format(sql.Literal(shards))
-        )
-        conn.execute(
-            sql.SQL("SELECT create_distributed_table({}, 'prefix', {})").format(
-                sql.Literal(name.as_string(conn)), colocation
-            )
-        )
-        conn.execute(
-            sql.SQL("INSERT INTO {} SELECT {}, r.fingerprint, r.key FROM {} AS r").format(
-                name, prefix, local.table
-            )
-        )
-        conn.execute(sql.SQL("CREATE INDEX ON {} (prefix)").format(name))
-        conn.execute(sql.SQL("VACUUM ANALYZE {}").format(name))
-    load_s = time.perf_counter() - began
-    values = np.array(probes, dtype=np.uint64)
-    prefixes = [pairing.prefixes(values, table).astype(np.int64).tolist() for table in local.plan.tables]
-    distance = local.width.distance(sql.SQL("fingerprint"), sql.SQL("%s"))
-    statements = [
-        sql.SQL("SELECT key FROM {} WHERE prefix = %s AND {} <= %s").format(name, distance) for name in tables
-    ]
-
-    def probe(own: Connection, number: int) -> set[str]:
-        signed = to_signed(probes[number])
-        with own.pipeline():  # one round trip: each table's probe goes to its one shard
-            cursors = [
-                own.execute(statement, (prefixes[i][number], signed, k), prepare=True)
-                for i, statement in enumerate(statements)
-            ]
-        return {str(r[0]) for cursor in cursors for r in cursor.fetchall()}
-
-    pair_statements = [
-        sql.SQL(
-            "SELECT a.key, b.key FROM {t} AS a JOIN {t} AS b ON a.prefix = b.prefix"
-            " WHERE a.key < b.key AND {d} <= %s"
-        ).format(t=name, d=local.width.distance(sql.SQL("a.fingerprint"), sql.SQL("b.fingerprint")))
-        for name in tables
-    ]
-
-    def pairs(own: Connection) -> int:
-        found: set[tuple[str, str]] = set()
-        for statement in pair_statements:  # each a co-located self-join, run on the shards
-            found.update((str(a), str(b)) for a, b in own.execute(statement, (k,)))
-        return len(found)
-
-    size = conn.execute(
+    size = sql.Identifier("citus_total_relation_size" if distributed else "pg_total_relation_size")
+    tables = [names.qualified(made.name)]
+    if made.placement.layout == ByPrefix.layout and distributed:
+        tables.append(names.probes_table_name(made.name))
+    total = conn.execute(
         sql.SQL("SELECT {}").format(
-            sql.SQL(" + ").join(
-                sql.SQL("citus_total_relation_size({})").format(sql.Literal(t.as_string(conn)))
-                for t in tables
-            )
+            sql.SQL(" + ").join(sql.SQL("{}({}::regclass)").format(size, sql.Literal(t)) for t in tables)
         )
     ).fetchone()
+    shards = made.placement.shards if isinstance(made.placement, Distributed) else None
+    by_prefix = made.placement.layout == ByPrefix.layout and distributed
+    touched = 1 if not distributed else len(made.plan.tables) if by_prefix else int(shards or 1)
     return _Layout(
-        f"by prefix (by hand), {shards} shards",
-        len(tables),
-        int(size[0]) if size else 0,
+        f"{label}" + (f", {shards} shards" if distributed else ""),
+        made,
+        touched,
+        int(total[0]) if total else 0,
         load_s,
         probe,
-        pairs,
+        predicted,
     )
+
+
+def _pairs_in_a_process(dsn: str, made: SimhashIndex) -> tuple[int, str, float, float]:
+    """`simdb pairs NAME` as a user runs it, in a process of its own: (pairs, a digest of its
+    sorted output, seconds, the process's peak resident memory in MB)."""
+    with tempfile.TemporaryFile() as out:
+        began = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from simdb.cli import run; run()", "pairs", made.name, "--dsn", dsn],
+            stdout=out,
+            stderr=subprocess.PIPE,
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - began
+        process.returncode = os.waitstatus_to_exitcode(status)
+        errors = process.stderr.read().decode() if process.stderr else ""
+        if process.returncode != 0:
+            raise RuntimeError(f"simdb pairs {made.name} failed: {errors.strip()}")
+        out.seek(0)
+        lines = out.read().splitlines()[1:]  # (the CSV header)
+    digest = hashlib.sha256(b"\n".join(sorted(lines))).hexdigest()
+    return len(lines), digest, seconds, usage.ru_maxrss / 1024
 
 
 def _measure(
@@ -304,15 +284,15 @@ def _measure(
             if layout.label not in best or statistics.median(times) < statistics.median(best[layout.label]):
                 best[layout.label], answers[layout.label] = times, found
     figures: list[LayoutFigures] = []
+    digests: list[str] = []
     for layout in layouts:
         throughput = {}
         for clients in CLIENTS:
             say(f"{layout.label}: {clients} concurrent clients for {seconds:g} s")
             throughput[clients] = _throughput(dsn, layout.probe, queries, clients, seconds)
-        say(f"{layout.label}: all pairs")
-        began = time.perf_counter()
-        pairs = layout.pairs(conn)
-        pairs_s = time.perf_counter() - began
+        say(f"{layout.label}: all pairs (simdb pairs, in a process of its own)")
+        pairs, digest, pairs_s, peak_mb = _pairs_in_a_process(dsn, layout.made)
+        digests.append(digest)
         times = best[layout.label]
         figures.append(
             LayoutFigures(
@@ -325,8 +305,9 @@ def _measure(
                 queries_per_s=throughput,
                 pairs=pairs,
                 pairs_s=pairs_s,
-                same_answers=answers[layout.label] == answers[layouts[0].label]
-                and pairs == (figures[0].pairs if figures else pairs),
+                client_peak_mb=peak_mb,
+                same_answers=answers[layout.label] == answers[layouts[0].label] and digest == digests[0],
+                predicted=layout.predicted,
             )
         )
     return figures

@@ -246,7 +246,8 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     A reader gets USAGE on the schema and SELECT on the index, its clusters and the catalog;
     simdb's functions are executable by everyone, as PostgreSQL grants by default (and everyone
     may use simdb_internal, where the ones they call are: migration 0011). A writer also gets
-    INSERT, UPDATE and DELETE on the index's rows, and what a sync needs of the catalog (the
+    INSERT, UPDATE and DELETE on the index's rows (and its probe table, laid out by prefix: a
+    writer writes through simdb, which keeps both), and what a sync needs of the catalog (the
     source table itself is the application's to grant). An attached index with triggers has a
     status view, which a reader may read, and a queue, which a writer may take keys from.
     """
@@ -255,7 +256,10 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     if exists is None:
         raise InvalidParameter(f"no role named {role!r}", f"create it first, e.g. CREATE ROLE {role} LOGIN")
     who = sql.Identifier(role)
-    readable = [index.table, *catalog.readable_tables()]
+    written = [index.table]
+    if _exists(conn, names.probes_table_name(name)):  # (laid out by prefix: its near reads them)
+        written.append(names.probes_table(name))
+    readable = [*written, *catalog.readable_tables()]
     if has_clusters(conn, name):
         readable.append(names.clusters_table(name))
     queued = _exists(conn, names.queue_table_name(name))
@@ -265,7 +269,9 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(names.SCHEMA), who))
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.SQL(", ").join(readable), who))
         if writer and index.storage.writes_own_rows:
-            conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(index.table, who))
+            conn.execute(
+                sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(sql.SQL(", ").join(written), who)
+            )
         if writer:
             for statement in catalog.sync_grants(who):
                 conn.execute(statement)

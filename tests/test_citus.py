@@ -18,7 +18,9 @@ from support import Conn, simdb
 from simdb import attach, batch, fingerprint, index, ingest, intable, query, readers
 from simdb.bits import to_signed
 from simdb.errors import InvalidParameter
-from simdb.placement import Distributed
+from simdb.measure.scaleout import probe_tasks
+from simdb.modes import SimhashIndex
+from simdb.placement import ByPrefix, Distributed
 
 pytestmark = pytest.mark.citus
 
@@ -86,7 +88,17 @@ def test_create_distributed_and_list_say_how_the_index_is_placed(
     assert code == 0 and "distributed by key, 4 shards" in out
 
 
-def test_distribute_moves_an_index_with_its_rows_and_clusters(citus_conn: Conn, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("placed", "tables"),
+    [
+        (Distributed(shards=4), ["simdb.docs", "simdb.docs__clusters"]),
+        (ByPrefix(shards=4), ["simdb.docs", "simdb.docs__clusters", "simdb.docs__probes"]),
+    ],
+    ids=["by_key", "by_prefix"],
+)
+def test_distribute_moves_an_index_with_its_rows_and_clusters(
+    citus_conn: Conn, tmp_path: Path, placed: Distributed, tables: list[str]
+) -> None:
     texts = _documents(tmp_path / "docs", 60)
     made = index.create(citus_conn, "docs")
     ingest.ingest(citus_conn, made, readers.read([str(tmp_path / "docs")]))
@@ -95,9 +107,9 @@ def test_distribute_moves_an_index_with_its_rows_and_clusters(citus_conn: Conn, 
     probe = next(iter(texts))
     before_near = query.near(citus_conn, made, made.sketch(texts[probe]))
 
-    moved = index.distribute(citus_conn, "docs", Distributed(shards=4))
+    moved = index.distribute(citus_conn, "docs", placed)
 
-    assert moved.placement == Distributed(4) and index.get(citus_conn, "docs").placement == Distributed(4)
+    assert moved.placement == placed and index.get(citus_conn, "docs").placement == placed
     assert _count(citus_conn, "docs") == 60
     assert (
         sorted((p.key_a, p.key_b, p.distance) for p in batch.pairs(citus_conn, moved)) == before_pairs
@@ -109,7 +121,7 @@ def test_distribute_moves_an_index_with_its_rows_and_clusters(citus_conn: Conn, 
         "SELECT logicalrelid::text FROM pg_dist_partition WHERE logicalrelid::text LIKE 'simdb.docs%'"
         " ORDER BY 1"
     ).fetchall()
-    assert distributed == [("simdb.docs",), ("simdb.docs__clusters",)]
+    assert distributed == [(table,) for table in tables]
     with pytest.raises(InvalidParameter, match="distributed already"):
         index.distribute(citus_conn, "docs", Distributed())
 
@@ -230,11 +242,12 @@ def test_a_query_while_a_worker_is_down_is_a_clear_error_and_nothing_is_lost(
     assert simdb(capsys, "query", "docs", "--file", probe) == (0, answer, "")
 
 
+@pytest.mark.parametrize("layout", ["key", "prefix"])
 def test_delete_prune_and_grant_work_on_a_distributed_index(
-    citus_conn: Conn, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    citus_conn: Conn, capsys: pytest.CaptureFixture[str], tmp_path: Path, layout: str
 ) -> None:
     _documents(tmp_path / "docs", 20)
-    assert simdb(capsys, "create", "docs", "--mode", "jaccard", "--distributed")[0] == 0
+    assert simdb(capsys, "create", "docs", "--mode", "jaccard", "--distributed", "--layout", layout)[0] == 0
     assert simdb(capsys, "ingest", "docs", str(tmp_path / "docs"))[0] == 0
     assert simdb(capsys, "delete", "docs", str(tmp_path / "docs" / "d0.txt")) == (
         0,
@@ -247,6 +260,11 @@ def test_delete_prune_and_grant_work_on_a_distributed_index(
     )
     code, out, _ = simdb(capsys, "prune", "docs", "--older-than", "1d", "--yes")  # (10 of 19 rows)
     assert code == 0 and out.startswith("pruned 10 rows") and _count(citus_conn, "docs") == 9
+    if layout == "prefix":  # every band's entry of the 11 rows removed went with it
+        entries = citus_conn.execute(
+            "SELECT count(*), count(DISTINCT key) FROM simdb.docs__probes"
+        ).fetchone()
+        assert entries == (9 * 16, 9)
     citus_conn.execute("DROP ROLE IF EXISTS simdb_citus_reader")
     citus_conn.execute("CREATE ROLE simdb_citus_reader LOGIN")
     try:
@@ -300,3 +318,49 @@ def test_an_index_in_a_distributed_application_table(citus_conn: Conn) -> None:
         ).fetchone() == (1,)
     finally:
         citus_conn.execute("DROP TABLE IF EXISTS app_articles CASCADE")
+
+
+def test_a_probe_by_prefix_reaches_one_shard_per_table(citus_conn: Conn) -> None:
+    """Citus' own plan of a probe: by key every shard runs it; by prefix, the shard of each
+    permuted table's prefix only (fewer where two prefixes fall in one shard)."""
+    rows = {f"r{i}": (i * 0x9E3779B97F4A7C15) % 2**64 for i in range(500)}
+    tasks = {}
+    for name, placed in (("by_key", Distributed(shards=16)), ("by_prefix", ByPrefix(shards=16))):
+        made = index.create(citus_conn, name, placed=placed)
+        assert isinstance(made, SimhashIndex) and len(made.plan.tables) == 4
+        ingest.store(citus_conn, made, rows)
+        tasks[name] = [probe_tasks(citus_conn, made, value) for value in list(rows.values())[:20]]
+        assert query.near(citus_conn, made, rows["r7"])[0].key == "r7"
+    assert set(tasks["by_key"]) == {16}
+    assert max(tasks["by_prefix"]) <= 4 and min(tasks["by_prefix"]) >= 1
+
+
+def test_the_prefix_layout_from_the_command_line(
+    citus_conn: Conn, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = simdb(capsys, "create", "docs", "--distributed", "--layout", "prefix", "--shards", "4")
+    assert code == 0 and "distributed by prefix (Manku's layout), 4 shards" in out
+    code, out, _ = simdb(capsys, "create", "sigs", "--mode", "jaccard", "--distributed", "--layout", "prefix")
+    assert code == 0 and "distributed by prefix" in out
+    for twin in (["docs_here"], ["sigs_here", "--mode", "jaccard"]):  # the same, on the coordinator alone
+        assert simdb(capsys, "create", *twin)[0] == 0
+    texts = _documents(tmp_path / "docs", 40)
+    for name in ("docs", "sigs"):
+        for where in (name, f"{name}_here"):
+            assert simdb(capsys, "ingest", where, str(tmp_path / "docs"))[0] == 0
+        code, out, _ = simdb(capsys, "pairs", name)
+        code_here, out_here, _ = simdb(capsys, "pairs", f"{name}_here")
+        assert code == code_here == 0 and sorted(out.splitlines()) == sorted(out_here.splitlines())
+        assert len(out.splitlines()) >= 1 + 5  # (near copies found, not two empty answers)
+    code, out, _ = simdb(capsys, "list", "--json")
+    assert code == 0 and out.count('"layout": "prefix"') == 2 and out.count('"placement": "local"') == 2
+    probe = next(iter(texts))
+    code, out, _ = simdb(capsys, "query", "docs", "--file", probe)
+    assert code == 0 and probe in out
+    assert simdb(capsys, "delete", "docs", probe)[0] == 0
+    left = citus_conn.execute("SELECT count(*) FROM simdb.docs__probes WHERE key = %s", (probe,)).fetchone()
+    assert left == (0,)
+    code, _, err = simdb(capsys, "create", "local", "--layout", "prefix")
+    assert code == 1 and "--shards and --layout apply to a distributed index" in err
+    assert simdb(capsys, "drop", "docs", "--yes")[0] == 0
+    assert citus_conn.execute("SELECT to_regclass('simdb.docs__probes')").fetchone() == (None,)

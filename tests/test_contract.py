@@ -370,7 +370,7 @@ def test_writes_keep_near_and_pairs_exact(conn: Conn, oracle: Oracle) -> None:
     keys = sorted(oracle.stored)
     moved = {key: oracle.stored[keys[-1 - n]] for n, key in enumerate(keys[:40])}  # other rows' sketches
     ingest.store(conn, made, moved)
-    gone = keys[40:60] + [oracle.probes[0]]
+    gone = [*keys[40:60], oracle.probes[0]]
     assert ingest.delete(conn, made, gone) == len(set(gone))
     again = {keys[41]: oracle.stored[keys[41]]}  # a removed key written back
     ingest.store(conn, made, again)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 import psycopg
 from psycopg import sql
 
-from simdb import index, ingest, names
+from simdb import batch, index, ingest, names
 from simdb.bits import to_signed
 from simdb.connection import Connection
 from simdb.measure.bench import machine, percentile, planted_rows
@@ -48,7 +48,7 @@ class LayoutFigures:
     """One layout's figures in a `bench --distributed` run, with the model's predictions."""
 
     layout: str
-    shards_per_query: int
+    shards_per_query: int  # the most tasks Citus planned for one of 50 probes (EXPLAIN)
     bytes_per_row: float
     load_s: float
     p50_ms: float
@@ -225,8 +225,7 @@ def _layout(
         )
     ).fetchone()
     shards = made.placement.shards if isinstance(made.placement, Distributed) else None
-    by_prefix = made.placement.layout == ByPrefix.layout and distributed
-    touched = 1 if not distributed else len(made.plan.tables) if by_prefix else int(shards or 1)
+    touched = max(probe_tasks(conn, made, value) for value in probes[:50])
     return _Layout(
         f"{label}" + (f", {shards} shards" if distributed else ""),
         made,
@@ -236,6 +235,24 @@ def _layout(
         probe,
         predicted,
     )
+
+
+def probe_tasks(conn: Connection, made: SimhashIndex, fingerprint: int) -> int:
+    """The shards a probe of `fingerprint` runs on, as Citus plans it: the Task Count of its
+    EXPLAIN (1 for an index on one server)."""
+    statement = made.near_statement(sql.Literal(to_signed(fingerprint)), sql.Literal(made.plan.max_distance))
+    found = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(statement)).fetchone()
+    return _task_count(found[0] if found else [])
+
+
+def _task_count(plan: object) -> int:
+    """The largest "Task Count" anywhere in an EXPLAIN's JSON (1 without any)."""
+    if isinstance(plan, dict):
+        own = int(plan.get("Task Count", 1))
+        return max([own, *(_task_count(value) for value in plan.values())])
+    if isinstance(plan, list):
+        return max([1, *(_task_count(value) for value in plan)])
+    return 1
 
 
 def _pairs_in_a_process(dsn: str, made: SimhashIndex) -> tuple[int, str, float, float]:
@@ -290,9 +307,12 @@ def _measure(
         for clients in CLIENTS:
             say(f"{layout.label}: {clients} concurrent clients for {seconds:g} s")
             throughput[clients] = _throughput(dsn, layout.probe, queries, clients, seconds)
-        say(f"{layout.label}: all pairs (simdb pairs, in a process of its own)")
-        pairs, digest, pairs_s, peak_mb = _pairs_in_a_process(dsn, layout.made)
-        digests.append(digest)
+        say(f"{layout.label}: all pairs, here and in a process of its own (`simdb pairs`)")
+        began = time.perf_counter()
+        pairs = sum(1 for _ in batch.pairs(conn, layout.made))
+        pairs_s = time.perf_counter() - began
+        counted, digest, _, peak_mb = _pairs_in_a_process(dsn, layout.made)
+        digests.append(digest if counted == pairs else "")
         times = best[layout.label]
         figures.append(
             LayoutFigures(

@@ -1,0 +1,48 @@
+"""Issue 31, start-up: the kernels' first compile says what it is doing, and only then.
+
+Each run is a fresh process with numba's cache in a directory of the test's own (NUMBA_CACHE_DIR),
+so the first one finds it empty and compiles; the second finds the machine code and is quiet.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from simdb.kernels import COMPILING
+
+_CLI = "from simdb.cli import run; run()"
+
+
+def _fingerprint(cache: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-c", _CLI, "fingerprint", "--text", "hello world", *options],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=True,
+    )
+
+
+def test_the_first_compile_is_announced_once_and_a_warm_cache_is_quiet(tmp_path: Path) -> None:
+    cold = _fingerprint(tmp_path)
+    assert cold.stderr.splitlines() == [COMPILING]
+    assert any(tmp_path.rglob("*.nbi")), "numba wrote no cache index where NUMBA_CACHE_DIR points"
+    warm = _fingerprint(tmp_path)
+    assert warm.stderr == ""
+    assert warm.stdout == cold.stdout and warm.stdout.strip()
+
+    # `python -m simdb.warmup` (what `simdb init` runs after the schema) compiles the rest: then
+    # no command compiles, whatever the features, width or mode
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "simdb.warmup"], capture_output=True, text=True, env=environment, check=True
+    )
+    assert done.stderr.splitlines() == [COMPILING]
+    for features in ("word:3", "char:5", "bytes:4"):
+        for extra in ([], ["--bits", "128"], ["--fingerprint-spec", "1"], ["--mode", "jaccard"]):
+            later = _fingerprint(tmp_path, "--features", features, *extra)
+            assert later.stderr == "", (features, extra, later.stderr)

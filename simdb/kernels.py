@@ -28,6 +28,8 @@ import numpy as np
 import numpy.typing as npt
 from numba.core import event
 
+from simdb.onetext import FMIX_C1, FMIX_C2  # MurmurHash3's 64-bit finaliser, fmix64
+
 F = TypeVar("F", bound=Callable[..., Any])
 UInt64Array = npt.NDArray[np.uint64]
 UInt8Array = npt.NDArray[np.uint8]
@@ -89,8 +91,6 @@ _P64_5 = np.uint64(0x27D4EB2F165667C5)
 _MX1 = np.uint64(0x165667919E3779F9)
 _MX2 = np.uint64(0x9FB21C651E98DF25)
 _LOW32 = np.uint64(0xFFFFFFFF)
-FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)  # MurmurHash3's 64-bit finaliser, fmix64
-FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SPACE = 32
 
 

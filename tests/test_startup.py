@@ -11,15 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from simdb import onetext
 from simdb.kernels import COMPILING
 
 _CLI = "from simdb.cli import run; run()"
+_LONG = "hello world " * (onetext.LIMIT // 10)  # past one short text: fingerprinted by the kernels
 
 
 def _fingerprint(cache: Path, *options: str) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     return subprocess.run(
-        [sys.executable, "-c", _CLI, "fingerprint", "--text", "hello world", *options],
+        [sys.executable, "-c", _CLI, "fingerprint", "--text", _LONG, *options],
         capture_output=True,
         text=True,
         env=environment,

@@ -18,18 +18,19 @@ _CLI = "from simdb.cli import run; run()"
 _LONG = "hello world " * (onetext.LIMIT // 10)  # past one short text: fingerprinted by the kernels
 
 
-def _fingerprint(cache: Path, *options: str) -> subprocess.CompletedProcess[str]:
+def _run(cache: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """A fresh Python process with numba's cache in `cache`."""
     environment = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     return subprocess.run(
-        [sys.executable, "-c", _CLI, "fingerprint", "--text", _LONG, *options],
-        capture_output=True,
-        text=True,
-        env=environment,
-        check=True,
+        [sys.executable, *arguments], capture_output=True, text=True, env=environment, check=True
     )
 
 
-def test_the_first_compile_is_announced_once_and_a_warm_cache_is_quiet(tmp_path: Path) -> None:
+def _fingerprint(cache: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return _run(cache, "-c", _CLI, "fingerprint", "--text", _LONG, *options)
+
+
+def test_the_first_compile_is_announced_once_and_a_warm_cache_is_quiet(tmp_path: Path, empty_db: str) -> None:
     cold = _fingerprint(tmp_path)
     assert cold.stderr.splitlines() == [COMPILING]
     assert any(tmp_path.rglob("*.nbi")), "numba wrote no cache index where NUMBA_CACHE_DIR points"
@@ -37,13 +38,12 @@ def test_the_first_compile_is_announced_once_and_a_warm_cache_is_quiet(tmp_path:
     assert warm.stderr == ""
     assert warm.stdout == cold.stdout and warm.stdout.strip()
 
-    # `python -m simdb.warmup` (what `simdb init` runs after the schema) compiles the rest: then
-    # no command compiles, whatever the features, width or mode
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "simdb.warmup"], capture_output=True, text=True, env=environment, check=True
-    )
-    assert done.stderr.splitlines() == [COMPILING]
+    # `simdb init` creates the schema, then compiles the rest of the kernels (and says so);
+    # afterwards nothing compiles, whatever the features, width, spec or mode
+    init = _run(tmp_path, "-c", _CLI, "init", "--dsn", empty_db)
+    assert init.stderr.splitlines() == [COMPILING]
+    assert "schema is at revision" in init.stdout and "fingerprint kernels are compiled" in init.stdout
+    assert _run(tmp_path, "-m", "simdb.warmup").stderr == ""  # the same kernels, loaded from the cache
     for features in ("word:3", "char:5", "bytes:4"):
         for extra in ([], ["--bits", "128"], ["--fingerprint-spec", "1"], ["--mode", "jaccard"]):
             later = _fingerprint(tmp_path, "--features", features, *extra)

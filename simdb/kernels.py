@@ -12,21 +12,50 @@ without a Python call per token or a sort per document.
 
 Pure code over numpy arrays: simhash.py and minhash.py call it and keep their specs; the plain
 references in the tests judge both. Compiled on first use and cached beside this file (or in
-numba's per-user cache where that is not writable), so a later process only loads the machine code.
+numba's per-user cache where that is not writable; NUMBA_CACHE_DIR moves it), so a later process
+only loads the machine code. A compile says so on stderr before it starts (COMPILING), once per
+process; `simdb init` and `python -m simdb.warmup` compile them up front (simdb.warmup).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
 import numpy.typing as npt
+from numba.core import event
+
+from simdb.onetext import FMIX_C1, FMIX_C2  # MurmurHash3's 64-bit finaliser, fmix64
 
 F = TypeVar("F", bound=Callable[..., Any])
 UInt64Array = npt.NDArray[np.uint64]
 UInt8Array = npt.NDArray[np.uint8]
+
+
+COMPILING = "simdb: compiling the fingerprint kernels, once per install (10 to 30 s)..."
+
+
+class _FirstCompile(event.Listener):
+    """Says on stderr, once per process, that numba is compiling one of these kernels (its disk
+    cache had none for the call), so that the pause that follows is not a silent one. A kernel
+    loaded from the cache fires no such event: a warm install prints nothing."""
+
+    said = False
+
+    def on_start(self, ev: event.Event) -> None:
+        function = getattr(ev.data["dispatcher"], "py_func", None)
+        if not self.said and getattr(function, "__module__", None) == __name__:
+            self.said = True
+            print(COMPILING, file=sys.stderr, flush=True)
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+event.register("numba:compile", _FirstCompile())  # type: ignore[no-untyped-call]  # (numba: no hints)
 
 
 def _compiled(function: F) -> F:
@@ -62,8 +91,6 @@ _P64_5 = np.uint64(0x27D4EB2F165667C5)
 _MX1 = np.uint64(0x165667919E3779F9)
 _MX2 = np.uint64(0x9FB21C651E98DF25)
 _LOW32 = np.uint64(0xFFFFFFFF)
-FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)  # MurmurHash3's 64-bit finaliser, fmix64
-FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SPACE = 32
 
 

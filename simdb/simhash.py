@@ -9,7 +9,8 @@ folds a second word per shingle, fmix64(hash XOR WIDE_KEY), into its high half. 
 is hashed a piece at a time, in memory bounded whatever its length (see PIECE), with the same
 fingerprint.
 
-Pure code (numpy, xxhash and the compiled loops of simdb.kernels), so it is fast to test and easy
+Pure code (numpy, xxhash and the compiled loops of simdb.kernels; simdb.onetext for one short
+text while the kernels are not loaded), so it is fast to test and easy
 to port; the README gives the spec step by step, tests pin it with known-answer vectors and
 check it against a plain loop-by-loop reading of the spec.
 """
@@ -17,6 +18,7 @@ check it against a plain loop-by-loop reading of the spec.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from simdb import onetext
 from simdb.errors import InvalidParameter
 
 SPEC_VERSIONS = (1, 2)
@@ -466,6 +469,22 @@ def fingerprint(
     return found
 
 
+BitCounts = Callable[
+    [list[bytes], bool, bytes, int, np.uint64, bool, int, np.uint64],
+    tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+]  # kernels.bit_counts and onetext.bit_counts
+
+
+def _bit_counts(texts: list[bytes]) -> BitCounts:
+    """Where step 3-5's counters come from: the compiled kernels, or numpy for one short text in
+    a process that has not loaded them (a query's start-up skips numba; the values are the same)."""
+    if len(texts) == 1 and len(texts[0]) <= onetext.LIMIT and "simdb.kernels" not in sys.modules:
+        return onetext.bit_counts
+    from simdb import kernels
+
+    return kernels.bit_counts
+
+
 def fingerprints(
     contents: Sequence[Content],
     features: Features = DEFAULT_FEATURES,
@@ -488,9 +507,7 @@ def fingerprints(
     found, whole, texts = sorted_out(contents, features, alone)
     if not whole:
         return found
-    from simdb import kernels
-
-    ones, totals = kernels.bit_counts(
+    ones, totals = _bit_counts(texts)(
         texts,
         features.kind == "char",
         ASCII_WORDS,

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from simdb import attach, capture, index, intable, modes, names, planner, scaleplan, schema
+from simdb import attach, capture, index, intable, modes, names, planner, scaleplan, schema, warmup
 from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
@@ -36,10 +36,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 @dsn_option
 @click.pass_context
 def init(ctx: click.Context) -> None:
-    """Create or migrate simdb's schema (commands that write do this on first use)."""
+    """Create or migrate simdb's schema and compile the fingerprint kernels (commands that write
+    create the schema on first use, and the first command that fingerprints compiles the kernels)."""
     with database(ctx, create_schema=True):
         pass
     click.echo(f"simdb schema is at revision {schema.HEAD}")
+    warmup.warm()
+    click.echo("fingerprint kernels are compiled")
 
 
 def _workload(default: str | None) -> Callable[[F], F]:

@@ -11,8 +11,8 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from simdb.kernels import FMIX_C1, FMIX_C2
 from simdb.minhash import _BIT_SEED, _CHECK_SEED, _MAX_PROBES, _PROBE_SEED, CHECK_BINS, seeds
+from simdb.onetext import fmix64
 from simdb.simhash import (
     _BIT_TABLE,
     ASCII_WORDS,
@@ -28,16 +28,6 @@ _BYTE_OFFSETS = (np.arange(8, dtype=np.uint16) * 256)[None, :]
 _BIN_SHIFT = np.uint64(64 - 12)
 _PROBES_PER_STEP = 32
 _CHUNK = 4096
-
-
-def fmix64(values: UInt64Array) -> UInt64Array:
-    """MurmurHash3's 64-bit finaliser, element-wise (wrapping uint64 arithmetic)."""
-    h = values ^ (values >> np.uint64(33))
-    h = h * FMIX_C1
-    h ^= h >> np.uint64(33)
-    h = h * FMIX_C2
-    h ^= h >> np.uint64(33)
-    return h
 
 
 def tokens(text: str) -> list[bytes]:

@@ -1,0 +1,32 @@
+"""Compile simdb's fingerprint kernels up front, where a user expects to wait.
+
+numba compiles simdb.kernels on their first use and caches the machine code on disk (about 10 s,
+once per install). `simdb init` and `python -m simdb.warmup` (for an image or an install script,
+no database needed) call warm(): every kernel the fingerprint and signature specs use, for every
+feature kind, spec version and width, is compiled or, when the cache already holds it, loaded.
+"""
+
+from __future__ import annotations
+
+from simdb import minhash, simhash
+from simdb.simhash import Features
+
+# Short text goes through the batched kernels; text longer than a piece, and any bytes features,
+# through the piece-at-a-time ones (simhash.sorted_out decides).
+_SHORT = "warm the fingerprint kernels of simdb once"
+_LONG = (_SHORT + " ") * (simhash.PIECE // len(_SHORT) + 1)
+_FEATURES = (Features("word", 3), Features("char", 5), Features("bytes", 4))
+
+
+def warm() -> None:
+    """Compile (or load) every kernel that fingerprints and signatures call."""
+    documents = [_SHORT, _LONG]
+    for features in _FEATURES:
+        for spec in (1, 2):
+            for bits in (64, 128):
+                simhash.fingerprints(documents, features, spec, bits)
+            minhash.document_signatures(documents, features, minhash.DEFAULT_PERMUTATIONS, spec)
+
+
+if __name__ == "__main__":
+    warm()

@@ -1,0 +1,60 @@
+"""simdb.onetext (one short text in numpy, for a query's start-up) against the compiled kernels:
+the same counters, so the same fingerprints, for every feature kind, spec and width."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdb import kernels, onetext
+from simdb.simhash import ASCII_WORDS, SHINGLE_MULTIPLIER, WIDE_KEY, Features, unit_text
+
+_TEXT = st.text(alphabet=st.sampled_from("ab cd\tÉé ß ﬁ\u0301 x_1,.\n漢字🙂"), max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TEXT, max_size=3),
+    st.sampled_from(["word", "char"]),
+    st.integers(1, 6),
+    st.booleans(),
+    st.sampled_from([1, 2]),
+)
+def test_onetext_counts_as_the_kernels_do(
+    texts: list[str], kind: str, n: int, distinct: bool, words: int
+) -> None:
+    features = Features(kind, n)
+    units = [unit_text(text, features) for text in texts]
+    arguments = (kind == "char", ASCII_WORDS, n, SHINGLE_MULTIPLIER, distinct, words, WIDE_KEY)
+    ones, totals = onetext.bit_counts(units, *arguments)
+    expected_ones, expected_totals = kernels.bit_counts(units, *arguments)
+    assert np.array_equal(totals, expected_totals)
+    assert np.array_equal(ones, expected_ones)
+
+
+def test_a_short_text_is_fingerprinted_without_loading_numba() -> None:
+    """`simdb fingerprint --text` (and a query by text, which fingerprints the same way) reads
+    numba and the kernels' machine code only for longer texts."""
+    probe = (
+        "import sys\nfrom simdb.cli import run\ntry:\n    run()\nfinally:\n"
+        "    print(sorted(m for m in ('numba', 'simdb.kernels') if m in sys.modules))"
+    )
+    short = subprocess.run(
+        [sys.executable, "-c", probe, "fingerprint", "--text", "hello world"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert short.stdout.splitlines()[-1] == "[]", short.stdout
+    long = "hello world " * (onetext.LIMIT // 10)
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe, "fingerprint", "--text", long],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.splitlines()[-1] == "['numba', 'simdb.kernels']", loaded.stdout

@@ -46,6 +46,10 @@ def word_diff(a: str, b: str) -> tuple[list[Segment], list[Segment]]:
 
 
 def _append(runs: list[Segment], text: str, changed: bool) -> None:
+    if changed and text != text.rstrip():  # (the spaces after changed words are not marked)
+        _append(runs, text.rstrip(), changed)
+        _append(runs, text[len(text.rstrip()) :], False)
+        return
     if not text:
         return
     if runs and runs[-1].changed == changed:

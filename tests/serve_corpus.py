@@ -6,12 +6,57 @@ import json
 import random
 from pathlib import Path
 
-_WORDS = (
-    "river stone market winter garden letter harbour window morning engine paper village quiet "
-    "signal forest bridge candle orchard ladder silver thunder meadow lantern pocket mirror "
-    "valley kettle saddle compass timber shadow feather ribbon anchor basket cellar meadow "
-    "plough granite violet marble copper willow falcon hollow summit velvet ember tide"
-).split()
+_WORDS = [
+    "river",
+    "stone",
+    "market",
+    "winter",
+    "garden",
+    "letter",
+    "harbour",
+    "window",
+    "morning",
+    "engine",
+    "paper",
+    "village",
+    "quiet",
+    "signal",
+    "forest",
+    "bridge",
+    "candle",
+    "orchard",
+    "ladder",
+    "silver",
+    "thunder",
+    "meadow",
+    "lantern",
+    "pocket",
+    "mirror",
+    "valley",
+    "kettle",
+    "saddle",
+    "compass",
+    "timber",
+    "shadow",
+    "feather",
+    "ribbon",
+    "anchor",
+    "basket",
+    "cellar",
+    "meadow",
+    "plough",
+    "granite",
+    "violet",
+    "marble",
+    "copper",
+    "willow",
+    "falcon",
+    "hollow",
+    "summit",
+    "velvet",
+    "ember",
+    "tide",
+]
 
 
 def paragraph(seed: int, words: int = 240) -> str:
@@ -31,6 +76,7 @@ def edited(text: str, changes: dict[int, str]) -> str:
 
 SCRIPT = '<script>document.title = "pwned"; window.__pwned = 1;</script>'
 
+
 # name -> text; the planted clusters: alpha (3 files), beta (2), script (2); gamma and delta alone
 def documents() -> dict[str, str]:
     alpha, beta, gamma, delta, script = (paragraph(seed) for seed in (1, 2, 3, 4, 5))
@@ -47,7 +93,11 @@ def documents() -> dict[str, str]:
     }
 
 
-CLUSTERS = (("alpha.txt", "alpha-copy.txt", "alpha-draft.txt"), ("beta.txt", "beta-edit.txt"), ("script.txt", "script-copy.txt"))
+CLUSTERS = (
+    ("alpha.txt", "alpha-copy.txt", "alpha-draft.txt"),
+    ("beta.txt", "beta-edit.txt"),
+    ("script.txt", "script-copy.txt"),
+)
 
 
 def write_folder(folder: Path) -> dict[str, str]:

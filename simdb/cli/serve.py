@@ -42,9 +42,7 @@ def serve_(ctx: click.Context, host: str, port: int, token: str | None) -> None:
             f"simdb serve needs the packages of its extra ({error.name} is missing)",
             "pip install 'simdb-pg[serve]'",
         ) from error
-    token = token or os.environ.get(TOKEN_VARIABLE) or None
-    if token is None and not serve.is_loopback(host):
-        token = serve.new_token()
+    token = serve.token_for(host, token or os.environ.get(TOKEN_VARIABLE))
     settings: Settings = ctx.find_object(Settings) or Settings(None)
     target = connection.resolve(settings.dsn)
     app = serve.create_app(target.dsn, token=token)

@@ -4,6 +4,6 @@ Optional: `pip install 'simdb-pg[serve]'` brings Starlette, Jinja2, uvicorn and 
 The pages call the library (simdb.review, simdb.index, simdb.texts) and only read.
 """
 
-from simdb.serve.app import create_app, is_loopback, new_token
+from simdb.serve.app import create_app, is_loopback, token_for
 
-__all__ = ["create_app", "is_loopback", "new_token"]
+__all__ = ["create_app", "is_loopback", "token_for"]

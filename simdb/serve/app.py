@@ -60,6 +60,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def token_for(host: str, given: str | None) -> str | None:
+    """The token a server listening on `host` requires: the one given; else, on an address other
+    than a loopback one, a new one (None: a loopback server without a token)."""
+    if given:
+        return given
+    return None if is_loopback(host) else new_token()
+
+
 def _configure(conn: Connection) -> None:
     """Each pooled connection: read-only whatever its role may do, and named in pg_stat_activity."""
     conn.execute("SET default_transaction_read_only = on")

@@ -93,6 +93,7 @@ def check_schema(conn: Connection) -> None:
 def create_app(dsn: str, *, token: str | None = None, pool_size: int = 8) -> Starlette:
     """The app over the database `dsn`; with `token`, only requests that carry it are answered,
     without one only requests addressed to a loopback name."""
+
     def opened() -> ConnectionPool[Connection]:
         pool: ConnectionPool[Connection] = ConnectionPool(
             dsn,

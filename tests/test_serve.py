@@ -5,17 +5,24 @@ where the server listens beyond the loopback; a slow request does not hold up th
 from __future__ import annotations
 
 import html
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import markupsafe
 import psycopg
 import pytest
 from psycopg import sql
 from serve_corpus import CLUSTERS, SCRIPT, write_folder, write_records
+from serve_support import free_port
 from starlette.testclient import TestClient
 from support import Conn, simdb
 
@@ -335,3 +342,30 @@ def test_one_slow_request_does_not_hold_up_the_others(
         locker.rollback()
         slow.join()
     assert answers == {"slow": 200}
+
+
+def test_simdb_serve_prints_its_url_and_serves(dsn: str, corpus: dict[str, str]) -> None:
+    """The command itself: the URL with its token on stderr, then pages for that token only."""
+    port = free_port()
+    command = [sys.executable, "-c", "from simdb.cli import run; run()", "serve", "--port", str(port)]
+    environment = {**os.environ, "SIMDB_DSN": dsn, "SIMDB_SERVE_TOKEN": "s3cret-token"}
+    server = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        url = f"http://127.0.0.1:{port}/?token=s3cret-token"
+        assert server.stderr.readline() == f"simdb serve: open {url} (Ctrl-C stops it)\n"
+        for _ in range(1000):  # (until it listens: uvicorn starts after the line)
+            try:
+                refused = httpx.get(f"http://127.0.0.1:{port}/i/docs/clusters")
+                break
+            except httpx.ConnectError:
+                assert server.poll() is None, server.stderr.read()
+                time.sleep(0.05)
+        else:
+            pytest.fail("simdb serve did not answer")
+        assert refused.status_code == 401
+        opened = httpx.get(f"http://127.0.0.1:{port}/i/docs/clusters", params={"token": "s3cret-token"})
+        assert opened.status_code == 200 and opened.text.count('class="card cluster"') == 3
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait()

@@ -369,3 +369,27 @@ def test_simdb_serve_prints_its_url_and_serves(dsn: str, corpus: dict[str, str])
     finally:
         server.send_signal(signal.SIGINT)
         server.wait()
+
+
+def test_a_jaccard_index_shows_estimated_jaccard(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path, client: TestClient
+) -> None:
+    records = write_records(tmp_path / "records.jsonl")
+    assert simdb(capsys, "create", "near", "--mode", "jaccard", "--threshold", "0.8")[0] == 0
+    assert simdb(capsys, "ingest", "near", str(tmp_path / "records.jsonl"), "--keep-text")[0] == 0
+    made = index.get(conn, "near")
+    found = list(batch.pairs(conn, made))
+    page = client.get("/i/near/clusters").text
+    assert "similarity to kept" in page and len(_listed(page)) == len(batch.groups(conn, made)[0]) >= 2
+    assert client.get("/i/near/clusters.csv").text == simdb(capsys, "dedup", "near", "--keep", "first")[1]
+    side = client.get("/i/near/compare", params={"a": "rec-beta", "b": "rec-beta-edit"}).text
+    estimate = made.compared(
+        query.stored(conn, made, "rec-beta").sketch, query.stored(conn, made, "rec-beta-edit").sketch
+    )  # type: ignore[union-attr]
+    assert f'<b id="score">{estimate[0]:.3f}</b>' in side and "estimated Jaccard" in side
+    exact = compare.shingle_jaccard(records["rec-beta"], records["rec-beta-edit"], made.features)
+    assert f'<b id="jaccard">{exact:.3f}</b>' in side
+    pictures = client.get("/i/near/pictures").text
+    bars = dict(re.findall(r'class="bar" data-value="([0-9.]+)" data-count="(\d+)"', pictures))
+    rounded = [f"{round(pair.similarity, 2):.2f}" for pair in found if pair.similarity is not None]
+    assert bars == {value: str(rounded.count(value)) for value in set(rounded)}

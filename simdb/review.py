@@ -95,6 +95,8 @@ def cluster_page(
     decided = batch.decide(conn, index, keep, found)
     ordered = sorted(range(len(found)), key=lambda at: (-len(found[at]), at))
     pages = max(1, math.ceil(len(found) / per_page))
+    if page > pages:
+        raise InvalidParameter(f"page {page} of {pages}", f"give a page from 1 to {pages}")
     chosen = {at + 1 for at in ordered[(page - 1) * per_page : page * per_page]}
     members: dict[int, list[batch.Decision]] = {}
     for decision in decided:

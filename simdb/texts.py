@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import psycopg
 from psycopg import sql
 
 from simdb import names, readers
@@ -149,7 +150,11 @@ def _reach(conn: Connection, index: Index, key: str, mtime_ns: int | None) -> Te
             return Text(key, text, "kept text", len(text))
     source = index.storage.text_source()
     if source is not None:
-        found = conn.execute(source.statement(), (key,)).fetchone()
+        try:
+            found = conn.execute(source.statement(), (key,)).fetchone()
+        except psycopg.errors.InsufficientPrivilege:  # (a reader granted the index, not the table)
+            where = source.describe()
+            return Text(key, None, f"column {where}", missing=f"this role may not read {where}")
         if found is None or found[0] is None:
             where = source.describe()
             return Text(key, None, f"column {where}", missing=f"{where} has no text for it")
@@ -157,6 +162,14 @@ def _reach(conn: Connection, index: Index, key: str, mtime_ns: int | None) -> Te
         return Text(key, text, f"column {source.describe()}", len(text))
     if mtime_ns is not None and os.path.isabs(key):  # stored as a file's: read by the path it is keyed by
         return _file(key, mtime_ns)
+    if mtime_ns is not None:
+        return Text(
+            key,
+            None,
+            "",
+            missing="a file keyed by its path relative to a folder (--relative-to) is not read;"
+            " ingest with --keep-text to keep its text",
+        )
     return Text(
         key,
         None,

@@ -243,6 +243,7 @@ def test_the_indexes_page_and_errors(corpus: dict[str, str], client: TestClient)
     assert client.get("/i/nope/clusters").status_code == 404
     assert client.get("/i/docs/clusters", params={"keep": "random"}).status_code == 400
     assert client.get("/i/docs/clusters", params={"page": "0"}).status_code == 400
+    assert client.get("/i/docs/clusters", params={"page": "2"}).status_code == 400  # (3 clusters: 1 page)
     assert client.get("/i/docs/compare", params={"a": _key(corpus, "alpha.txt")}).status_code == 400
 
 
@@ -284,8 +285,13 @@ def test_a_reader_role_sees_everything_and_nothing_is_written(
     reader = f"simdb_serve_reader_{id(conn) % 100000}"
     conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(reader)))
     conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(reader)))
+    conn.execute("CREATE TABLE articles (id int PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO articles VALUES (1, 'one two three four five'), (2, 'one two three four six')")
     try:
+        attached = ("attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+        assert simdb(capsys, *attached)[0] == 0
         assert simdb(capsys, "grant", "docs", "--reader", reader)[0] == 0
+        assert simdb(capsys, "grant", "arts", "--reader", reader)[0] == 0  # (not the table articles)
         as_reader = psycopg.conninfo.make_conninfo(dsn, user=reader)
         with TestClient(create_app(as_reader), base_url=LOCAL) as session:
             assert [len(c) for c in _listed(session.get("/i/docs/clusters").text)] == [3, 2, 2]
@@ -294,6 +300,11 @@ def test_a_reader_role_sees_everything_and_nothing_is_written(
             a, b = _key(corpus, "beta.txt"), _key(corpus, "beta-edit.txt")
             assert session.get("/i/docs/compare", params={"a": a, "b": b}).status_code == 200
             assert session.get("/i/docs/pictures").status_code == 200
+            shown = session.get("/i/arts/compare", params={"a": "1", "b": "2"})
+            assert (
+                shown.status_code == 200
+                and shown.text.count("this role may not read public.articles.body") == 2
+            )
     finally:
         conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(reader)))
         conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(reader)))

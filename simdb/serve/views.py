@@ -139,7 +139,7 @@ def compare_keys(request: Request) -> Response:
 
 
 async def compare_text(request: Request) -> Response:
-    form = await request.form()
+    form = await request.form(max_files=0, max_fields=4)
     text, key = form.get("text"), _key(form.get("b"), "key b")
     if not isinstance(text, str) or not text.strip():
         raise InvalidParameter("no text given", "paste a text to compare")
@@ -160,7 +160,7 @@ def search_form(request: Request) -> Response:
 
 
 async def search(request: Request) -> Response:
-    form = await request.form()
+    form = await request.form(max_files=1, max_fields=4)
     text = form.get("text")
     upload = form.get("file")
     if isinstance(upload, UploadFile) and upload.filename:

@@ -270,6 +270,9 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.SQL(", ").join(readable), who))
         if writer and index.storage.writes_own_rows:
             conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(index.table, who))
+            if _exists(conn, names.texts_table_name(name)):  # (its ingests keep their texts)
+                texts = names.texts_table(name)
+                conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(texts, who))
         if writer:
             for statement in catalog.sync_grants(who):
                 conn.execute(statement)

@@ -26,7 +26,7 @@ from serve_support import free_port
 from starlette.testclient import TestClient
 from support import Conn, simdb
 
-from simdb import batch, compare, index, names, query, texts
+from simdb import batch, compare, index, ingest, names, query, readers, texts
 from simdb.serve import create_app, is_loopback, token_for
 
 LOCAL = "http://127.0.0.1"
@@ -404,3 +404,30 @@ def test_a_jaccard_index_shows_estimated_jaccard(
     bars = dict(re.findall(r'class="bar" data-value="([0-9.]+)" data-count="(\d+)"', pictures))
     rounded = [f"{round(pair.similarity, 2):.2f}" for pair in found if pair.similarity is not None]
     assert bars == {value: str(rounded.count(value)) for value in set(rounded)}
+
+
+def test_a_writer_keeps_texts_and_a_reader_reads_them(
+    capsys: pytest.CaptureFixture[str], conn: Conn, dsn: str, tmp_path: Path
+) -> None:
+    write_records(tmp_path / "records.jsonl")
+    assert simdb(capsys, "create", "recs")[0] == 0
+    assert simdb(capsys, "ingest", "recs", str(tmp_path / "records.jsonl"), "--keep-text")[0] == 0
+    writer, reader = (f"simdb_serve_{role}_{id(conn) % 100000}" for role in ("writer", "reader"))
+    for role in (writer, reader):
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
+    (tmp_path / "more.jsonl").write_text(
+        '{"key": "rec-gamma", "text": "gamma is written again by the writer"}\n'
+    )
+    try:
+        assert simdb(capsys, "grant", "recs", "--writer", writer, "--reader", reader)[0] == 0
+        with psycopg.connect(dsn, autocommit=True) as session:
+            session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(writer)))
+            made = index.get(session, "recs")
+            assert ingest.ingest(session, made, readers.read([str(tmp_path / "more.jsonl")])).updated == 1
+            session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(reader)))
+            assert texts.read(session, made, "rec-gamma", 100).text == "gamma is written again by the writer"
+    finally:
+        for role in (writer, reader):
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -178,15 +178,9 @@ def clusters(
     """
     cutoff = index.cutoff(max_distance, min_similarity)
     check_clusters_writable(conn, index)
-    components = _Components()
-    count = 0
-    for pair in pairs(conn, index, max_distance, min_similarity=min_similarity):
-        components.union(pair.key_a, pair.key_b)
-        count += 1
-        if progress is not None:
-            progress(1)
+    found, count = groups(conn, index, max_distance, min_similarity=min_similarity, progress=progress)
     result = Clusters(
-        components.groups(),
+        found,
         count,
         cutoff,
         index.describe_cutoff(cutoff),
@@ -211,6 +205,26 @@ def clusters(
                 for key in group:
                     copy.write_row((key, number, cutoff))
     return result
+
+
+def groups(
+    conn: Connection,
+    index: Index,
+    max_distance: int | None = None,
+    *,
+    min_similarity: float | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> tuple[list[list[str]], int]:
+    """The clusters as `clusters` numbers them (each sorted, ordered by smallest key), and the
+    count of pairs they came from, computed without storing anything (a reader may call it)."""
+    components = _Components()
+    count = 0
+    for pair in pairs(conn, index, max_distance, min_similarity=min_similarity):
+        components.union(pair.key_a, pair.key_b)
+        count += 1
+        if progress is not None:
+            progress(1)
+    return components.groups(), count
 
 
 def check_clusters_writable(conn: Connection, index: Index) -> None:
@@ -275,19 +289,40 @@ def _decisions(
     progress: Callable[[int], object] | None,
 ) -> Generator[Decision, None, None]:
     found = clusters(conn, index, max_distance, min_similarity=min_similarity, progress=progress)
+    if not found.groups:
+        return
+    for cluster, key, kept in conn.execute(
+        _ranking(index, keep, sql.SQL("{} AS c").format(names.clusters_table(index.name)))
+    ):
+        yield Decision(cluster, key, kept)
+
+
+def decide(conn: Connection, index: Index, keep: str, found: list[list[str]]) -> list[Decision]:
+    """What `dedup --keep` decides for clusters computed by `groups` (numbered from 1 in their
+    order), in dedup's order, by the same statement, without storing anything (a reader may)."""
+    if keep not in KEEP_RULES:
+        raise InvalidParameter(f"unknown keep rule {keep!r}", f"use one of {', '.join(KEEP_RULES)}")
+    if not found:
+        return []
+    numbers = [number for number, group in enumerate(found, start=1) for _ in group]
+    keys = [key for group in found for key in group]
+    members = sql.SQL("unnest(%s::integer[], %s::text[]) AS c (cluster, key)")
+    rows = conn.execute(_ranking(index, keep, members), (numbers, keys)).fetchall()
+    return [Decision(cluster, key, kept) for cluster, key, kept in rows]
+
+
+def _ranking(index: Index, keep: str, members: sql.Composable) -> sql.Composed:
+    """Each member of the clusters in `members` (a relation c of cluster, key) with whether `keep`
+    keeps it, ordered by cluster, the kept one first, then key."""
     order = {
         "first": sql.SQL("r.added_at, r.key"),
         "last": sql.SQL("r.added_at DESC, r.key DESC"),
         "shortest": sql.SQL("r.size NULLS LAST, r.key"),
         "longest": sql.SQL("r.size DESC NULLS LAST, r.key"),
     }[keep]
-    statement = sql.SQL(  # (members first, ranked after: Citus ranks across shards on the coordinator)
-        "WITH r AS MATERIALIZED (SELECT c.cluster, r.key, r.added_at, r.size FROM {clusters} AS c"
+    return sql.SQL(  # (members first, ranked after: Citus ranks across shards on the coordinator)
+        "WITH r AS MATERIALIZED (SELECT c.cluster, r.key, r.added_at, r.size FROM {members}"
         " JOIN {table} AS r ON r.key = c.key)"
         " SELECT r.cluster, r.key, row_number() OVER (PARTITION BY r.cluster ORDER BY {order}) = 1"
         " FROM r ORDER BY r.cluster, 3 DESC, r.key"
-    ).format(order=order, clusters=names.clusters_table(index.name), table=index.table)
-    if not found.groups:
-        return
-    for cluster, key, kept in conn.execute(statement):
-        yield Decision(cluster, key, kept)
+    ).format(order=order, members=members, table=index.table)

@@ -243,7 +243,7 @@ def drop_objects(conn: Connection, name: str, first: Sequence[sql.Composed] = ()
 def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> None:
     """Let `role` query index NAME (reader), or also write its rows (writer); nothing more.
 
-    A reader gets USAGE on the schema and SELECT on the index, its clusters and the catalog;
+    A reader gets USAGE on the schema and SELECT on the index, its clusters, its kept texts and the catalog;
     simdb's functions are executable by everyone, as PostgreSQL grants by default (and everyone
     may use simdb_internal, where the ones they call are: migration 0011). A writer also gets
     INSERT, UPDATE and DELETE on the index's rows (and its probe table, laid out by prefix: a
@@ -262,6 +262,8 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
     readable = [*written, *catalog.readable_tables()]
     if has_clusters(conn, name):
         readable.append(names.clusters_table(name))
+    if _exists(conn, names.texts_table_name(name)):  # (kept texts: `simdb serve` shows them to a reader)
+        readable.append(names.texts_table(name))
     queued = _exists(conn, names.queue_table_name(name))
     if queued:
         readable.append(names.status_view(name))
@@ -272,6 +274,9 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
             conn.execute(
                 sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(sql.SQL(", ").join(written), who)
             )
+            if _exists(conn, names.texts_table_name(name)):  # (its ingests keep their texts)
+                texts = names.texts_table(name)
+                conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(texts, who))
         if writer:
             for statement in catalog.sync_grants(who):
                 conn.execute(statement)

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 from psycopg.abc import AdaptContext
 
-from simdb import names
+from simdb import names, texts
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter, during_interrupt
 from simdb.keys import key_problem, shown
@@ -103,6 +103,7 @@ def ingest(
     jobs: int = 1,
     delete_missing: Scope | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    keep_text: bool = False,
 ) -> Report:
     """Store every document of `items` in `index`; a re-run with the same input changes nothing.
 
@@ -119,8 +120,13 @@ def ingest(
     With `delete_missing`, the rows of that scope (files under the folders read) that this
     ingest neither wrote nor found unchanged are removed at the end, unless a file or folder
     could not be read (its rows would look missing).
+
+    `keep_text` makes the index keep its documents' texts (simdb.texts), from this ingest on;
+    an index that keeps them keeps those of every ingest.
     """
     index.storage.refuse_writes(index, "ingest")
+    if keep_text:
+        texts.create(conn, index)
     report = Report()
     clock = report.seconds
     started = time.perf_counter()
@@ -134,6 +140,7 @@ def ingest(
         batch_bytes=batch_bytes,
         progress=progress,
         jobs=jobs,
+        keep_text=texts.keeps(conn, index),
     )
     if delete_missing is not None and not report.skipped["unreadable"]:
         report.removed = remove_unseen(conn, index, delete_missing, since)
@@ -156,16 +163,20 @@ def write(
     progress: Callable[[int], object] | None = None,
     jobs: int = 1,
     drop_empty: bool = False,
+    keep_text: bool = False,
 ) -> None:
     """The one write pipeline of every source (files, records, an application table's rows):
     read, sketch (`jobs` threads) and store `items` in batches, counting into `report`, with a
     first load's B-trees built once at the end (see ingest). `drop_empty`: a document without
     shingles also leaves the index, in its batch's transaction (a table row whose text was emptied:
-    its old sketch no longer describes it)."""
+    its old sketch no longer describes it). `keep_text`: each batch's texts are kept too, in its
+    transaction (simdb.texts)."""
     clock = report.seconds
     empty, deferred = _first_load(conn, index)
     try:
-        _ingest(conn, index, items, report, batch_size, batch_bytes, progress, jobs, empty, drop_empty)
+        _ingest(
+            conn, index, items, report, batch_size, batch_bytes, progress, jobs, empty, drop_empty, keep_text
+        )
     except Exception as error:
         if deferred and not during_interrupt(error):  # a rerun builds them if this fails too
             with contextlib.suppress(psycopg.Error):
@@ -192,6 +203,7 @@ def _ingest(
     jobs: int,
     new_keys: bool,
     drop_empty: bool,
+    keep_text: bool,
 ) -> None:
     """ingest's loop: read, sketch and store the batches, counting into `report`."""
     clock = report.seconds
@@ -203,6 +215,7 @@ def _ingest(
         hashes: dict[str, bytes] = {}
         extensions: dict[str, str | None] = {}
         mtimes: dict[str, int | None] = {}
+        kept: dict[str, str] = {}
         empty: list[str] = []
         for document, value in zip(documents, values, strict=True):
             if value is None:
@@ -219,13 +232,18 @@ def _ingest(
                 hashes[document.key] = document.content_hash
             extensions[document.key] = document.extension
             mtimes[document.key] = document.mtime_ns
+            if document.data is None and stream is None:  # (a text read whole: not bytes, not streamed)
+                kept[document.key] = document.text
         began = time.perf_counter()
-        with conn.transaction() if drop_empty and empty else contextlib.nullcontext():
+        with conn.transaction() if (drop_empty and empty) or keep_text else contextlib.nullcontext():
             if drop_empty and empty:
                 delete(conn, index, empty)
             if batch:
                 stored = store(conn, index, batch, sizes, hashes, extensions, mtimes, new_keys=new_keys)
                 count_stored(report, len(batch), stored)
+            if keep_text:  # (a text not kept now would be stale: forgotten)
+                texts.keep(conn, index, kept)
+                texts.forget(conn, index, [key for key in batch if key not in kept])
         clock["store"] = clock.get("store", 0.0) + time.perf_counter() - began
     clock["sketch"] = clock.get("sketch", 0.0) - clock.get("read", 0.0)  # reading ran inside it
 
@@ -573,6 +591,7 @@ def remove_unseen(conn: Connection, index: Index, scope: Scope, since: datetime)
         cursor = index.placement.delete_writes(index, condition).run(
             conn, (since, scope.keys, scope.patterns())
         )
+    texts.forget_removed(conn, index)
     return cursor.rowcount
 
 
@@ -627,6 +646,8 @@ def delete(conn: Connection, index: Index, keys: Iterable[str]) -> int:
     writes, wanted = delete_writes(index, keys)
     with conn.transaction():
         cursor = writes.run(conn, (wanted,))
+        if texts.keeps(conn, index):
+            texts.forget(conn, index, wanted)
     return cursor.rowcount
 
 
@@ -657,6 +678,8 @@ def prune(
         if removed and not agree(removed, removed + (left[0] if left else 0)):
             removed = 0
             raise psycopg.Rollback(transaction)
+    if removed:
+        texts.forget_removed(conn, index)
     return removed
 
 

@@ -1,6 +1,7 @@
 """The one place that names simdb's schema and every object an index owns in it.
 
-Index NAME owns the table simdb."NAME", its clusters table simdb."NAME__clusters", one B-tree per
+Index NAME owns the table simdb."NAME", its clusters table simdb."NAME__clusters", its kept texts
+simdb."NAME__texts" (`ingest --keep-text`), one B-tree per
 derived column, "NAME_<column>", and its functions simdb_internal."NAME__near" and "NAME__pairs".
 An attached index with change capture also owns its queue simdb."NAME__queue", its status view
 simdb."NAME__status", and its trigger functions simdb_internal."NAME__capture_<event>", called by
@@ -103,6 +104,17 @@ def old_rows_table(index: str) -> sql.Identifier:
     """The session's temporary table of the rows a write replaces or removes (key, sketch), whose
     probe entries it then removes (placement.ByPrefix)."""
     return sql.Identifier(f"_simdb_old_{index}")
+
+
+def texts_table(index: str) -> sql.Identifier:
+    """simdb."NAME__texts"(key, body): the documents' texts, compressed, where `ingest --keep-text`
+    kept them (for people to read them: `simdb serve`)."""
+    return in_schema(f"{index}__texts")
+
+
+def texts_table_name(index: str) -> str:
+    """The texts table's name as SQL users write it: simdb.NAME__texts."""
+    return qualified(f"{index}__texts")
 
 
 def qualified(name: str) -> str:
@@ -222,6 +234,7 @@ def owned_objects(index: str) -> list[sql.Composed]:
         sql.SQL("DROP TABLE IF EXISTS {}").format(table(index)),
         sql.SQL("DROP TABLE IF EXISTS {}").format(clusters_table(index)),
         sql.SQL("DROP TABLE IF EXISTS {}").format(probes_table(index)),
+        sql.SQL("DROP TABLE IF EXISTS {}").format(texts_table(index)),
         *(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function) for function in functions(index)),
         *(  # (CASCADE: their triggers, on the application's table under whatever name it has now)
             sql.SQL("DROP FUNCTION IF EXISTS {}() CASCADE").format(function)

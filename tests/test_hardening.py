@@ -184,9 +184,11 @@ def test_ctrl_c_ends_an_ingest_with_130_and_a_watch_normally(dsn: str, tmp_path:
         )
         started = conn.execute("SELECT synced_at FROM simdb._sources WHERE index_name = 'feed'").fetchone()
         deadline = time.monotonic() + 60  # its first round (with nothing to do), however slow its start
-        while time.monotonic() < deadline and started == conn.execute(
-            "SELECT synced_at FROM simdb._sources WHERE index_name = 'feed'"
-        ).fetchone():
+        while (
+            time.monotonic() < deadline
+            and started
+            == conn.execute("SELECT synced_at FROM simdb._sources WHERE index_name = 'feed'").fetchone()
+        ):
             time.sleep(0.05)
         time.sleep(1)  # and some more rounds with nothing to do
         conn.execute("INSERT INTO public.feed VALUES (2, 'another item, arriving later')")

@@ -43,6 +43,10 @@ def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:
             if p.is_file() and "__pycache__" not in p.parts
         }
         assert shipped and {f"simdb/{name}" for name in shipped} <= names
+    templates = {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "simdb" / "serve" / "templates").glob("*.html")
+    }
+    assert len(templates) == 7 and templates <= names  # (simdb serve's pages: package data)
 
     unpacked = tmp_path / "unpacked"
     zipfile.ZipFile(wheel).extractall(unpacked)

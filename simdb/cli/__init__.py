@@ -14,7 +14,7 @@ import sys
 import click
 import psycopg
 
-from simdb.cli import admin, data, examples, measure, search, server
+from simdb.cli import admin, data, examples, measure, search, serve, server
 from simdb.cli.common import DSN_HELP, Settings
 from simdb.errors import DatabaseUnavailable, SimdbError, during_interrupt
 
@@ -65,7 +65,7 @@ def main(ctx: click.Context, dsn: str | None) -> None:
     ctx.obj = Settings(dsn)
 
 
-for module in (admin, data, search, measure, server):
+for module in (admin, data, search, measure, server, serve):
     for command in module.COMMANDS:
         command.epilog = examples.epilog(str(command.name))
         for sub in command.commands.values() if isinstance(command, click.Group) else ():

@@ -91,6 +91,13 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     "of a file). Not done when a file or folder could not be read.",
 )
 @click.option(
+    "--keep-text",
+    is_flag=True,
+    help="Keep each document's text, zlib-compressed, in simdb.NAME__texts, so that `simdb serve` "
+    "can show JSONL and CSV records (files are read by their path anyway); from then on every "
+    "ingest into NAME keeps its texts. Costs disk: see the README.",
+)
+@click.option(
     "--create",
     "create_missing",
     is_flag=True,
@@ -115,6 +122,7 @@ def ingest_(
     batch_bytes: int,
     force: bool,
     delete_missing: bool,
+    keep_text: bool,
     create_missing: bool,
     jobs: int,
     as_json: bool,
@@ -162,6 +170,7 @@ def ingest_(
                 progress=done,
                 jobs=jobs,
                 delete_missing=scope,
+                keep_text=keep_text,
             )
     show(report, as_json)
 

@@ -44,6 +44,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "calibrate": ("simdb calibrate ./folder --sample 5000 --threshold 0.9",),
     "bench": ("simdb bench --rows 1000000", "simdb bench --mode jaccard --padding-rows 1000000 --json"),
+    "serve": ("simdb serve", "SIMDB_SERVE_TOKEN=secret simdb serve --host 0.0.0.0 --port 8080"),
     "db": ("simdb db status", "simdb db stop"),
     "db status": ("simdb db status", "simdb db status --json"),
     "db start": ("simdb db start", "SIMDB_HOME=/srv/simdb simdb db start"),

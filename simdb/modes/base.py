@@ -229,6 +229,11 @@ class Index(ABC):
     def scored(self, score: float) -> tuple[float | None, int | None]:
         """(similarity or None, distance or None) of a score from the near or pairs function."""
 
+    @abstractmethod
+    def compared(self, a: Sketch, b: Sketch) -> tuple[float | None, int | None]:
+        """(similarity or None, distance or None) of two sketches of this index, as `scored`
+        gives them for a pair its SQL finds (for rows further apart than the cutoff too)."""
+
     def refuse(self, what: str, instead: str) -> InvalidParameter:
         return InvalidParameter(f"{what} does not apply to {self.mode} index {self.name!r}", instead)
 

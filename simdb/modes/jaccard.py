@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -256,6 +256,10 @@ class JaccardIndex(Index):
     def similarity(self, a: UInt64Array, b: UInt64Array) -> float:
         """The Jaccard similarity two sketches of this index estimate, as its SQL verifies it."""
         return similarity(a, b, self.permutations, self.signature_spec)
+
+    def compared(self, a: Sketch, b: Sketch) -> tuple[float, None]:
+        """The estimated Jaccard of two signatures, as the index's SQL computes it."""
+        return self.similarity(cast(UInt64Array, a), cast(UInt64Array, b)), None
 
     @property
     def summary(self) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import numpy as np
 from psycopg import sql
@@ -252,6 +252,10 @@ class SimhashIndex(Index):
         as "95% similar" for files that share far less; `simdb calibrate` says what a distance
         means in Jaccard on the user's own documents."""
         return None, int(score)
+
+    def compared(self, a: Sketch, b: Sketch) -> tuple[None, int]:
+        """The Hamming distance of two fingerprints (any width)."""
+        return None, (cast(int, a) ^ cast(int, b)).bit_count()
 
     @property
     def columns(self) -> list[str]:

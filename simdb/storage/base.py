@@ -37,6 +37,27 @@ def btree_statements(
     ]
 
 
+@dataclass(frozen=True)
+class TextSource:
+    """An application's column of texts, by key: schema.table.text_column, keyed by key_column."""
+
+    schema: str
+    table: str
+    key_column: str
+    text_column: str
+
+    def statement(self) -> sql.Composed:
+        """The text of the row whose key (as text, as the index has it) is the one parameter."""
+        return sql.SQL("SELECT t.{text}::text FROM {table} AS t WHERE t.{key}::text = %s LIMIT 1").format(
+            text=sql.Identifier(self.text_column),
+            table=sql.Identifier(self.schema, self.table),
+            key=sql.Identifier(self.key_column),
+        )
+
+    def describe(self) -> str:
+        return f"{self.schema}.{self.table}.{self.text_column}"
+
+
 class Storage(ABC):
     """Where an index's rows live: what makes and removes them, and who may write them."""
 
@@ -81,6 +102,10 @@ class Storage(ABC):
     def describe(self) -> str:
         """A few words for `simdb list`: where the rows are ('' for simdb's own table)."""
         return ""
+
+    def text_source(self) -> TextSource | None:
+        """The application's column holding each row's text, where the rows have one there."""
+        return None
 
     def as_dict(self) -> dict[str, object]:
         return {"storage": self.kind}

@@ -22,7 +22,7 @@ from psycopg import sql
 from simdb import names, placement
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.storage.base import Storage, btree_statements
+from simdb.storage.base import Storage, TextSource, btree_statements
 
 if TYPE_CHECKING:
     from simdb.modes import Index
@@ -53,6 +53,11 @@ class InTable(Storage):
 
     def _column(self, name: str | None) -> sql.Composable:
         return sql.SQL("t.{}").format(sql.Identifier(name)) if name else sql.SQL("NULL")
+
+    def text_source(self) -> TextSource | None:
+        if not self.text_column:
+            return None
+        return TextSource(self.schema, self.table, self.key_column, self.text_column)
 
     def create(self, conn: Connection, made: Index, comment: str) -> None:
         """The view simdb."NAME" of the rows that have a sketch (and meet the --where condition);

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from simdb.storage.base import OwnTable
+from simdb.storage.base import OwnTable, TextSource
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,9 @@ class SideTable(OwnTable):
 
     def describe(self) -> str:
         return f"follows {self.schema}.{self.table}.{self.text_column}"
+
+    def text_source(self) -> TextSource:
+        return TextSource(self.schema, self.table, self.key_column, self.text_column)
 
     def as_dict(self) -> dict[str, object]:
         return {

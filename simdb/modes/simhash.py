@@ -29,6 +29,7 @@ from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes.base import CUTOFF, MISMATCH_HINT, SKETCH, Index, Sketch, Spec
 from simdb.modes.widths import Width, width
+from simdb.placement import first_shared
 from simdb.planner import WORKLOADS, plan_for
 from simdb.simhash import (
     SPEC_VERSION,
@@ -313,15 +314,24 @@ class SimhashIndex(Index):
 
     def pairs_statement(self, rows: sql.Composable) -> sql.Composed:
         """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b):
-        each table's prefix joined with itself, pairs found by several tables kept once."""
+        each table's prefix joined with itself, a pair kept by the first table whose prefix it
+        shares (placement.first_shared: no sort or hash of all the pairs to remove repeats)."""
         x = sql.SQL("x.{}").format(sql.Identifier(self.sketch_column))
         y = sql.SQL("y.{}").format(sql.Identifier(self.sketch_column))
         distance = self.width.distance(x, y)
         joins = [
             sql.SQL(
                 "SELECT x.key, y.key, {distance} FROM {table} AS x JOIN {table} AS y ON {left} = {right}"
-                " WHERE {distance} <= {k} AND x.key < y.key"
-            ).format(distance=distance, table=rows, left=left, right=right, k=PAIRS_MAX_DISTANCE)
-            for left, right in zip(self.btree_keys(x), self.btree_keys(y), strict=True)
+                " WHERE {distance} <= {k} AND x.key < y.key AND {first} = {number}"
+            ).format(
+                distance=distance,
+                table=rows,
+                left=left,
+                right=right,
+                k=PAIRS_MAX_DISTANCE,
+                first=first_shared(self, x, y),
+                number=sql.Literal(number),
+            )
+            for number, (left, right) in enumerate(zip(self.btree_keys(x), self.btree_keys(y), strict=True))
         ]
-        return sql.SQL(" UNION ").join(joins)
+        return sql.SQL(" UNION ALL ").join(joins)

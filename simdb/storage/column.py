@@ -41,7 +41,7 @@ NUMBERED_COLUMN = (
     " AND a.attnum = TG_ARGV[0]::int2)"
 )
 # Citus creates and drops a trigger on a distributed table only with this (in the transaction)
-UNSAFE_TRIGGERS = sql.SQL("SET LOCAL citus.enable_unsafe_triggers = on")
+UNSAFE_TRIGGERS = sql.Composed([sql.SQL("SET LOCAL citus.enable_unsafe_triggers = on")])
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ KINDS = {
     "local": None,
 }
 WORKS_IN_COLUMN = ("distributed", "local")  # the kinds an index in the table's column works on
+SIDE_TABLE = ["attach", "docs", "--table", TABLE, "--key-column", "id", "--text-column", "body"]
 NOT_HASH = r"is a Citus table that is not hash-distributed \(a reference table"
 
 
@@ -83,7 +84,7 @@ def _brute_pairs(sketches: dict[str, int], k: int) -> set[tuple[str, str, int]]:
 
 def _answers_equal_brute_force(conn: Conn, capsys: pytest.CaptureFixture[str], made: Index) -> None:
     """Every query face over index "docs" equals brute force over the sketches of app_docs' text."""
-    sketches = {key: int(made.sketch(text)) for key, text in _rows(conn).items()}  # type: ignore[call-overload]
+    sketches = {key: int(made.sketch(text)) for key, text in _rows(conn).items()}
     k = int(made.cutoff())
     pairs = _brute_pairs(sketches, k)
     assert len(pairs) >= 12  # the planted copies, not an empty answer
@@ -127,6 +128,19 @@ def _change_rows(conn: Conn) -> None:
         conn.execute("INSERT INTO app_docs (id, body) VALUES (%s, %s)", (number, text))
 
 
+def _side_table_follows_the_table(conn: Conn, capsys: pytest.CaptureFixture[str]) -> None:
+    """Side table "docs" (attached and synced) answers as brute force before and after the
+    application writes and a sync; dropping it leaves nothing of simdb's on the table."""
+    made = index.get(conn, "docs")
+    _answers_equal_brute_force(conn, capsys, made)
+    _change_rows(conn)
+    report = attach.sync(conn, "docs")
+    assert (report.added, report.updated, report.removed) == (4, 5, 2)
+    _answers_equal_brute_force(conn, capsys, made)
+    index.drop(conn, "docs")
+    assert _simdb_objects_left(conn) == []
+
+
 def _simdb_objects_left(conn: Conn) -> list[tuple[str, str]]:
     """simdb's B-trees and triggers left on app_docs (on the coordinator's table)."""
     return conn.execute(
@@ -146,7 +160,7 @@ def test_an_index_in_the_fingerprint_column(
         return
     made = intable.attach_in_table(citus_conn, "docs", TABLE, "id", "fp")
     for key, text in _rows(citus_conn).items():
-        value = to_signed(int(made.sketch(text)))  # type: ignore[call-overload]
+        value = to_signed(int(made.sketch(text)))
         citus_conn.execute("UPDATE app_docs SET fp = %s WHERE id = %s", (value, int(key)))
     _answers_equal_brute_force(citus_conn, capsys, made)
     index.drop(citus_conn, "docs")
@@ -180,21 +194,14 @@ def test_an_index_in_the_table_that_simdb_fills(
 def test_a_side_table_with_triggers(citus_conn: Conn, capsys: pytest.CaptureFixture[str], kind: str) -> None:
     """(c): simdb's triggers queue the changed keys; Citus runs a table's triggers on its shards,
     which may not write simdb's queue on the coordinator."""
-    arguments = ["attach", "docs", "--table", TABLE, "--key-column", "id", "--text-column", "body"]
+    arguments = SIDE_TABLE
     if kind != "local":
         code, _, err = simdb(capsys, *arguments)
         assert code == 1 and err.count("\n") == 1 and "its triggers run on the shards" in err, err
         assert "--no-triggers" in err
         return
     assert simdb(capsys, *arguments)[0] == 0
-    made = index.get(citus_conn, "docs")
-    _answers_equal_brute_force(citus_conn, capsys, made)
-    _change_rows(citus_conn)
-    report = attach.sync(citus_conn, "docs")
-    assert (report.added, report.updated, report.removed) == (4, 5, 2)
-    _answers_equal_brute_force(citus_conn, capsys, made)
-    index.drop(citus_conn, "docs")
-    assert _simdb_objects_left(citus_conn) == []
+    _side_table_follows_the_table(citus_conn, capsys)
 
 
 def test_a_side_table_without_triggers(
@@ -202,27 +209,10 @@ def test_a_side_table_without_triggers(
 ) -> None:
     """(d): each sync compares the whole table with the index (simdb's table on the coordinator);
     works beside every kind of table. --cascade (a foreign key to the table) is refused on Citus."""
-    arguments = [
-        "attach",
-        "docs",
-        "--table",
-        TABLE,
-        "--key-column",
-        "id",
-        "--text-column",
-        "body",
-        "--no-triggers",
-    ]
+    arguments = [*SIDE_TABLE, "--no-triggers"]
     if kind != "local":
         code, _, err = simdb(capsys, *arguments, "--cascade")
         assert code == 1 and err.count("\n") == 1 and "--cascade is refused" in err, err
     assert simdb(capsys, *arguments)[0] == 0
     assert simdb(capsys, "sync", "docs")[0] == 0
-    made = index.get(citus_conn, "docs")
-    _answers_equal_brute_force(citus_conn, capsys, made)
-    _change_rows(citus_conn)
-    report = attach.sync(citus_conn, "docs")
-    assert (report.added, report.updated, report.removed) == (4, 5, 2)
-    _answers_equal_brute_force(citus_conn, capsys, made)
-    index.drop(citus_conn, "docs")
-    assert _simdb_objects_left(citus_conn) == []
+    _side_table_follows_the_table(citus_conn, capsys)

@@ -106,18 +106,21 @@ def _validate(conn: Connection, source: Source, cascade: bool) -> str:
 
 
 def _refuse_on_citus(conn: Connection, source: Source, *, cascade: bool, triggers: bool) -> None:
-    """What a side table cannot do beside a Citus table (one that Citus' metadata lists): follow it
-    with triggers, or reference it with a foreign key. Comparing snapshots (--no-triggers) works."""
+    """What a side table cannot do beside a Citus table (one that Citus' metadata lists): follow a
+    reference or Citus-local table with triggers (a distributed one's triggers write an inbox
+    beside its shards: simdb.capture), or reference any with a foreign key. Comparing snapshots
+    (--no-triggers) works beside all."""
     label = f"{source.schema}.{source.table}"
-    if placement.citus_table(conn, source.relation.as_string(conn)) is None:
+    found = placement.citus_table(conn, source.relation.as_string(conn))
+    if found is None:
         return
-    if triggers:
+    if triggers and found[0] != "h":
         raise InvalidParameter(
-            f"{label} is a Citus table: its triggers run on the shards, on the workers, and Citus"
-            f" lets a trigger there write only the shards beside it, never simdb's queue of changes"
-            " on the coordinator",
-            "attach with --no-triggers (each sync then compares the whole table), or keep the index in"
-            " the table's own column (--fingerprint-column, on a hash-distributed table)",
+            f"{label} is a Citus table that is not hash-distributed: its triggers run on its"
+            " shards, and Citus lets a trigger there write only the shards beside it, never simdb's"
+            " queue of changes",
+            "attach with --no-triggers (each sync then compares the whole table), or distribute the"
+            " table by its key (create_distributed_table)",
         )
     if cascade:
         raise InvalidParameter(

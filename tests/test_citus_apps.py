@@ -3,7 +3,7 @@ cluster), each combination either working, against brute force over the sketches
 text, or refused with one line naming why:
 
 | the application's table | in its column (a) | and simdb fills it (b) | side, triggers (c) | side, no triggers (d) |
-| hash-distributed        | works             | works                  | refused            | works                 |
+| hash-distributed        | works             | works                  | works              | works                 |
 | reference / Citus local | refused           | refused                | refused            | works                 |
 | local on the coordinator| works             | works                  | works              | works                 |
 """
@@ -18,6 +18,7 @@ from test_contract import _components
 
 from simdb import attach, batch, index, intable, query
 from simdb.bits import to_signed
+from simdb.capture import DrainReport
 from simdb.errors import InvalidParameter
 from simdb.modes import Index
 
@@ -192,16 +193,33 @@ def test_an_index_in_the_table_that_simdb_fills(
 
 
 def test_a_side_table_with_triggers(citus_conn: Conn, capsys: pytest.CaptureFixture[str], kind: str) -> None:
-    """(c): simdb's triggers queue the changed keys; Citus runs a table's triggers on its shards,
-    which may not write simdb's queue on the coordinator."""
+    """(c): simdb's triggers record the changed keys, and a sync applies them (O(changes)); on a
+    distributed table row triggers on its shards write an inbox co-located with it. Citus runs a
+    reference or Citus-local table's triggers on shards that may not write simdb's queue."""
     arguments = SIDE_TABLE
-    if kind != "local":
+    if kind not in WORKS_IN_COLUMN:
         code, _, err = simdb(capsys, *arguments)
-        assert code == 1 and err.count("\n") == 1 and "its triggers run on the shards" in err, err
+        assert code == 1 and err.count("\n") == 1 and "its triggers run on its shards" in err, err
         assert "--no-triggers" in err
         return
     assert simdb(capsys, *arguments)[0] == 0
-    _side_table_follows_the_table(citus_conn, capsys)
+    made = index.get(citus_conn, "docs")
+    _answers_equal_brute_force(citus_conn, capsys, made)
+    _change_rows(citus_conn)
+    code, out, _ = simdb(capsys, "status", "docs")
+    assert code == 0 and "with triggers: 11 rows queued" in out, out  # 5 updated, 2 deleted, 4 new
+    report = attach.sync(citus_conn, "docs")
+    assert (report.added, report.updated, report.removed) == (4, 5, 2)
+    assert isinstance(report, DrainReport) and report.queued == 11  # the changed keys, no table scan
+    _answers_equal_brute_force(citus_conn, capsys, made)
+    citus_conn.execute("UPDATE app_docs SET fp = 1")  # (not the text: nothing to record)
+    assert attach.sync(citus_conn, "docs").changed is False
+    citus_conn.execute("TRUNCATE app_docs")  # (not recorded on Citus: a full sync sees it)
+    assert attach.sync(citus_conn, "docs", full=True).changed is (kind == "distributed")
+    assert citus_conn.execute("SELECT count(*) FROM simdb.docs").fetchone() == (0,)
+    index.drop(citus_conn, "docs")
+    assert _simdb_objects_left(citus_conn) == []
+    assert citus_conn.execute("SELECT to_regclass('simdb.docs__inbox')").fetchone() == (None,)
 
 
 def test_a_side_table_without_triggers(

@@ -274,6 +274,6 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
             if queued:
                 queue = names.queue_table(name)
                 conn.execute(sql.SQL("GRANT SELECT, UPDATE, DELETE ON {} TO {}").format(queue, who))
-            if queued and _exists(conn, names.qualified(f"{name}__inbox")):  # (on Citus: simdb.capture)
-                inbox = names.inbox_table(name)
+            inbox = names.inbox_table(name)  # (on Citus: simdb.capture)
+            if queued and _exists(conn, inbox.as_string(conn)):
                 conn.execute(sql.SQL("GRANT SELECT, DELETE ON {} TO {}").format(inbox, who))

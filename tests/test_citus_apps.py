@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import psycopg
 import pytest
+from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, select
+from sqlalchemy.pool import NullPool
 from support import Conn, simdb
 from test_contract import _components
 
@@ -21,6 +24,7 @@ from simdb.bits import to_signed
 from simdb.capture import DrainReport
 from simdb.errors import InvalidParameter
 from simdb.modes import Index
+from simdb.sqlalchemy import Fingerprint
 
 pytestmark = pytest.mark.citus
 
@@ -164,6 +168,18 @@ def test_an_index_in_the_fingerprint_column(
         value = to_signed(int(made.sketch(text)))
         citus_conn.execute("UPDATE app_docs SET fp = %s WHERE id = %s", (value, int(key)))
     _answers_equal_brute_force(citus_conn, capsys, made)
+    # SQLAlchemy's comparator on the model's column probes the same B-trees (on each shard)
+    table = Table(
+        "app_docs", MetaData(), Column("id", BigInteger), Column("fp", Fingerprint(max_distance=3, blocks=4))
+    )
+    engine = create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(citus_conn.info.dsn), poolclass=NullPool
+    )
+    probe = int(made.sketch(_rows(citus_conn)["6"]))
+    with engine.connect() as connection:
+        found = connection.execute(select(table.c.id).where(table.c.fp.near(probe, 3))).scalars().all()
+    expected = citus_conn.execute("SELECT key::bigint FROM simdb.near_key('docs', '6')").fetchall()
+    assert sorted(found) == sorted(key for (key,) in expected) and len(found) >= 2
     index.drop(citus_conn, "docs")
     assert _simdb_objects_left(citus_conn) == []
 

@@ -138,6 +138,9 @@ def _shard_trigger_bodies(
             " queued_at timestamptz NOT NULL DEFAULT now())"
         ).format(inbox, sql.SQL(column_type))
     )
+    # (a shard moved by logical replication, as Citus' rebalancer may, needs a replica identity
+    # on every table co-located with it; the inbox has no key of its own)
+    conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(inbox))
     conn.execute(
         "SELECT create_distributed_table(%s, 'source_key', colocate_with => %s)",
         (inbox.as_string(conn), source.relation.as_string(conn)),

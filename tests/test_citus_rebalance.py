@@ -15,7 +15,8 @@ from psycopg.conninfo import conninfo_to_dict
 from support import Conn, simdb
 from test_contract import JaccardOracle, Oracle, SimhashOracle, _components
 
-from simdb import batch, query
+from simdb import attach, batch, catalog, index, intable, query
+from simdb.capture import DrainReport
 from simdb.placement import Distributed, Placement
 
 pytestmark = pytest.mark.citus
@@ -135,3 +136,47 @@ def test_a_rebalance_onto_a_new_worker_keeps_every_answer_exact(
         assert code == 0 and "6 shards" in out, out
     assert _placements(citus_conn, "simdb.docs").get(port) is None  # drained back
     _answers_equal_brute_force(citus_conn, oracle)
+
+
+def test_triggers_on_an_application_table_move_with_its_shards(citus_conn: Conn) -> None:
+    """An application's distributed table with a side index fed by triggers (their inbox
+    co-located with it) and an index in its column that simdb fills (a clearing trigger): after
+    its shards move to a new worker, the changes written there are still recorded and synced."""
+    citus_conn.execute("DROP TABLE IF EXISTS app_moved CASCADE")
+    citus_conn.execute("CREATE TABLE app_moved (id bigint PRIMARY KEY, body text, fp bigint)")
+    citus_conn.execute("SELECT create_distributed_table('app_moved', 'id', shard_count => 4)")
+    try:
+        words = [f"w{i}" for i in range(300)]
+        for number in range(20):
+            citus_conn.execute(
+                "INSERT INTO app_moved (id, body) VALUES (%s, %s)",
+                (number, " ".join(words[number:] + words[:number])),
+            )
+        side = attach.attach(citus_conn, "side", "public.app_moved", "id", "body")
+        attach.sync(citus_conn, "side")
+        intable.attach_in_table(citus_conn, "column", "public.app_moved", "id", "fp", "body")
+        attach.sync(citus_conn, "column")
+        with extra_worker(citus_conn) as port:
+            citus_conn.execute(f"SELECT citus_rebalance_start(shard_transfer_mode => '{TRANSFER}')")
+            citus_conn.execute("SELECT citus_rebalance_wait()")
+            moved = _placements(citus_conn, "public.app_moved").get(port, 0)
+            assert moved >= 1 and _placements(citus_conn, "simdb.side__inbox").get(port, 0) == moved
+            citus_conn.execute(
+                "UPDATE app_moved SET body = body || ' more'"
+            )  # every shard, the moved ones too
+            assert citus_conn.execute("SELECT count(*) FROM app_moved WHERE fp IS NULL").fetchone() == (20,)
+            report = attach.sync(citus_conn, "side")
+            assert isinstance(report, DrainReport) and (report.queued, report.updated) == (20, 20)
+            assert attach.sync(citus_conn, "column").changed
+            expected = {
+                str(key): side.sketch(str(body))
+                for key, body in citus_conn.execute("SELECT id, body FROM app_moved")
+            }
+            for name in ("side", "column"):
+                stored = citus_conn.execute(f"SELECT key, fingerprint FROM simdb.{name}").fetchall()
+                assert {str(key): side.from_sql(value) for key, value in stored} == expected
+    finally:
+        for name in ("side", "column"):
+            if name in catalog.index_names(citus_conn):
+                index.drop(citus_conn, name)
+        citus_conn.execute("DROP TABLE IF EXISTS app_moved CASCADE")

@@ -105,6 +105,31 @@ def _validate(conn: Connection, source: Source, cascade: bool) -> str:
     return key_type
 
 
+def _refuse_on_citus(conn: Connection, source: Source, *, cascade: bool, triggers: bool) -> None:
+    """What a side table cannot do beside a Citus table (one that Citus' metadata lists): follow a
+    reference or Citus-local table with triggers (a distributed one's triggers write an inbox
+    beside its shards: simdb.capture), or reference any with a foreign key. Comparing snapshots
+    (--no-triggers) works beside all."""
+    label = f"{source.schema}.{source.table}"
+    found = placement.citus_table(conn, source.relation.as_string(conn))
+    if found is None:
+        return
+    if triggers and found[0] != "h":
+        raise InvalidParameter(
+            f"{label} is a Citus table that is not hash-distributed: its triggers run on its"
+            " shards, and Citus lets a trigger there write only the shards beside it, never simdb's"
+            " queue of changes",
+            "attach with --no-triggers (each sync then compares the whole table), or distribute the"
+            " table by its key (create_distributed_table)",
+        )
+    if cascade:
+        raise InvalidParameter(
+            f"--cascade is refused on {label}, a Citus table: a foreign key from simdb's table on the"
+            " coordinator to it would check the coordinator's empty shell, and no delete would cascade",
+            "leave out --cascade: each sync removes the index rows whose source row is gone",
+        )
+
+
 def attach(
     conn: Connection,
     name: str,
@@ -127,13 +152,7 @@ def attach(
     schema, relation = tables.parse_table(table)
     source = Source(schema, relation, key_column, text_column, condition)
     key_type = _validate(conn, source, cascade)
-    if triggers and placement.of_application_table(conn, source.relation.as_string(conn)).kind != "local":
-        raise InvalidParameter(
-            f"{schema}.{relation} is a distributed table, where simdb's triggers would run on the"
-            " workers, out of reach of `simdb sync`",
-            "attach with --no-triggers (each sync then compares the whole table), or keep the index in"
-            " the table's own column (--fingerprint-column)",
-        )
+    _refuse_on_citus(conn, source, cascade=cascade, triggers=triggers)
     with conn.transaction():
         made = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
         catalog.add_source(conn, name, source)
@@ -260,22 +279,36 @@ def compare(
     has_source_key = indexes.has_column(conn, made.name, "source_key")
     _refuse_duplicate_keys(conn, source)
     report = SyncReport()
-    key = sql.Identifier(source.key_column)
     _store_rows(conn, made, source, _NEW_OR_CHANGED, report, progress, jobs)
     if has_source_key:
         _link_source_keys(conn, made, source)
     with conn.transaction():
         gone = conn.execute(
             sql.SQL(
-                "DELETE FROM {index} AS i WHERE NOT EXISTS"
-                " (SELECT 1 FROM {rows} AS s WHERE s.{key}::text = i.key)"
-            ).format(index=made.table, rows=source.rows, key=key)
+                "DELETE FROM {index} AS i WHERE NOT EXISTS (SELECT 1 FROM {present} AS p WHERE p.key = i.key)"
+            ).format(index=made.table, present=_present_keys(conn, source))
         )
         report.removed = gone.rowcount
         catalog.mark_synced(conn, name)
     if report.changed:
         ingest.vacuum(conn, made)
     return report
+
+
+def _present_keys(conn: Connection, source: Source) -> sql.Composable:
+    """The source rows' keys as text (column key), for the DELETE of index rows whose source row
+    is gone. A Citus table's are copied into a temporary table on the coordinator first (in the
+    caller's transaction): Citus will not join a table of the coordinator's with a Citus table in
+    a DELETE (it ships a reference table's join to a worker, where simdb's table is not)."""
+    keys = sql.SQL("SELECT s.{}::text AS key FROM {} AS s").format(
+        sql.Identifier(source.key_column), source.rows
+    )
+    if placement.citus_table(conn, source.relation.as_string(conn)) is None:
+        return sql.SQL("({})").format(keys)
+    present = sql.Identifier("pg_temp", "simdb_present_keys")
+    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(present))  # (a caller's transaction's)
+    conn.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS {}").format(present, keys))
+    return present
 
 
 @dataclass

@@ -8,6 +8,12 @@ A TRUNCATE empties the index at once. The trigger functions run with their owner
 (SECURITY DEFINER, a fixed search_path), so an application role that may write the table but
 not simdb's schema still can.
 
+On a table Citus distributes, triggers run on its shards, where they may write only the shards
+beside them: there row triggers record each changed key in simdb."NAME__inbox", a table
+distributed by the same column and co-located with the table, and each sync first moves the
+inbox into the queue (one statement). A TRUNCATE is not recorded there (no row trigger fires,
+and a shard's trigger cannot reach simdb's table): `simdb sync --full` after one.
+
 A sync then takes batches of queued keys (FOR UPDATE SKIP LOCKED, one advisory lock per key, so
 several syncs can run at once and never work on one key together), reads those keys' current
 rows, and stores or removes them in the claim's transaction: a crash puts the claim back. A key
@@ -27,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from simdb import attach, catalog, ingest, intable, names, tables
+from simdb import attach, catalog, ingest, intable, names, placement, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter, PermissionDenied, SimdbError
@@ -79,7 +85,11 @@ def install(conn: Connection, made: Index, source: attach.Source) -> None:
     )
     comment = f"simdb: the keys of {source.schema}.{source.table} changed since index {name} last synced"
     conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(queue, sql.Literal(comment)))
-    bodies = _trigger_bodies(made, source)
+    distributed = placement.citus_table(conn, source.relation.as_string(conn))
+    if distributed is None:
+        bodies, each = _trigger_bodies(made, source), "FOR EACH STATEMENT"
+    else:
+        bodies, each = _shard_trigger_bodies(conn, made, source, distributed[1]), "FOR EACH ROW"
     try:
         for event, (referencing, body) in bodies.items():
             function = names.capture_function(name, event)
@@ -91,13 +101,12 @@ def install(conn: Connection, made: Index, source: attach.Source) -> None:
             )
             conn.execute(sql.SQL("REVOKE ALL ON FUNCTION {}() FROM PUBLIC").format(function))
             conn.execute(
-                sql.SQL(
-                    "CREATE TRIGGER {} AFTER {} ON {} {} FOR EACH STATEMENT EXECUTE FUNCTION {}()"
-                ).format(
+                sql.SQL("CREATE TRIGGER {} AFTER {} ON {} {} {} EXECUTE FUNCTION {}()").format(
                     names.capture_trigger(name, event),
                     sql.SQL(event.upper()),
                     source.relation,
                     sql.SQL(referencing),
+                    sql.SQL(each),
                     function,
                 )
             )
@@ -107,8 +116,69 @@ def install(conn: Connection, made: Index, source: attach.Source) -> None:
             f" {source.schema}.{source.table}: {str(error).splitlines()[0]}",
             "attach as the table's owner, or with --no-triggers (then each sync re-reads the table)",
         ) from error
-    _create_status_view(conn, name)
+    _create_status_view(conn, name, distributed is not None)
     catalog.set_capture(conn, name, TRIGGERS)
+
+
+def _shard_trigger_bodies(
+    conn: Connection, made: Index, source: attach.Source, column: str
+) -> dict[str, tuple[str, sql.Composed]]:
+    """On a table Citus distributes by `column`: {event: ('', body)} of row triggers that run on
+    its shards and record each changed key in the inbox, a table distributed by the same column
+    and co-located with it (the one kind of table Citus lets a trigger on a shard write: the shard
+    beside it). Made here, in the caller's transaction, with the setting Citus asks of triggers on
+    a distributed table. TRUNCATE has no row trigger: `simdb sync --full` after one."""
+    inbox = names.inbox_table(made.name)
+    column_type, _ = tables.column_type(conn, source, column)
+    # (one connection per worker for the rest of the transaction: see placement.Distributed.place)
+    conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+    conn.execute(
+        sql.SQL(
+            "CREATE TABLE {} (source_key {} NOT NULL, key text NOT NULL,"
+            " queued_at timestamptz NOT NULL DEFAULT now())"
+        ).format(inbox, sql.SQL(column_type))
+    )
+    # (a shard moved by logical replication, as Citus' rebalancer may, needs a replica identity
+    # on every table co-located with it; the inbox has no key of its own)
+    conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(inbox))
+    conn.execute(
+        "SELECT create_distributed_table(%s, 'source_key', colocate_with => %s)",
+        (inbox.as_string(conn), source.relation.as_string(conn)),
+    )
+    conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+    key, text, shard = (
+        sql.Identifier(source.key_column),
+        sql.Identifier(source.text_column),
+        sql.Identifier(column),
+    )
+
+    def record(row: str) -> sql.Composed:
+        return sql.SQL(
+            "IF {row}.{key} IS NOT NULL THEN INSERT INTO {inbox} (source_key, key)"
+            " VALUES ({row}.{shard}, {row}.{key}::text); END IF;"
+        ).format(row=sql.SQL(row), key=key, inbox=inbox, shard=shard)
+
+    # an UPDATE records the key when its key or text changed (and then the old key too); with a
+    # --where condition every updated key, as the statement triggers do
+    changed = (
+        sql.SQL("true")
+        if source.condition
+        else sql.SQL("OLD.{key} IS DISTINCT FROM NEW.{key} OR OLD.{text} IS DISTINCT FROM NEW.{text}").format(
+            key=key, text=text
+        )
+    )
+    moved = sql.SQL("OLD.{key} IS DISTINCT FROM NEW.{key}").format(key=key)
+    done = sql.SQL(" RETURN NULL; END")
+    return {
+        "insert": ("", sql.SQL("BEGIN {}{}").format(record("NEW"), done)),
+        "update": (
+            "",
+            sql.SQL("BEGIN IF {changed} THEN {new} IF {moved} THEN {old} END IF; END IF;{done}").format(
+                changed=changed, new=record("NEW"), moved=moved, old=record("OLD"), done=done
+            ),
+        ),
+        "delete": ("", sql.SQL("BEGIN {}{}").format(record("OLD"), done)),
+    }
 
 
 def _trigger_bodies(made: Index, source: attach.Source) -> dict[str, tuple[str, sql.Composed]]:
@@ -159,9 +229,15 @@ def _trigger_bodies(made: Index, source: attach.Source) -> dict[str, tuple[str, 
     }
 
 
-def _create_status_view(conn: Connection, name: str) -> None:
-    """simdb."NAME__status": one row, what `simdb status NAME` shows (readers may be granted it)."""
+def _create_status_view(conn: Connection, name: str, inbox: bool = False) -> None:
+    """simdb."NAME__status": one row, what `simdb status NAME` shows (readers may be granted it).
+    `inbox`: keys are recorded in the inbox first (on Citus), and pending there too."""
     queue = names.queue_table(name)
+    pending: sql.Composable = queue
+    if inbox:
+        pending = sql.SQL(
+            "(SELECT queued_at, attempts FROM {} UNION ALL SELECT queued_at, 0 FROM {})"
+        ).format(queue, names.inbox_table(name))
     conn.execute(
         sql.SQL(
             "CREATE VIEW {view} AS SELECT s.index_name, s.capture, q.pending, q.failed,"
@@ -169,9 +245,15 @@ def _create_status_view(conn: Connection, name: str) -> None:
             " s.synced_at FROM {sources} AS s CROSS JOIN LATERAL (SELECT count(*) AS pending,"
             " count(*) FILTER (WHERE attempts > 0) AS failed, min(queued_at) AS oldest_queued_at,"
             " (SELECT f.last_error FROM {queue} AS f WHERE f.attempts > 0"
-            "  ORDER BY f.failed_at DESC LIMIT 1) AS last_error FROM {queue}) AS q"
+            "  ORDER BY f.failed_at DESC LIMIT 1) AS last_error FROM {pending} AS p) AS q"
             " WHERE s.index_name = {name}"
-        ).format(view=names.status_view(name), sources=catalog.SOURCES, queue=queue, name=sql.Literal(name))
+        ).format(
+            view=names.status_view(name),
+            sources=catalog.SOURCES,
+            queue=queue,
+            pending=pending,
+            name=sql.Literal(name),
+        )
     )
     comment = f"simdb: how far index {name} lags behind its table (simdb status {name})"
     conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(names.status_view(name), sql.Literal(comment)))
@@ -261,6 +343,7 @@ def sync(
     if not full and catalog.synced_at(conn, name) is not None:
         return drain(conn, name)
     with conn.transaction():
+        _take_inbox(conn, name)
         conn.execute(sql.SQL("DELETE FROM {}").format(names.queue_table(name)))
     report = attach.compare(conn, name, progress, jobs=jobs)
     after = drain(conn, name)
@@ -275,6 +358,7 @@ def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
     may take. With nothing queued this reads neither the source table nor the index."""
     report = DrainReport()
     queue = names.queue_table(name)
+    _take_inbox(conn, name)
     failed = [
         key
         for (key,) in conn.execute(sql.SQL("SELECT DISTINCT key FROM {} WHERE attempts > 0").format(queue))
@@ -309,6 +393,22 @@ def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
         with conn.transaction():
             catalog.mark_synced(conn, name)
     return report
+
+
+def _take_inbox(conn: Connection, name: str) -> None:
+    """Move the keys recorded in index NAME's inbox (on Citus) into its queue, in one transaction:
+    a sync then claims them there as anywhere else (Citus locks rows FOR UPDATE on one shard only).
+    Two syncs never take one inbox row twice: the second's DELETE waits for the first's."""
+    inbox = names.inbox_table(name)
+    if conn.execute("SELECT to_regclass(%s)", (inbox.as_string(conn),)).fetchone() == (None,):
+        return
+    with conn.transaction():
+        conn.execute(
+            sql.SQL(
+                "WITH taken AS (DELETE FROM {} RETURNING key, queued_at)"
+                " INSERT INTO {} (key, queued_at) SELECT key, queued_at FROM taken"
+            ).format(inbox, names.queue_table(name))
+        )
 
 
 def _claim(conn: Connection, name: str, batch: int) -> tuple[int, list[str]]:

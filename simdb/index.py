@@ -283,3 +283,6 @@ def grant(conn: Connection, name: str, role: str, *, writer: bool = False) -> No
             if queued:
                 queue = names.queue_table(name)
                 conn.execute(sql.SQL("GRANT SELECT, UPDATE, DELETE ON {} TO {}").format(queue, who))
+            inbox = names.inbox_table(name)  # (on Citus: simdb.capture)
+            if queued and _exists(conn, inbox.as_string(conn)):
+                conn.execute(sql.SQL("GRANT SELECT, DELETE ON {} TO {}").format(inbox, who))

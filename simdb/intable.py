@@ -60,13 +60,6 @@ def attach_in_table(
         )
     key_type = _validate(conn, made, stored)
     made = dataclasses.replace(made, placement=stored.placement(conn, name))
-    if stored.text_column and made.placement.kind != "local":
-        raise InvalidParameter(
-            f"--text-column is refused on {stored.label}, a distributed table: simdb's triggers would"
-            " run on the workers, out of reach of `simdb sync`",
-            f"leave out --text-column: the application writes {stored.sketch_column}"
-            " (simdb.fingerprint computes it), and every write is searchable at once",
-        )
     row = catalog.SourceRow(schema, relation, key_column, text_column or "", condition, sketch_column)
     indexes.save(conn, made, row)
     concurrently = _may_build_concurrently(conn)

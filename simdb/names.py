@@ -180,6 +180,13 @@ def queue_table(index: str) -> sql.Identifier:
     return in_schema(f"{index}__queue")
 
 
+def inbox_table(index: str) -> sql.Identifier:
+    """simdb."NAME__inbox"(source_key, key, queued_at): on Citus, where the capture triggers of a
+    distributed table write, on the shards beside the table's (distributed by the same key and
+    co-located with it); each sync moves its rows into the queue first."""
+    return in_schema(f"{index}__inbox")
+
+
 def queue_table_name(index: str) -> str:
     """The queue's name as SQL users write it: simdb.NAME__queue."""
     return qualified(f"{index}__queue")
@@ -223,6 +230,7 @@ def capture_objects(index: str) -> list[sql.Composed]:
             for event in CAPTURE_EVENTS
         ),
         sql.SQL("DROP TABLE IF EXISTS {}").format(queue_table(index)),
+        sql.SQL("DROP TABLE IF EXISTS {}").format(inbox_table(index)),
     ]
 
 

@@ -493,8 +493,11 @@ def application_placement(found: CitusTable | None, relation: str) -> Placement:
     method, column, shards, _ = found
     if method != "h":
         raise InvalidParameter(
-            f"table {relation} is a Citus table that is not hash-distributed",
-            "keep the index in a hash-distributed table (create_distributed_table) or a local one",
+            f"table {relation} is a Citus table that is not hash-distributed (a reference table, or"
+            " a local table added to Citus' metadata), whose rows simdb cannot read by address or by"
+            " shard",
+            "keep the index in a hash-distributed table (create_distributed_table) or a table Citus does"
+            " not manage, or attach a side table with --no-triggers (each sync compares the whole table)",
         )
     return Distributed(shards, column)
 

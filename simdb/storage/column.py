@@ -10,6 +10,12 @@ the application writes is searchable in its own transaction.
 With a text column C, simdb also keeps the sketch current: a trigger clears it when C changes
 (unless the same write sets it: the application's own value wins), a partial B-tree finds the
 rows whose sketch is missing, and `simdb sync` fills them (simdb.intable).
+
+On a Citus distributed table the clearing trigger runs on each shard (it touches only the row it
+fires for, which is what citus.enable_unsafe_triggers asks of a trigger there); the waking one is
+left out: a NOTIFY on a worker never reaches a listener on the coordinator, and it would make
+every write to several shards fail (a transaction that notified cannot be prepared), so `sync
+--watch` fills every interval instead.
 """
 
 from __future__ import annotations
@@ -27,6 +33,15 @@ from simdb.storage.base import Storage, TextSource, btree_statements
 if TYPE_CHECKING:
     from simdb.modes import Index
     from simdb.placement import CitusTable, Placement
+
+
+# the clearing function's column, by its number (the trigger's argument)
+NUMBERED_COLUMN = (
+    "(SELECT a.attname FROM pg_catalog.pg_attribute AS a WHERE a.attrelid = TG_RELID"
+    " AND a.attnum = TG_ARGV[0]::int2)"
+)
+# Citus creates and drops a trigger on a distributed table only with this (in the transaction)
+UNSAFE_TRIGGERS = sql.Composed([sql.SQL("SET LOCAL citus.enable_unsafe_triggers = on")])
 
 
 @dataclass(frozen=True)
@@ -138,18 +153,24 @@ class InTable(Storage):
         writes (a sync then says the column is gone)."""
         text, sketch = sql.Identifier(self.text_column or ""), sql.Identifier(self.sketch_column)
         clear, wake = names.clear_function(made.name), names.wake_function(made.name)
+        distributed = made.placement.kind != "local"
+        # A shard's columns may be numbered apart from its table's (columns dropped before it was
+        # distributed): there the function is given the column's name (a renamed column is then
+        # left as it is, and a sync says it is gone).
+        column = sql.SQL("TG_ARGV[0]" if distributed else NUMBERED_COLUMN)
         conn.execute(
             sql.SQL(
                 "CREATE FUNCTION {clear}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-                " NEW := jsonb_populate_record(NEW, jsonb_build_object((SELECT a.attname FROM"
-                " pg_catalog.pg_attribute AS a WHERE a.attrelid = TG_RELID"
-                " AND a.attnum = TG_ARGV[0]::int2), NULL)); RETURN NEW; END $$"
-            ).format(clear=clear)
+                " NEW := jsonb_populate_record(NEW, jsonb_build_object({column}, NULL)); RETURN NEW; END $$"
+            ).format(clear=clear, column=column)
         )
         number = conn.execute(
             "SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
             (self.relation.as_string(conn), self.sketch_column),
         ).fetchone()
+        argument = self.sketch_column if distributed else str(number[0] if number else 0)
+        if distributed:
+            conn.execute(UNSAFE_TRIGGERS)
         conn.execute(
             sql.SQL(
                 "CREATE FUNCTION {wake}() RETURNS trigger LANGUAGE plpgsql AS $$"
@@ -167,9 +188,11 @@ class InTable(Storage):
                 sketch=sketch,
                 table=self.relation,
                 clear=clear,
-                number=sql.Literal(str(number[0] if number else 0)),
+                number=sql.Literal(argument),
             )
         )
+        if distributed:
+            return
         conn.execute(
             sql.SQL(
                 "CREATE TRIGGER {name} AFTER INSERT OR UPDATE OF {text} ON {table}"
@@ -192,7 +215,9 @@ class InTable(Storage):
         their names, so nothing of the application's is touched (names.owned_objects drops the
         trigger functions after)."""
         triggers = ("clear", "wake") if self.text_column else ()
+        unsafe = [UNSAFE_TRIGGERS] if triggers and made.placement.kind != "local" else []
         return [
+            *unsafe,
             sql.SQL("DROP VIEW IF EXISTS {}").format(made.table),
             *(
                 sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(self.schema, btree))

@@ -17,13 +17,19 @@ from test_contract import JaccardOracle, Oracle, SimhashOracle, _components
 
 from simdb import attach, batch, catalog, index, intable, query
 from simdb.capture import DrainReport
-from simdb.placement import Distributed, Placement
+from simdb.placement import ByPrefix, Distributed, Placement
 
 pytestmark = pytest.mark.citus
 
 CITUS_SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "citus"
 # Every layout a distributed index can have (by key today): each must survive a rebalance.
-LAYOUTS: dict[str, Placement] = {"by_key": Distributed(shards=4)}
+LAYOUTS: dict[str, Placement] = {"by_key": Distributed(shards=4), "by_prefix": ByPrefix(shards=4)}
+# The tables of each layout that the rebalancer moves (by prefix: the probe table has a colocation
+# group of its own, distributed by a bigint prefix)
+MOVED = {
+    "by_key": ("simdb.docs", "simdb.docs__clusters"),
+    "by_prefix": ("simdb.docs", "simdb.docs__clusters", "simdb.docs__probes"),
+}
 ORACLES: dict[str, type[Oracle]] = {"simhash": SimhashOracle, "jaccard": JaccardOracle}
 # Moves that need no logical replication: a cluster at PostgreSQL's default wal_level (replica)
 # cannot move a shard otherwise (Citus' 'auto' retries the move forever).
@@ -125,7 +131,7 @@ def test_a_rebalance_onto_a_new_worker_keeps_every_answer_exact(
             "SELECT state FROM citus_rebalance_status() ORDER BY job_id DESC LIMIT 1"
         ).fetchone()
         assert status == ("finished",)
-        for relation in ("simdb.docs", "simdb.docs__clusters"):  # co-located: they move together
+        for relation in MOVED[layout]:
             assert _placements(citus_conn, relation).get(port, 0) >= 1
         _answers_equal_brute_force(citus_conn, oracle)
         # a new index counts the new worker: two shards per worker

@@ -14,10 +14,11 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
 from support import Conn, btree_values, jaccard_corpus, simdb
 
-from simdb import attach, index, ingest, query, readers, schema
+from simdb import attach, catalog, index, ingest, names, query, readers, schema
 from simdb.measure import evaluate
 from simdb.minhash import Banding, estimate, to_stored
 from simdb.modes import JaccardIndex, JaccardSpec
+from simdb.modes.base import SKETCH
 from simdb.modes.jaccard import band_key, band_keys_array, bigint_array
 from simdb.simhash import feature_hashes
 from simdb.sqlalchemy import similar, similar_key
@@ -214,6 +215,39 @@ def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
     schema.upgrade(empty_db)
     with psycopg.connect(empty_db, autocommit=True) as conn:
         assert schema.current_revision(conn) == schema.HEAD
+
+
+def test_migration_0015_gives_an_older_jaccard_index_the_one_array_query_keys(empty_db: str) -> None:
+    """An index made before 0015 (its near statement with the 16 band_key expressions written out)
+    answers the same after the migration, from the statement that builds the keys in one array."""
+    schema.upgrade(empty_db, "0014")
+    texts = jaccard_corpus()
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        made = index.create(conn, "jac", JaccardSpec())
+        assert isinstance(made, JaccardIndex)
+        ingest.store(conn, made, {key: made.sketch(texts[key]) for key in ("d2", "d2_e02", "u9")})
+        written_out = (
+            made.near_statement()
+            .as_string(conn)
+            .replace(
+                band_keys_array(made.banding, SKETCH).as_string(conn),
+                sql.SQL("ARRAY[{}]").format(sql.SQL(", ").join(made.btree_keys(SKETCH))).as_string(conn),
+            )
+        )
+        for function in names.functions("jac"):
+            conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function))
+        made.create_functions(conn, written_out)
+        catalog.set_near_sql(conn, "jac", written_out)
+        before = [(m.key, m.similarity) for m in query.near(conn, made, made.sketch(texts["d2"]))]
+        assert "ARRAY(SELECT" not in catalog.near_sql(conn, "jac") and len(before) == 2
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert schema.current_revision(conn) == schema.HEAD == "0015"
+        assert "ARRAY(SELECT" in catalog.near_sql(conn, "jac")
+        found = conn.execute(
+            "SELECT key, similarity FROM simdb.similar('jac', %s)", (made.to_sql(made.sketch(texts["d2"])),)
+        ).fetchall()
+        assert [tuple(row) for row in found] == before
 
 
 def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:

@@ -1,5 +1,7 @@
-"""Each jaccard index's near statement and functions made again: the query's band keys come from
-one band's expression run per band (simdb.modes.jaccard.band_keys_array).
+"""Jaccard near statements remade: the query's band keys in one array.
+
+Each jaccard index's near statement and functions are made again: the query's band keys come
+from one band's expression run per band (simdb.modes.jaccard.band_keys_array).
 
 Revision ID: 0015
 Revises: 0014

@@ -9,14 +9,17 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
 from support import Conn, btree_values, jaccard_corpus, simdb
 
-from simdb import attach, index, ingest, query, readers, schema
+from simdb import attach, catalog, index, ingest, names, query, readers, schema
 from simdb.measure import evaluate
-from simdb.minhash import estimate, to_stored
+from simdb.minhash import Banding, estimate, to_stored
 from simdb.modes import JaccardIndex, JaccardSpec
+from simdb.modes.base import SKETCH
+from simdb.modes.jaccard import band_key, band_keys_array, bigint_array
 from simdb.simhash import feature_hashes
 from simdb.sqlalchemy import similar, similar_key
 
@@ -46,6 +49,24 @@ def test_sql_band_keys_and_estimates_equal_python(
         "SELECT simdb.jaccard_estimate(%s, %s)", (made.to_sql(a), made.to_sql(b))
     ).fetchone()
     assert in_sql == (estimate(a, b),)  # the same double, not just close
+
+
+@pytest.mark.parametrize("banding", [Banding(16, 8), Banding(4, 40), Banding(1, 64), Banding(20, 5)])
+def test_a_query_band_keys_in_one_array_equal_each_band_key(conn: Conn, banding: Banding) -> None:
+    """band_keys_array (a near query's keys, one band expression run per band) gives the B-trees' keys, band
+    for band, with every rotation from 0 to 63 (Banding(1, 64)) and the extreme values."""
+    rng = np.random.default_rng(5)
+    signature_values = rng.integers(0, 2**64, size=192, dtype=np.uint64)
+    signature_values[:4] = [0, 2**64 - 1, 2**63, 2**63 - 1]
+    given = sql.SQL("%(s)s::bigint[]")
+    keys = sql.SQL(", ").join(band_key(banding, number, given) for number in range(banding.bands))
+    row = conn.execute(
+        sql.SQL("SELECT {}, ARRAY[{}]").format(band_keys_array(banding, given), keys),
+        {"s": bigint_array(signature_values)},
+    ).fetchone()
+    assert row is not None
+    assert [int(v) & (2**64 - 1) for v in row[0]] == banding.keys(signature_values)
+    assert row[0] == row[1] and len(row[0]) == banding.bands
 
 
 def test_plain_sql_writers_get_the_same_band_keys(
@@ -194,6 +215,39 @@ def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
     schema.upgrade(empty_db)
     with psycopg.connect(empty_db, autocommit=True) as conn:
         assert schema.current_revision(conn) == schema.HEAD
+
+
+def test_migration_0015_gives_an_older_jaccard_index_the_one_array_query_keys(empty_db: str) -> None:
+    """An index made before 0015 (its near statement with the 16 band_key expressions written out)
+    answers the same after the migration, from the statement that builds the keys in one array."""
+    schema.upgrade(empty_db, "0014")
+    texts = jaccard_corpus()
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        made = index.create(conn, "jac", JaccardSpec())
+        assert isinstance(made, JaccardIndex)
+        ingest.store(conn, made, {key: made.sketch(texts[key]) for key in ("d2", "d2_e02", "u9")})
+        written_out = (
+            made.near_statement()
+            .as_string(conn)
+            .replace(
+                band_keys_array(made.banding, SKETCH).as_string(conn),
+                sql.SQL("ARRAY[{}]").format(sql.SQL(", ").join(made.btree_keys(SKETCH))).as_string(conn),
+            )
+        )
+        for function in names.functions("jac"):
+            conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function))
+        made.create_functions(conn, written_out)
+        catalog.set_near_sql(conn, "jac", written_out)
+        before = [(m.key, m.similarity) for m in query.near(conn, made, made.sketch(texts["d2"]))]
+        assert "ARRAY(SELECT" not in catalog.near_sql(conn, "jac") and len(before) == 2
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert schema.current_revision(conn) == schema.HEAD == "0015"
+        assert "ARRAY(SELECT" in catalog.near_sql(conn, "jac")
+        found = conn.execute(
+            "SELECT key, similarity FROM simdb.similar('jac', %s)", (made.to_sql(made.sketch(texts["d2"])),)
+        ).fetchall()
+        assert [tuple(row) for row in found] == before
 
 
 def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:

@@ -260,21 +260,37 @@ def _pairs_in_a_process(dsn: str, made: SimhashIndex) -> tuple[int, str, float, 
     sorted output, seconds, the process's peak resident memory in MB)."""
     with tempfile.TemporaryFile() as out:
         began = time.perf_counter()
-        process = subprocess.Popen(
-            [sys.executable, "-c", "from simdb.cli import run; run()", "pairs", made.name, "--dsn", dsn],
+        done = subprocess.run(
+            [sys.executable, "-c", _PEAK_AT_EXIT, "pairs", made.name, "--dsn", dsn],
             stdout=out,
             stderr=subprocess.PIPE,
+            check=False,
         )
-        _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - began
-        process.returncode = os.waitstatus_to_exitcode(status)
-        errors = process.stderr.read().decode() if process.stderr else ""
-        if process.returncode != 0:
+        errors = done.stderr.decode()
+        if done.returncode != 0:
             raise RuntimeError(f"simdb pairs {made.name} failed: {errors.strip()}")
         out.seek(0)
         lines = out.read().splitlines()[1:]  # (the CSV header)
     digest = hashlib.sha256(b"\n".join(sorted(lines))).hexdigest()
-    return len(lines), digest, seconds, usage.ru_maxrss / 1024
+    peaks = [line.split()[1] for line in errors.splitlines() if line.startswith(_PEAK)]
+    return len(lines), digest, seconds, int(peaks[-1]) / 1024 if peaks else math.nan
+
+
+# `simdb pairs` run as the command line runs it, telling its own peak resident memory at exit:
+# VmHWM, the high-water mark of the process's memory since it began this program (ru_maxrss
+# would count the benchmark's own memory, which a child inherits at fork).
+_PEAK = "simdb-bench-peak-kB"
+_PEAK_AT_EXIT = (
+    "import atexit, sys\n"
+    "def peak():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    f"            sys.stderr.write('{_PEAK} ' + line.split()[1] + '\\n')\n"
+    "atexit.register(peak)\n"
+    "from simdb.cli import run\n"
+    "run()\n"
+)
 
 
 def _measure(

@@ -212,7 +212,7 @@ class Distributed(Placement):
                 "SELECT a.key, b.key, {score}"
                 " FROM (SELECT r.key, {sketch}, {prefix} AS prefix FROM {table} AS r) AS a"
                 " JOIN {table} AS b ON a.prefix = {other}"
-                " WHERE CASE WHEN {keeps} THEN a.key < b.key AND {first} = {number} END"
+                " WHERE a.key < b.key AND {keeps} AND {first} = {number}"
             ).format(
                 score=score,
                 sketch=r,
@@ -311,7 +311,7 @@ class ByPrefix(Distributed):
         return sql.SQL(
             "SELECT a.key, b.key, {score} FROM {probes} AS a JOIN {probes} AS b"
             " ON a.prefix = b.prefix AND a.tableno = b.tableno"
-            " WHERE CASE WHEN {keeps} THEN a.key < b.key AND a.tableno = {first} END"
+            " WHERE a.key < b.key AND {keeps} AND a.tableno = {first}"
         ).format(
             score=score,
             probes=names.probes_table(made.name),
@@ -365,9 +365,6 @@ class ByPrefix(Distributed):
 
 
 PAIRS_CUTOFF = sql.SQL("$1")  # the only parameter of an index's pairs function
-# (The pairs statements test a candidate's score first, in a CASE: PostgreSQL orders a join's
-# conditions by their estimated cost, which puts the comparison of the two keys, text, before the
-# few integer operations of a distance, and nearly every candidate fails the distance.)
 
 
 def first_shared(made: Index, a: sql.Composable, b: sql.Composable) -> sql.Composed:

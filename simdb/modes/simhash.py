@@ -322,7 +322,7 @@ class SimhashIndex(Index):
         joins = [
             sql.SQL(
                 "SELECT x.key, y.key, {distance} FROM {table} AS x JOIN {table} AS y ON {left} = {right}"
-                " WHERE CASE WHEN {distance} <= {k} THEN x.key < y.key AND {first} = {number} END"
+                " WHERE {distance} <= {k} AND x.key < y.key AND {first} = {number}"
             ).format(
                 distance=distance,
                 table=rows,

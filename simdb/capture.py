@@ -355,10 +355,14 @@ def sync(
 
 def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
     """Apply the keys queued for index NAME, batch by batch, until none is left that this sync
-    may take. With nothing queued this reads neither the source table nor the index."""
+    may take: those queued before it began (an application writing faster than a sync applies
+    would otherwise keep it going for ever; the next sync takes the rest). With nothing queued
+    this reads neither the source table nor the index."""
     report = DrainReport()
     queue = names.queue_table(name)
     _take_inbox(conn, name)
+    row = conn.execute("SELECT clock_timestamp()").fetchone()
+    began: datetime = row[0] if row else datetime.now().astimezone()
     failed = [
         key
         for (key,) in conn.execute(sql.SQL("SELECT DISTINCT key FROM {} WHERE attempts > 0").format(queue))
@@ -373,7 +377,7 @@ def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
         picked, keys = 0, list[str]()
         try:
             with conn.transaction():
-                picked, keys = _claim(conn, name, batch)
+                picked, keys = _claim(conn, name, batch, began)
                 if keys:
                     work = work or _Work.load(conn, name)
                     work.apply(keys, report)
@@ -411,19 +415,19 @@ def _take_inbox(conn: Connection, name: str) -> None:
         )
 
 
-def _claim(conn: Connection, name: str, batch: int) -> tuple[int, list[str]]:
-    """Take up to `batch` queued rows (oldest first, not failed, not locked by another sync),
-    and delete those whose key this transaction could lock; (rows picked, distinct keys taken).
+def _claim(conn: Connection, name: str, batch: int, until: datetime) -> tuple[int, list[str]]:
+    """Take up to `batch` rows queued by `until` (oldest first, not failed, not locked by another
+    sync), and delete those whose key this transaction could lock; (rows picked, distinct keys taken).
 
     Three statements, so that the advisory locks are tried on the picked keys alone (in one
     statement the planner may try them on every row it scans)."""
     queue = names.queue_table(name)
     picked = conn.execute(
         sql.SQL(
-            "SELECT ctid::text, key FROM {} WHERE attempts = 0 ORDER BY queued_at LIMIT %s"
-            " FOR UPDATE SKIP LOCKED"
+            "SELECT ctid::text, key FROM {} WHERE attempts = 0 AND queued_at <= %s ORDER BY queued_at"
+            " LIMIT %s FOR UPDATE SKIP LOCKED"
         ).format(queue),
-        (batch,),
+        (until, batch),
     ).fetchall()
     if not picked:
         return 0, []

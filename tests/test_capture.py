@@ -12,6 +12,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 
 import psycopg
 import pytest
@@ -192,7 +193,9 @@ def test_two_syncs_never_take_one_key_together(dsn: str, docs: Conn) -> None:
     conn.execute("UPDATE public.docs SET body = body || ' again' WHERE id <= 10")
     conn.execute("UPDATE public.docs SET body = body || ' and again' WHERE id = 1")  # 1 queued twice
     with psycopg.connect(dsn, autocommit=True) as first, first.transaction():
-        picked, taken = capture._claim(first, "live", 1)  # the oldest row, key 1: held until commit
+        picked, taken = capture._claim(
+            first, "live", 1, datetime.now().astimezone()
+        )  # the oldest row, key 1: held until commit
         assert (picked, taken) == (1, ["1"])
         second = capture.drain(conn, "live")  # takes 2..10 and leaves key 1's other row queued
         assert (second.queued, second.updated) == (9, 9)

@@ -52,7 +52,10 @@ def attach_in_table(
     B-trees are built at the end of that fill (fill), once, not updated row by row."""
     schema, relation = tables.parse_table(table)
     stored = InTable(schema, relation, key_column, sketch_column, text_column or None, condition)
-    made = dataclasses.replace((spec or SimhashSpec()).build(name, features, expected_rows), storage=stored)
+    chosen = spec or SimhashSpec()
+    if not text_column:
+        chosen = chosen.for_column()
+    made = dataclasses.replace(chosen.build(name, features, expected_rows), storage=stored)
     if sketch_kind is not None and sketch_kind != made.sketch_column:
         raise InvalidParameter(
             f"--{sketch_kind}-column does not apply to a {made.mode} index",
@@ -120,6 +123,8 @@ def _validate(conn: Connection, made: Index, stored: InTable) -> str:
         )
     if stored.text_column:
         tables.require_text(conn, source)
+    else:
+        _check_a_stored_sketch(conn, made, stored)
     if stored.condition:
         tables.check_condition(stored.condition)
         tables.check_row_alone(conn, dataclasses.replace(source, condition=stored.condition), stored.label)
@@ -130,6 +135,26 @@ def _validate(conn: Connection, made: Index, stored: InTable) -> str:
         )
     _refuse_taken_names(conn, made, stored)
     return key_type
+
+
+def _check_a_stored_sketch(conn: Connection, made: Index, stored: InTable) -> None:
+    """A column the application fills: one of its sketches is read and must be of the index's
+    kind (a jaccard sketch of another spec or length would never be found)."""
+    column = sql.Identifier(stored.sketch_column)
+    row = conn.execute(
+        sql.SQL("SELECT {c} FROM {t} WHERE {c} IS NOT NULL LIMIT 1").format(c=column, t=stored.relation)
+    ).fetchone()
+    if row is None:
+        return
+    try:
+        made.to_sql(made.from_sql(row[0]))
+    except InvalidParameter as error:
+        raise InvalidParameter(
+            f"--{made.sketch_column}-column {stored.sketch_column!r} of {stored.label} holds sketches "
+            f"that index {made.name!r} does not take: {error.message}",
+            "give the options its sketches were made with (a jaccard column: --signature-spec, "
+            "--permutations and --threshold)",
+        ) from None
 
 
 def _refuse_taken_names(conn: Connection, made: Index, stored: InTable) -> None:

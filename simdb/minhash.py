@@ -15,6 +15,13 @@ one-permutation MinHash over CHECK_BINS bins with optimal densification (Shrivas
 bit per bin (b-bit minwise hashing, Li and König 2010), packed into CHECK_WORDS 64-bit words.
 Two checks agree on a bin's bit with probability J + (1 - J) / 2, so 1 - (differing bits) / 2048
 estimates J with a standard error of 0.009 at J = 0.8, where 128 signature positions give 0.035.
+
+Signature spec v3 (the default for indexes simdb makes) keeps v2's check but, in place of the
+signature, its band keys: once the check verifies, the signature serves only to key the bands,
+so a v3 sketch is 16 + 64 words where v2's is 128 + 64, and each band's B-tree is on one stored
+value rather than on 8 values shifted and XORed. Its keys belong to one banding (the index's
+threshold and permutations); a column of an application's table, which several indexes may read,
+keeps v2 sketches (COLUMN_SIGNATURE_SPEC).
 """
 
 from __future__ import annotations
@@ -41,11 +48,17 @@ from simdb.simhash import (
     sorted_out,
 )
 
-SIGNATURE_SPECS = (1, 2)
-MINHASH_SPEC_VERSION = 2  # the newest signature spec, which new indexes use
+SIGNATURE_SPECS = (1, 2, 3)
+MINHASH_SPEC_VERSION = 3  # the newest signature spec, which new indexes use
+COLUMN_SIGNATURE_SPEC = 2  # an application's column: sketches that no one index's bands shape
+KEYED_SPEC = 3  # the spec whose sketch starts with the band keys instead of the signature
 CHECK_BINS = 4096
 CHECK_WORDS = CHECK_BINS // 64
-EXTRA_WORDS = {1: 0, 2: CHECK_WORDS}  # 64-bit words a sketch holds after its signature, by spec
+EXTRA_WORDS = {
+    1: 0,
+    2: CHECK_WORDS,
+    3: CHECK_WORDS,
+}  # 64-bit words a sketch holds after its signature or keys
 _CHECK_SEED = np.uint64(0x243F6A8885A308D3)  # the check's permutation: fmix64(x XOR seed)
 _PROBE_SEED = np.uint64(0x13198A2E03707344)  # densification: where an empty bin looks
 _BIT_SEED = np.uint64(0xA4093822299F31D0)  # the bit kept of a bin's minimum
@@ -103,11 +116,13 @@ def document_signature(
     content: Content,
     features: Features = DEFAULT_FEATURES,
     permutations: int = DEFAULT_PERMUTATIONS,
-    spec: int = MINHASH_SPEC_VERSION,
+    spec: int = COLUMN_SIGNATURE_SPEC,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> UInt64Array:
-    """A document's sketch as a jaccard index of signature spec `spec` stores it (v2: the
-    signature, then the check); raises EmptyDocument if it has no shingles."""
-    found = document_signatures([content], features, permutations, spec)[0]
+    """A document's sketch as a jaccard index of signature spec `spec` stores it (v2, the
+    default, as an application's column keeps it: the signature, then the check; v3: the band
+    keys for `threshold`, then the check); raises EmptyDocument if it has no shingles."""
+    found = document_signatures([content], features, permutations, spec, threshold)[0]
     if found is None:
         raise empty(features)
     return found
@@ -117,34 +132,50 @@ def document_signatures(
     contents: Sequence[Content],
     features: Features = DEFAULT_FEATURES,
     permutations: int = DEFAULT_PERMUTATIONS,
-    spec: int = MINHASH_SPEC_VERSION,
+    spec: int = COLUMN_SIGNATURE_SPEC,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> list[UInt64Array | None]:
     """document_signature() of each document, None where it has no shingles. Text features take
     one compiled call for all of them, outside the GIL (see simhash.fingerprints); bytes
     features, long texts and streams are sketched a piece at a time (_sketch_of_pieces)."""
-    bins = CHECK_BINS if check_signature_spec(spec) == 2 else 0  # v1 has no check
+    banding = choose_banding(threshold, permutations) if check_signature_spec(spec) == KEYED_SPEC else None
+    bins = CHECK_BINS if spec != 1 else 0  # v1 has no check
     found, whole, texts = sorted_out(
         contents,
         features,
         lambda content: _sketch_of_pieces(document_shingles(content, features)(), permutations, spec),
     )
-    if not whole:
-        return found
-    from simdb import kernels
+    if whole:
+        from simdb import kernels
 
-    values, present = kernels.signatures(
-        texts,
-        features.kind == "char",
-        ASCII_WORDS,
-        features.n,
-        SHINGLE_MULTIPLIER,
-        seeds(permutations),
-        (bins, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES),
-        _probe_index(),
-    )
-    for at, row, has in zip(whole, values, present, strict=True):
-        found[at] = row if has else None
-    return found
+        values, present = kernels.signatures(
+            texts,
+            features.kind == "char",
+            ASCII_WORDS,
+            features.n,
+            SHINGLE_MULTIPLIER,
+            seeds(permutations),
+            (bins, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES),
+            _probe_index(),
+        )
+        for at, row, has in zip(whole, values, present, strict=True):
+            found[at] = row if has else None
+    if banding is None:
+        return found
+    return [None if value is None else keyed(value, banding, permutations) for value in found]
+
+
+def keyed(sketch_v2: UInt64Array, banding: Banding, permutations: int) -> UInt64Array:
+    """Signature spec v3 of a v2 sketch: the signature's band keys, then the same check."""
+    keys = banding.keys_of(sketch_v2[None, :permutations])[0]
+    return np.concatenate([keys, sketch_v2[permutations:]])
+
+
+def sketch_size(spec: int, permutations: int, banding: Banding) -> int:
+    """Values of a sketch of signature spec `spec`: the signature (v1), then the check (v2), or
+    the band keys, then the check (v3)."""
+    lead = banding.bands if check_signature_spec(spec) == KEYED_SPEC else permutations
+    return lead + EXTRA_WORDS[spec]
 
 
 def _sketch_of_pieces(pieces: Iterable[UInt64Array], permutations: int, spec: int) -> UInt64Array | None:
@@ -161,7 +192,7 @@ def _sketch_of_pieces(pieces: Iterable[UInt64Array], permutations: int, spec: in
         distinct = kernels.distinct(hashes)
         minima = kernels.minima(distinct, seeds(permutations))
         values = minima if values is None else np.minimum(values, minima)
-        if spec == 2:
+        if spec != 1:
             kernels.check_bins(distinct, least, full, _CHECK_SEED)
     if values is None or spec == 1:
         return values
@@ -212,20 +243,28 @@ def check_similarity(a: UInt64Array, b: UInt64Array) -> float:
 
 
 def sketch(
-    shingles: UInt64Array, permutations: int = DEFAULT_PERMUTATIONS, spec: int = MINHASH_SPEC_VERSION
+    shingles: UInt64Array,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    spec: int = COLUMN_SIGNATURE_SPEC,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> UInt64Array:
-    """A set's sketch under signature spec `spec`: its signature (v1), then its check (v2)."""
+    """A set's sketch under signature spec `spec`: its signature (v1), then its check (v2, the
+    default: its signature keys the bands of any threshold); its band keys for `threshold`, then
+    its check (v3)."""
     found = _sketch_of_pieces([shingles], permutations, check_signature_spec(spec))
     if found is None:
         raise EmptyDocument("the document has no shingles")
+    if spec == KEYED_SPEC:
+        return keyed(found, choose_banding(threshold, permutations), permutations)
     return found
 
 
 def similarity(a: UInt64Array, b: UInt64Array, permutations: int, spec: int = MINHASH_SPEC_VERSION) -> float:
-    """The Jaccard similarity two sketches estimate: equal signature positions (v1), the check (v2)."""
+    """The Jaccard similarity two sketches estimate: equal signature positions (v1), the check,
+    their last CHECK_WORDS values (v2, v3)."""
     if check_signature_spec(spec) == 1:
         return estimate(a, b)
-    return check_similarity(a[permutations:], b[permutations:])
+    return check_similarity(a[-CHECK_WORDS:], b[-CHECK_WORDS:])
 
 
 def check_signature_spec(spec: int) -> int:

@@ -60,10 +60,16 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 from simdb import names
 from simdb.bits import to_signed, to_unsigned
 from simdb.errors import InvalidParameter
-from simdb.minhash import DEFAULT_PERMUTATIONS, MINHASH_SPEC_VERSION, UInt64Array, from_stored, to_stored
+from simdb.minhash import (
+    COLUMN_SIGNATURE_SPEC,
+    DEFAULT_PERMUTATIONS,
+    DEFAULT_THRESHOLD,
+    UInt64Array,
+    from_stored,
+    to_stored,
+)
 from simdb.modes import Index as SimdbIndex
 from simdb.modes import JaccardIndex, JaccardSpec, SimhashIndex, SimhashSpec
-from simdb.modes.jaccard import ESTIMATES
 from simdb.modes.widths import BitString
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.simhash import DEFAULT_FEATURES
@@ -250,7 +256,7 @@ def near_key(index: str, key: str, max_distance: int | None = None) -> TableValu
 
 @functools.lru_cache(maxsize=64)
 def jaccard_plan(
-    threshold: float, permutations: int = DEFAULT_PERMUTATIONS, signature_spec: int = MINHASH_SPEC_VERSION
+    threshold: float, permutations: int = DEFAULT_PERMUTATIONS, signature_spec: int = COLUMN_SIGNATURE_SPEC
 ) -> JaccardIndex:
     """The band B-trees simdb plans for a jaccard index with these settings (those `simdb attach
     --mode jaccard` takes: --threshold, --permutations, --signature-spec)."""
@@ -275,26 +281,25 @@ class _SignatureComparator(TypeDecorator.Comparator[UInt64Array]):
         wanted = made.checked_similarity(min_similarity)
         probe = _signature(signature)
         probes = [row == given for row, given in zip(_keys(made, self.expr), _keys(made, probe), strict=True)]
-        estimate = _estimate(made.signature_spec, made.permutations, self.expr, probe)
+        estimate = _estimate(made, self.expr, probe)
         return and_(or_(*probes), estimate >= literal_column(repr(float(wanted))))
 
     def jaccard_estimate(self, signature: Any, *, index: JaccardIndex | None = None) -> ColumnElement[float]:
         """The estimated Jaccard similarity of the column's signature and another, as simdb verifies it."""
-        spec = index.signature_spec if index else getattr(self.type, "signature_spec", MINHASH_SPEC_VERSION)
-        permutations = (
-            index.permutations if index else getattr(self.type, "permutations", DEFAULT_PERMUTATIONS)
-        )
-        return _estimate(spec, permutations, self.expr, _signature(signature))
+        if index is None:
+            spec = getattr(self.type, "signature_spec", COLUMN_SIGNATURE_SPEC)
+            permutations = getattr(self.type, "permutations", DEFAULT_PERMUTATIONS)
+            threshold = getattr(self.type, "threshold", None) or DEFAULT_THRESHOLD
+            index = jaccard_plan(threshold, permutations, spec)
+        return _estimate(index, self.expr, _signature(signature))
 
 
 def _signature(value: Any) -> ColumnElement[Any]:
     return value if isinstance(value, ColumnElement) else literal(value, Signature())
 
 
-def _estimate(
-    spec: int, permutations: int, a: ColumnElement[Any], b: ColumnElement[Any]
-) -> ColumnElement[float]:
-    text = ESTIMATES[spec](_SLOTS[0], _SLOTS[1], permutations).as_string(None)
+def _estimate(made: JaccardIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[float]:
+    text = made.estimate(_SLOTS[0], _SLOTS[1]).as_string(None)
     return _Template(text, (a, b), Double())
 
 
@@ -311,7 +316,7 @@ class Signature(TypeDecorator[UInt64Array]):
         self,
         threshold: float | None = None,
         permutations: int = DEFAULT_PERMUTATIONS,
-        signature_spec: int = MINHASH_SPEC_VERSION,
+        signature_spec: int = COLUMN_SIGNATURE_SPEC,
     ) -> None:
         super().__init__()
         self.threshold, self.permutations, self.signature_spec = threshold, permutations, signature_spec

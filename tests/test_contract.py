@@ -75,7 +75,7 @@ def _in_table(conn: Conn, oracle: Oracle, placed: Placement) -> tuple[Index, dic
     """The oracle's rows written by an application into its own table (a text key, the sketch in
     a column of the index's type, rows without one too), and index "docs" attached to that column;
     on Citus, the table is distributed by its key first."""
-    planned = oracle.spec.build("docs", DEFAULT_FEATURES, 4000)
+    planned = oracle.spec.for_column().build("docs", DEFAULT_FEATURES, 4000)  # as attach_in_table plans it
     rows = oracle.rows(planned)
     conn.execute(
         sql.SQL("CREATE TABLE app_docs (id text PRIMARY KEY, sketch {}, note text)").format(
@@ -188,8 +188,8 @@ class JaccardOracle(Oracle):
     @functools.cached_property
     def bands(self) -> dict[str, list[int]]:
         assert isinstance(self.made, JaccardIndex)
-        banding = self.made.banding
-        return {key: banding.keys(np.asarray(value)) for key, value in self.stored.items()}
+        made = self.made
+        return {key: made.band_keys(np.asarray(value)) for key, value in self.stored.items()}
 
     def _close(self, a: str, b: str, cutoff: Score) -> float | None:
         """The estimate of a and b if they share a band key and reach the cutoff, else None."""

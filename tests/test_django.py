@@ -127,7 +127,7 @@ def _note_btrees(dsn: str) -> dict[str, str]:
     return dict(rows)
 
 
-NOTE_LAYOUT = JaccardSpec(threshold=0.8, permutations=128).build("note_sig", simdb.Features(), 1)
+NOTE_LAYOUT = JaccardSpec(threshold=0.8, permutations=128).for_column().build("note_sig", simdb.Features(), 1)
 NOTE_BTREES = sorted(f"note_sig_{column}" for column in NOTE_LAYOUT.columns)
 
 

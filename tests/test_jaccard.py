@@ -14,13 +14,14 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
 from support import Conn, btree_values, jaccard_corpus, simdb
 
-from simdb import attach, catalog, index, ingest, names, query, readers, schema
+from simdb import attach, catalog, index, ingest, intable, names, query, readers, schema
+from simdb.errors import InvalidParameter
 from simdb.measure import evaluate
-from simdb.minhash import Banding, estimate, to_stored
+from simdb.minhash import Banding, document_signature, estimate, to_stored
 from simdb.modes import JaccardIndex, JaccardSpec
 from simdb.modes.base import SKETCH
 from simdb.modes.jaccard import band_key, band_keys_array, bigint_array
-from simdb.simhash import feature_hashes
+from simdb.simhash import DEFAULT_FEATURES, feature_hashes
 from simdb.sqlalchemy import similar, similar_key
 
 
@@ -39,11 +40,16 @@ def test_sql_band_keys_and_estimates_equal_python(
 ) -> None:
     made, signatures = loaded
     band_keys = btree_values(conn, made)
+    texts = jaccard_corpus()
+    v2 = {key: document_signature(texts[key], spec=2) for key in signatures}
     for key, signature_values in list(signatures.items())[:50]:
         row = conn.execute("SELECT signature FROM simdb.docs WHERE key = %s", (key,)).fetchone()
         assert row is not None
         assert np.array_equal(made.from_sql(row[0]), signature_values)
-        assert [int(v) & (2**64 - 1) for v in band_keys[key]] == made.banding.keys(signature_values)
+        # spec v3 stores the band keys themselves: those of the v2 signature of the same text
+        assert [int(v) & (2**64 - 1) for v in band_keys[key]] == list(signature_values[: made.banding.bands])
+        assert list(signature_values[: made.banding.bands]) == made.banding.keys(v2[key][: made.permutations])
+        assert np.array_equal(signature_values[made.banding.bands :], v2[key][made.permutations :])
     a, b = signatures["d3"], signatures["d3_e06"]
     in_sql = conn.execute(
         "SELECT simdb.jaccard_estimate(%s, %s)", (made.to_sql(a), made.to_sql(b))
@@ -95,7 +101,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     assert (code, out) == (
         0,
         "created jaccard index docs: threshold 0.75, 128 permutations, 18 bands of 7 rows, features word:3, "
-        "spec v2; "
+        "spec v3; "
         'SQL: simdb."docs"\n',
     )
     assert simdb(capsys, "ingest", "docs", str(tmp_path))[0] == 0
@@ -112,7 +118,9 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     ]
     code, out, _ = simdb(capsys, "pairs", "docs")
     assert out.splitlines()[0] == "key_a,key_b,similarity"
-    code, literal, _ = simdb(capsys, "fingerprint", "--mode", "jaccard", "--file", str(tmp_path / "d0.txt"))
+    code, literal, _ = simdb(
+        capsys, "fingerprint", "--mode", "jaccard", "--threshold", "0.75", "--file", str(tmp_path / "d0.txt")
+    )
     with psycopg.connect(dsn) as conn:
         found = conn.execute("SELECT key, similarity FROM simdb.similar('docs', %s, 1)", (literal.strip(),))
         assert found.fetchall() == [(str(tmp_path / "d0.txt"), 1.0), (str(tmp_path / "d0_copy.md"), 1.0)]
@@ -130,7 +138,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "mode": "jaccard",
             "rows": 5,
             "features": "word:3",
-            "spec_version": 2,
+            "spec_version": 3,
             "placement": "local",
             "storage": "own",
             "threshold": 0.75,
@@ -203,7 +211,7 @@ def test_attach_and_sync_a_jaccard_index(conn: Conn) -> None:
 def test_migrations_down_and_up_with_a_jaccard_index(empty_db: str) -> None:
     schema.upgrade(empty_db)
     with psycopg.connect(empty_db, autocommit=True) as conn:
-        made = index.create(conn, "jac", JaccardSpec())
+        made = index.create(conn, "jac", JaccardSpec(signature_spec=2))
         ingest.store(conn, made, {"a": made.sketch("some words to sign here")})
     schema.downgrade(empty_db, "0002")
     with psycopg.connect(empty_db, autocommit=True) as conn:
@@ -223,7 +231,7 @@ def test_migration_0015_gives_an_older_jaccard_index_the_one_array_query_keys(em
     schema.upgrade(empty_db, "0014")
     texts = jaccard_corpus()
     with psycopg.connect(empty_db, autocommit=True) as conn:
-        made = index.create(conn, "jac", JaccardSpec())
+        made = index.create(conn, "jac", JaccardSpec(signature_spec=2))
         assert isinstance(made, JaccardIndex)
         ingest.store(conn, made, {key: made.sketch(texts[key]) for key in ("d2", "d2_e02", "u9")})
         written_out = (
@@ -268,8 +276,9 @@ def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
         and result.copies == 60
         and result.similar_pairs == exact > 5
     )
-    jaccard, jaccard_v1, simhash, hand = result.modes
-    assert (jaccard.mode, jaccard_v1.mode, simhash.mode, hand.mode) == (
+    jaccard, jaccard_v2, jaccard_v1, simhash, hand = result.modes
+    assert (jaccard.mode, jaccard_v2.mode, jaccard_v1.mode, simhash.mode, hand.mode) == (
+        "jaccard v3",
         "jaccard v2",
         "jaccard v1",
         "simhash v2",
@@ -292,14 +301,15 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     code, out, _ = simdb(capsys, *args, "--padding-rows", "100", "--json")
     figures = json.loads(out)
     assert code == 0 and figures["documents"] == 70 and figures["padding_rows"] == 100
-    assert [m["mode"] for m in figures["modes"]] == ["jaccard v2", "jaccard v1", "simhash v2", "hand-written"]
+    modes = ["jaccard v3", "jaccard v2", "jaccard v1", "simhash v2", "hand-written"]
+    assert [m["mode"] for m in figures["modes"]] == modes
     assert all(
         m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 < m["server_p50_ms"] and m["bulk_seconds"] > 0
         for m in figures["modes"]
     )
     hand = figures["modes"][-1]
     ratios = figures["vs_hand_written"]
-    assert figures["roundtrip_p50_ms"] > 0 and list(ratios) == ["jaccard v2", "jaccard v1"]
+    assert figures["roundtrip_p50_ms"] > 0 and list(ratios) == ["jaccard v3", "jaccard v2", "jaccard v1"]
     assert all(
         ratios[m["mode"]]["bytes_per_row"] == m["bytes_per_row"] / hand["bytes_per_row"]
         and ratios[m["mode"]]["bulk"] == m["bulk_seconds"] / hand["bulk_seconds"]
@@ -362,6 +372,9 @@ def test_similar_plan_probes_every_band_once(
     conn: Conn, loaded: tuple[JaccardIndex, dict[str, np.ndarray]]
 ) -> None:
     made, signatures = loaded
+    padding = made.random_sketches(np.random.default_rng(2), 5000)  # (a few rows: a scan is cheaper)
+    ingest.store(conn, made, {f"pad{i}": sketch for i, sketch in enumerate(padding)})
+    conn.execute("ANALYZE simdb.docs")
     plan = "\n".join(
         line
         for (line,) in conn.execute(
@@ -381,13 +394,17 @@ def test_signature_spec_1_indexes_are_still_made_and_read(
         capsys, "fingerprint", "--mode", "jaccard", "--signature-spec", "1", "--text", "a b c d"
     )
     assert code == 0 and printed.count(",") == 127  # the signature alone
-    code, printed, _ = simdb(capsys, "fingerprint", "--mode", "jaccard", "--text", "a b c d")
+    code, printed, _ = simdb(
+        capsys, "fingerprint", "--mode", "jaccard", "--signature-spec", "2", "--text", "a b c d"
+    )
     assert code == 0 and printed.count(",") == 127 + 64  # then the check's 64 words
+    code, printed, _ = simdb(capsys, "fingerprint", "--mode", "jaccard", "--text", "a b c d")
+    assert code == 0 and printed.count(",") == 15 + 64  # v3: the 16 band keys, then the check
     assert simdb(capsys, "ingest", "old", "-", stdin=b'{"key": "k", "text": "some words of text"}\n')[0] == 0
     code, out, _ = simdb(capsys, "query", "old", "--text", "some words of text", "--json")
     assert code == 0 and json.loads(out) == [{"key": "k", "similarity": 1.0}]
-    code, _, err = simdb(capsys, "create", "bad", "--mode", "jaccard", "--signature-spec", "3")
-    assert code == 1 and "unknown signature spec 3" in err
+    code, _, err = simdb(capsys, "create", "bad", "--mode", "jaccard", "--signature-spec", "4")
+    assert code == 1 and "unknown signature spec 4" in err
 
 
 def test_a_signature_of_the_wrong_length_is_refused_not_answered_empty(conn: Conn) -> None:
@@ -397,7 +414,7 @@ def test_a_signature_of_the_wrong_length_is_refused_not_answered_empty(conn: Con
     v1 = JaccardSpec(signature_spec=1).sketch(text, made.features)  # the signature alone
     with pytest.raises(
         psycopg.errors.InvalidParameterValue,
-        match=r"takes signatures of 192 values \(spec v2\); this one is 128 values",
+        match=r"takes signatures of 80 values \(spec v3\); this one is 128 values",
     ):
         conn.execute("SELECT * FROM simdb.similar('pages', %s)", (to_stored(v1),))
     assert conn.execute(
@@ -416,7 +433,30 @@ def test_a_signature_of_the_wrong_size_is_refused_with_a_short_context(conn: Con
         with pytest.raises(psycopg.errors.InvalidParameterValue) as refused:
             conn.execute(statement)
         assert str(refused.value).startswith(
-            "simdb: index 'pyjac' takes signatures of 192 values (spec v2); this one is 3 values"
+            "simdb: index 'pyjac' takes signatures of 80 values (spec v3); this one is 3 values"
         )
         context = refused.value.diag.context or ""
         assert "pyjac__near" in context and len(context) < 600, context
+
+
+def test_an_application_column_keeps_v2_sketches_unless_told_and_is_checked(conn: Conn) -> None:
+    """attach_in_table on a column the application fills: v2 by default (the sketches
+    simdb.document_signature makes), a column of another spec's sketches is refused with the
+    option to give, and --signature-spec 3 takes v3 sketches."""
+    texts = jaccard_corpus()
+    conn.execute("CREATE TABLE public.notes (id text PRIMARY KEY, sig bigint[])")
+    v3 = JaccardSpec().sketch(texts["d4"], DEFAULT_FEATURES)
+    conn.execute("INSERT INTO public.notes VALUES ('d4', %s)", (to_stored(v3),))
+    with pytest.raises(InvalidParameter, match=r"holds sketches that index 'notes_alike' does not take"):
+        intable.attach_in_table(conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec())
+    assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)  # nothing made
+    made = intable.attach_in_table(
+        conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec(signature_spec=3)
+    )
+    assert made.spec_version == 3
+    assert [m.key for m in query.near(conn, made, made.sketch(texts["d4"]))] == ["d4"]
+    conn.execute("UPDATE public.notes SET sig = %s", (to_stored(document_signature(texts["d4"])),))
+    index.drop(conn, "notes_alike")
+    again = intable.attach_in_table(conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec())
+    assert again.spec_version == 2
+    assert [m.key for m in query.near(conn, again, document_signature(texts["d4"]))] == ["d4"]

@@ -141,7 +141,7 @@ def test_reindex_of_a_signature_v1_jaccard_index_says_what_to_do(
     ingest.ingest(conn, made, [Document("a", TEXT, 0)])
     code, _, err = simdb(capsys, "reindex", "pages")
     assert code == 1 and err.startswith(
-        "simdb: error: jaccard index 'pages' keeps signature spec v1: v2 stores longer sketches and "
-        "cannot replace them in place (attach or ingest the same sources into a new index"
+        "simdb: error: jaccard index 'pages' keeps signature spec v1: v3 stores other sketches under "
+        "other B-trees and cannot replace them in place (attach or ingest the same sources into a new index"
     )
     assert [m.key for m in query.near(conn, index.get(conn, "pages"), made.sketch(TEXT))] == ["a"]

@@ -230,8 +230,9 @@ signature_spec_option = click.option(
     "--signature-spec",
     type=int,
     default=None,
-    help=f"jaccard: signature spec version, 1 or 2 [default: {MINHASH_SPEC_VERSION}]; 2 verifies "
-    "candidates with a 4096-bit check (512 more bytes a row), 1 with the signature alone.",
+    help=f"jaccard: signature spec version, 1, 2 or 3 [default: {MINHASH_SPEC_VERSION}]; 3 stores the "
+    "band keys and a 4096-bit check that verifies candidates, 2 the signature and the check, "
+    "1 the signature alone.",
 )
 
 bits_option = click.option(

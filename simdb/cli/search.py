@@ -27,7 +27,7 @@ from simdb.cli.common import (
     spec_from_options,
 )
 from simdb.errors import InputError
-from simdb.minhash import DEFAULT_PERMUTATIONS
+from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 from simdb.modes import Index
 from simdb.simhash import Features
 
@@ -276,6 +276,13 @@ def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
     default=None,
     help=f"jaccard: signature length (use the index's own) [default: {DEFAULT_PERMUTATIONS}].",
 )
+@click.option(
+    "--threshold",
+    type=float,
+    default=None,
+    help="jaccard: the index's threshold, which chooses its bands (spec v3 prints their keys) "
+    f"[default: {DEFAULT_THRESHOLD}].",
+)
 @fingerprint_spec_option
 @bits_option
 @signature_spec_option
@@ -286,6 +293,7 @@ def fingerprint_(
     file: str | None,
     mode: str,
     permutations: int | None,
+    threshold: float | None,
     fingerprint_spec: int | None,
     bits: int | None,
     signature_spec: int | None,
@@ -293,7 +301,7 @@ def fingerprint_(
     as_json: bool,
 ) -> None:
     """Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 bits) of
-    a text, or its MinHash signature (spec v2: the signature, then its 64-word check).
+    a text, or its MinHash sketch (spec v3: the band keys for --threshold, then a 64-word check).
 
     The signature is printed as a PostgreSQL array of signed bigints, ready for
     simdb.similar('NAME', '{...}') or an INSERT into a jaccard index.
@@ -304,6 +312,7 @@ def fingerprint_(
     source = "stdin" if file == readers.STDIN else file or "--text"
     given = {
         "permutations": permutations,
+        "threshold": threshold,
         "fingerprint_spec": fingerprint_spec,
         "bits": bits,
         "signature_spec": signature_spec,

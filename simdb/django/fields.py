@@ -17,9 +17,10 @@ from django.db.models.sql.compiler import SQLCompiler
 from simdb.django import keys
 from simdb.errors import InvalidParameter
 from simdb.minhash import (
+    COLUMN_SIGNATURE_SPEC,
     DEFAULT_PERMUTATIONS,
     DEFAULT_THRESHOLD,
-    MINHASH_SPEC_VERSION,
+    KEYED_SPEC,
     document_signatures,
 )
 from simdb.modes.jaccard import JaccardIndex as JaccardLayout
@@ -180,12 +181,17 @@ class SignatureField(SourcedField):
         source: str | None = None,
         permutations: int = DEFAULT_PERMUTATIONS,
         features: str = "word:3",
-        signature_spec: int = MINHASH_SPEC_VERSION,
+        signature_spec: int = COLUMN_SIGNATURE_SPEC,
         **kwargs: Any,
     ) -> None:
         self.permutations = permutations
         self.features = features
         self.parsed_features = Features.parse(features)
+        if signature_spec == KEYED_SPEC:
+            raise InvalidParameter(
+                f"signature spec {signature_spec} keys a sketch to one index's bands, not to a column",
+                f"use signature_spec={COLUMN_SIGNATURE_SPEC} (the default) for a SignatureField",
+            )
         self.signature_spec = signature_spec
         self.layout()  # refuses bad permutations or spec now
         super().__init__(*args, source=source, **kwargs)

@@ -12,7 +12,7 @@ from django.db.backends.ddl_references import Reference, Statement
 
 from simdb.django import keys
 from simdb.errors import InvalidParameter
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, MINHASH_SPEC_VERSION
+from simdb.minhash import COLUMN_SIGNATURE_SPEC, DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 from simdb.modes.jaccard import JaccardIndex as JaccardLayout
 from simdb.modes.simhash import SimhashIndex as Layout
 
@@ -154,7 +154,7 @@ class JaccardIndex(_BtreesIndex):
         name: str,
         threshold: float = DEFAULT_THRESHOLD,
         permutations: int = DEFAULT_PERMUTATIONS,
-        signature_spec: int = MINHASH_SPEC_VERSION,
+        signature_spec: int = COLUMN_SIGNATURE_SPEC,
     ) -> None:
         self._field_name(fields, "signature")
         self.threshold, self.permutations, self.signature_spec = threshold, permutations, signature_spec

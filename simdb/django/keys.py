@@ -10,8 +10,8 @@ from psycopg import sql
 from simdb.bits import to_hex, to_signed
 from simdb.blocks import Table
 from simdb.minhash import UInt64Array
-from simdb.modes.jaccard import ESTIMATES, JaccardSpec
 from simdb.modes.jaccard import JaccardIndex as JaccardLayout
+from simdb.modes.jaccard import JaccardSpec
 from simdb.modes.simhash import SimhashIndex as Layout
 from simdb.modes.simhash import SimhashSpec
 from simdb.modes.widths import width
@@ -68,10 +68,10 @@ def db_value(bits: int, fingerprint: int) -> int | str:
 def estimate(made: JaccardLayout, a: str, b: str) -> str:
     """The Jaccard similarity two signatures estimate (SQL texts), as simdb's own queries verify
     a candidate under the index's signature spec, as SQL text."""
-    return render(ESTIMATES[made.signature_spec](sql.SQL(a), sql.SQL(b), made.permutations))
+    return render(made.estimate(sql.SQL(a), sql.SQL(b)))
 
 
 def band_probes(made: JaccardLayout, signature: UInt64Array) -> list[int]:
     """Each band's key of an unsigned signature, the bigint its B-tree expression gives the
     signature's column value."""
-    return [to_signed(key) for key in made.banding.keys(signature)]
+    return [to_signed(key) for key in made.band_keys(signature)]

@@ -169,8 +169,10 @@ def band_candidates(signatures: list[UInt64Array], banding: Banding) -> set[tupl
 
 
 def lsh_pairs(sketches: list[UInt64Array], threshold: float) -> set[tuple[int, int]]:
-    """The pairs a new jaccard index with this threshold returns (sketches of the newest signature
-    spec, DEFAULT_PERMUTATIONS): a shared band key, and an estimate >= t."""
+    """The pairs a new jaccard index with this threshold returns, from v2 sketches of
+    DEFAULT_PERMUTATIONS (whose signatures give the bands of every threshold: a v3 index stores
+    those bands' keys and the same check, so it returns the same pairs): a shared band key, and
+    an estimate >= t."""
     candidates = band_candidates(sketches, choose_banding(threshold, DEFAULT_PERMUTATIONS))
     return {
         (a, b)

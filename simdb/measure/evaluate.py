@@ -199,6 +199,7 @@ def evaluate(
     # signature), and simhash, on the same corpus in the same run.
     specs: list[Spec] = [
         JaccardSpec(threshold, permutations),
+        JaccardSpec(threshold, permutations, signature_spec=2),
         JaccardSpec(threshold, permutations, signature_spec=1),
         SimhashSpec(max_distance),
     ]

@@ -56,6 +56,11 @@ class Spec(ABC):
         """Sketches of many documents (None for an empty one), in one call of the kernels where
         the features allow: the unit of work of a sketching thread."""
 
+    def for_column(self) -> Spec:
+        """This spec for an application's column that the application fills itself (a mode whose
+        newest sketches suit only simdb's own tables says which to use there)."""
+        return self
+
     @abstractmethod
     def literal(self, value: Sketch) -> str:
         """A sketch as `simdb fingerprint` prints it: what SQL users paste into a query."""

@@ -1,18 +1,20 @@
 """The jaccard mode: MinHash signatures with an LSH B-tree per band, pairs at or above a threshold.
 
 A jaccard index stores each row's key and sketch (bigint[], signed with the same bits): its
-MinHash signature, and under signature spec v2 a check of 64 words after it. Each band's B-tree
-is on an expression of the signature, the band's key in the MinHash spec (XOR of rotated
-values), so plain-SQL writers are found as simdb's own rows are, and no key is stored twice.
+MinHash signature (v1), then a check of 64 words (v2); or, under signature spec v3, the
+signature's band keys, then the check. Each band's B-tree is on the band's key: under v1 and v2
+an expression of the signature (XOR of rotated values), under v3 the stored key itself. Either
+way plain-SQL writers are found as simdb's own rows are, and no key is stored twice.
 
-near: any band's key equal to the query signature's (one bitmap scan per B-tree, OR-ed); the
-candidates are verified (v1: the share of equal signature positions; v2: the check's differing
-bits) and kept at or above $2. pairs: each band's key joined with itself, candidate pairs kept
-once and verified the same way.
+near: any band's key equal to the query sketch's (one bitmap scan per B-tree, OR-ed); the
+candidates are verified (v1: the share of equal signature positions; v2, v3: the check's
+differing bits) and kept at or above $2. pairs: each band's key joined with itself, candidate
+pairs kept once and verified the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,9 +34,11 @@ from simdb.connection import Connection
 from simdb.errors import InvalidParameter
 from simdb.minhash import (
     CHECK_BINS,
+    CHECK_WORDS,
+    COLUMN_SIGNATURE_SPEC,
     DEFAULT_PERMUTATIONS,
     DEFAULT_THRESHOLD,
-    EXTRA_WORDS,
+    KEYED_SPEC,
     MINHASH_SPEC_VERSION,
     SIGNATURE_SPECS,
     Banding,
@@ -46,6 +50,7 @@ from simdb.minhash import (
     document_signatures,
     from_stored,
     similarity,
+    sketch_size,
     to_stored,
 )
 from simdb.modes.base import CUTOFF, SKETCH, Index, Sketch, Spec
@@ -58,24 +63,37 @@ PAIRS_MIN_SIMILARITY = sql.SQL("$1")  # the only parameter of the pairs statemen
 class JaccardSpec(Spec):
     """Pairs whose estimated Jaccard similarity reaches `threshold`, from signatures of
     `permutations` MinHash values; the LSH bands are chosen for the two. `signature_spec`: v2
-    (the default) verifies candidates with a 4096-bit check, v1 with the signature itself."""
+    verifies candidates with a 4096-bit check, v1 with the signature itself; v3 (the default)
+    stores the band keys in place of the signature, beside v2's check."""
 
     threshold: float = DEFAULT_THRESHOLD
     permutations: int = DEFAULT_PERMUTATIONS
-    signature_spec: int = MINHASH_SPEC_VERSION
+    signature_spec: int | None = None  # None: the newest (MINHASH_SPEC_VERSION), or v2 in a column
 
     mode = "jaccard"
 
+    @property
+    def version(self) -> int:
+        """The signature spec this spec's sketches follow."""
+        return MINHASH_SPEC_VERSION if self.signature_spec is None else self.signature_spec
+
+    def for_column(self) -> JaccardSpec:
+        """An application's column keeps v2 sketches unless told otherwise: v3's band keys
+        belong to one index's threshold, and the application computes them itself."""
+        if self.signature_spec is not None:
+            return self
+        return dataclasses.replace(self, signature_spec=COLUMN_SIGNATURE_SPEC)
+
     def build(self, name: str, features: Features, expected_rows: int) -> JaccardIndex:
         banding = choose_banding(self.threshold, self.permutations)
-        spec = check_signature_spec(self.signature_spec)
+        spec = check_signature_spec(self.version)
         return JaccardIndex(name, features, expected_rows, self.threshold, self.permutations, banding, spec)
 
     def sketch(self, content: Content, features: Features) -> UInt64Array:
-        return document_signature(content, features, self.permutations, self.signature_spec)
+        return document_signature(content, features, self.permutations, self.version, self.threshold)
 
     def sketches(self, contents: list[Content], features: Features) -> list[Sketch | None]:
-        return list(document_signatures(contents, features, self.permutations, self.signature_spec))
+        return list(document_signatures(contents, features, self.permutations, self.version, self.threshold))
 
     def literal(self, value: Sketch) -> str:
         """A PostgreSQL array of signed bigints, for simdb.similar('NAME', '{...}') or an INSERT."""
@@ -197,23 +215,20 @@ def estimate(a: sql.Composable, b: sql.Composable, permutations: int) -> sql.Com
     ).format(a=a, b=b, n=sql.Literal(permutations))
 
 
-def check_estimate(a: sql.Composable, b: sql.Composable, permutations: int) -> sql.Composed:
-    """Signature spec v2: 1 - (differing bits of the two checks) / 2048, at least 0 (the value
-    minhash.check_similarity computes, to the last bit)."""
+def check_estimate(a: sql.Composable, b: sql.Composable, first: int) -> sql.Composed:
+    """Signature specs v2 and v3: 1 - (differing bits of the two checks, the CHECK_WORDS values
+    from position `first`) / 2048, at least 0 (the value minhash.check_similarity computes, to
+    the last bit)."""
     return sql.SQL(
         "greatest(0, 1 - (SELECT sum(bit_count(({a}[i] # {b}[i])::bit(64)))"
         " FROM generate_series({first}, {last}) AS i)::double precision / {half})"
     ).format(
         a=a,
         b=b,
-        first=sql.Literal(permutations + 1),
-        last=sql.Literal(permutations + EXTRA_WORDS[2]),
+        first=sql.Literal(first),
+        last=sql.Literal(first + CHECK_WORDS - 1),
         half=sql.Literal(CHECK_BINS // 2),
     )
-
-
-# How a candidate is verified in SQL, by signature spec.
-ESTIMATES = {1: estimate, 2: check_estimate}
 
 
 @dataclass(frozen=True)
@@ -258,22 +273,30 @@ class JaccardIndex(Index):
         )
 
     def upgraded(self) -> Self | None:
-        """Signature spec v2 stores longer sketches and verifies them with other SQL, so a v1
-        index is not moved in place: a new index is made beside it."""
+        """Each newer signature spec stores other sketches under other B-trees (v2 longer ones
+        verified by other SQL, v3 band keys in place of the signature), so an older index is not
+        moved in place: a new index is made beside it."""
         if self.signature_spec == MINHASH_SPEC_VERSION:
             return None
         newest = MINHASH_SPEC_VERSION
         raise InvalidParameter(
             f"jaccard index {self.name!r} keeps signature spec v{self.signature_spec}: v{newest} stores "
-            "longer sketches and cannot replace them in place",
+            "other sketches under other B-trees and cannot replace them in place",
             f"attach or ingest the same sources into a new index (it gets v{newest}), "
             f"then drop {self.name!r}",
         )
 
     @property
     def sketch_size(self) -> int:
-        """Values of a stored sketch: the signature, then the check's words (spec v2)."""
-        return self.permutations + EXTRA_WORDS[self.signature_spec]
+        """Values of a stored sketch: the signature or the band keys (v3), then the check's words."""
+        return sketch_size(self.signature_spec, self.permutations, self.banding)
+
+    def estimate(self, a: sql.Composable, b: sql.Composable) -> sql.Composed:
+        """The Jaccard similarity two sketches estimate, in SQL, as this index verifies a
+        candidate: the share of equal signature positions (v1), or the checks' differing bits."""
+        if self.signature_spec == 1:
+            return estimate(a, b, self.permutations)
+        return check_estimate(a, b, self.sketch_size - CHECK_WORDS + 1)
 
     def similarity(self, a: UInt64Array, b: UInt64Array) -> float:
         """The Jaccard similarity two sketches of this index estimate, as its SQL verifies it."""
@@ -400,13 +423,34 @@ class JaccardIndex(Index):
         ).format(c=column, n=sql.Literal(self.sketch_size))
 
     def btree_keys(self, sketch: sql.Composable) -> list[sql.Composable]:
-        """Each band's key of a signature."""
+        """Each band's key of a sketch: a stored value (v3), or an expression of the signature."""
+        if self.signature_spec == KEYED_SPEC:
+            return [sql.SQL("({})[{}]").format(sketch, sql.Literal(n + 1)) for n in range(self.banding.bands)]
         return [band_key(self.banding, number, sketch) for number in range(self.banding.bands)]
+
+    def band_keys(self, sketch: UInt64Array) -> list[int]:
+        """The unsigned key of each band of a sketch, as its B-trees hold them."""
+        if self.signature_spec == KEYED_SPEC:
+            return [int(key) for key in sketch[: self.banding.bands]]
+        return self.banding.keys(sketch)
+
+    def query_key(self, sketch: sql.Composable, number: int) -> sql.Composable:
+        """Band `number`'s key of the query sketch in table_near_statement: a value of the
+        sketch (v3), or one of the keys its CTE q computed once."""
+        if self.signature_spec == KEYED_SPEC:
+            return sql.SQL("({})[{}]").format(sketch, sql.Literal(number + 1))
+        return sql.SQL("(SELECT q.k[{}] FROM q)").format(sql.Literal(number + 1))
+
+    def query_keys(self, sketch: sql.Composable) -> sql.Composable:
+        """The query's band keys for its CTE q: none to compute under v3, else band_keys_array."""
+        if self.signature_spec == KEYED_SPEC:
+            return sql.SQL("NULL::bigint[]")
+        return band_keys_array(self.banding, sketch)
 
     nearest_first = sql.SQL("ORDER BY 2 DESC, 1")
 
     def score(self, stored: sql.Composable, query: sql.Composable) -> sql.Composable:
-        return ESTIMATES[self.signature_spec](stored, query, self.permutations)
+        return self.estimate(stored, query)
 
     def keeps(self, score: sql.Composable, cutoff: sql.Composable) -> sql.Composable:
         return sql.SQL("{} >= {}").format(score, cutoff)
@@ -420,7 +464,8 @@ class JaccardIndex(Index):
         and the estimate read: a parameter subscripted in each scan's condition and for each
         candidate costs more than the scans (in a generic plan, every subscript fetches it). The
         keys come from one band's expression run for each band (band_keys_array), not from 16
-        band_key expressions: some 45 operators to set up per execution instead of some 700."""
+        band_key expressions: some 45 operators to set up per execution instead of some 700.
+        Under v3 the keys are the sketch's first values, each subscripted once, by its scan."""
         stored = sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))
         return sql.SQL(
             "WITH q AS MATERIALIZED (SELECT {sketch} AS s, {keys} AS k)"
@@ -429,12 +474,12 @@ class JaccardIndex(Index):
             " ORDER BY c.similarity DESC, c.key"
         ).format(
             sketch=sketch,
-            keys=band_keys_array(self.banding, sketch),
+            keys=self.query_keys(sketch),
             check=self.sketch_check(sketch),
-            similarity=ESTIMATES[self.signature_spec](stored, sql.SQL("q.s"), self.permutations),
+            similarity=self.estimate(stored, sql.SQL("q.s")),
             table=self.table,
             probes=sql.SQL(" OR ").join(
-                sql.SQL("{} = (SELECT q.k[{}] FROM q)").format(row, sql.Literal(number + 1))
+                sql.SQL("{} = {}").format(row, self.query_key(sketch, number))
                 for number, row in enumerate(self.btree_keys(stored))
             ),
             wanted=cutoff,
@@ -445,9 +490,7 @@ class JaccardIndex(Index):
         then read once and estimated in SQL."""
         rows = self.placement.read_rows(conn, self.table, self.btree_keys(sql.SQL("r.signature")))
         first, second = pairing.sharing(rows.values)
-        estimate = ESTIMATES[self.signature_spec](
-            sql.SQL("a.signature"), sql.SQL("b.signature"), self.permutations
-        )
+        estimate = self.estimate(sql.SQL("a.signature"), sql.SQL("b.signature"))
         keep = sql.SQL("s.score >= %s")
         statement = self.placement.pairs_of(self.table, estimate, keep)
         return statement, [rows.at(first), rows.at(second), cutoff]
@@ -469,9 +512,7 @@ class JaccardIndex(Index):
             " FROM ({joins}) AS p JOIN {table} AS a ON a.key = p.a JOIN {table} AS b ON b.key = p.b"
             " OFFSET 0) AS c WHERE c.similarity >= {wanted}"
         ).format(
-            similarity=ESTIMATES[self.signature_spec](
-                sql.SQL("a.signature"), sql.SQL("b.signature"), self.permutations
-            ),
+            similarity=self.estimate(sql.SQL("a.signature"), sql.SQL("b.signature")),
             joins=joins,
             table=rows,
             wanted=PAIRS_MIN_SIMILARITY,

@@ -9,7 +9,7 @@ import click
 import pytest
 from support import simdb
 
-from simdb.cli import main
+from simdb.cli import all_commands, main
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -17,7 +17,8 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """The path of every command below `group`, subcommands of nested groups included."""
     found = []
-    for name, command in sorted(group.commands.items()):
+    commands = all_commands() if group is main else group.commands
+    for name, command in sorted(commands.items()):
         found.append((*prefix, name))
         if isinstance(command, click.Group):
             found += _commands(command, (*prefix, name))

@@ -4,6 +4,7 @@ suggest only what can be done."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shlex
@@ -13,15 +14,15 @@ import click
 import pytest
 from support import simdb
 
-from simdb.cli import main
+from simdb.cli import COMMAND_MODULES, all_commands, main
 from simdb.cli.examples import EXAMPLES
 from simdb.planner import designs
 
 
 def _commands() -> dict[str, click.Command]:
     """Every command by name, and each group's subcommands as "group sub" (issue 27 item 18)."""
-    found = dict(main.commands)
-    for name, command in main.commands.items():
+    found = all_commands()
+    for name, command in all_commands().items():
         if isinstance(command, click.Group):
             found.update({f"{name} {sub}": each for sub, each in command.commands.items()})
     return found
@@ -124,3 +125,14 @@ def test_pairs_help_says_how_pairs_are_found_now(capsys: pytest.CaptureFixture[s
     assert code == 0 and "permuted column" not in text and "band-key column" not in text
     assert "from each permuted table's prefixes sorted in memory and compared run by run" in text
     assert "from each band's keys sorted the same way" in text
+
+
+def test_each_command_loads_from_the_module_that_defines_it() -> None:
+    """COMMAND_MODULES (what loads when a command runs) names every command of every module of
+    simdb.cli, and only those."""
+    defined = {}
+    for module in ("admin", "data", "search", "measure", "serve", "server"):
+        for command in importlib.import_module(f"simdb.cli.{module}").COMMANDS:
+            defined[command.name] = module
+    assert defined == COMMAND_MODULES
+    assert main.get_command(click.Context(main), "nonsense") is None

@@ -7,6 +7,8 @@ errors exit 2.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import os
 import sys
@@ -14,7 +16,7 @@ import sys
 import click
 import psycopg
 
-from simdb.cli import admin, data, examples, measure, search, serve, server
+from simdb.cli import examples
 from simdb.cli.common import DSN_HELP, Settings
 from simdb.errors import DatabaseUnavailable, SimdbError, during_interrupt
 
@@ -25,7 +27,58 @@ class _ReaderGone(Exception):
     """Output went to a pipe whose reader has closed it (click would end such a command with 1)."""
 
 
+# Which module of simdb.cli defines each command: a command's module, and the library it
+# calls, load only when it runs (`simdb query` does not import ingest's or attach's code).
+# tests/test_help.py checks this against each module's COMMANDS.
+COMMAND_MODULES = {
+    **dict.fromkeys(
+        (
+            "init",
+            "create",
+            "distribute",
+            "attach",
+            "sync",
+            "status",
+            "reindex",
+            "plan",
+            "list",
+            "drop",
+            "grant",
+        ),
+        "admin",
+    ),
+    **dict.fromkeys(("ingest", "delete", "prune"), "data"),
+    **dict.fromkeys(("query", "pairs", "clusters", "dedup", "export", "fingerprint"), "search"),
+    **dict.fromkeys(("calibrate", "bench"), "measure"),
+    "serve": "serve",
+    "db": "server",
+}
+
+
+@functools.cache
+def module_commands(module: str) -> dict[str, click.Command]:
+    """The commands of simdb.cli.`module`, each with its examples as the --help epilog."""
+    commands: list[click.Command] = importlib.import_module(f"simdb.cli.{module}").COMMANDS
+    for command in commands:
+        command.epilog = examples.epilog(str(command.name))
+        for sub in command.commands.values() if isinstance(command, click.Group) else ():
+            sub.epilog = examples.epilog(f"{command.name} {sub.name}")
+    return {str(command.name): command for command in commands}
+
+
+def all_commands() -> dict[str, click.Command]:
+    """Every command by name, each module loaded (for --help's list and the tests)."""
+    return {name: module_commands(module)[name] for name, module in sorted(COMMAND_MODULES.items())}
+
+
 class _Commands(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        return None if module is None else module_commands(module).get(cmd_name)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Each command with its whole first sentence, wrapped (click would cut it at the width)."""
         rows = []
@@ -63,14 +116,6 @@ def main(ctx: click.Context, dsn: str | None) -> None:
       simdb query docs --file ./my-folder/a.txt
     """
     ctx.obj = Settings(dsn)
-
-
-for module in (admin, data, search, measure, server, serve):
-    for command in module.COMMANDS:
-        command.epilog = examples.epilog(str(command.name))
-        for sub in command.commands.values() if isinstance(command, click.Group) else ():
-            sub.epilog = examples.epilog(f"{command.name} {sub.name}")
-        main.add_command(command)
 
 
 def run(args: list[str] | None = None) -> None:

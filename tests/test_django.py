@@ -461,6 +461,8 @@ def test_jaccard_deconstruct_round_trip(migrated: str) -> None:
     )
     assert SignatureField(**kwargs).deconstruct()[3] == kwargs
     assert SignatureField(permutations=64).deconstruct()[3] == {"permutations": 64, "signature_spec": 2}
+    with pytest.raises(InvalidParameter, match="keys a sketch to one index's bands"):
+        SignatureField(signature_spec=3)  # v3's keys belong to one threshold, a column to none
     with pytest.raises(InvalidParameter, match="one field"):
         JaccardIndex(fields=["a", "b"], name="two")
     with pytest.raises(InvalidParameter, match="pair"):

@@ -138,8 +138,7 @@ def document_signatures(
     """document_signature() of each document, None where it has no shingles. Text features take
     one compiled call for all of them, outside the GIL (see simhash.fingerprints); bytes
     features, long texts and streams are sketched a piece at a time (_sketch_of_pieces)."""
-    banding = choose_banding(threshold, permutations) if check_signature_spec(spec) == KEYED_SPEC else None
-    bins = CHECK_BINS if spec != 1 else 0  # v1 has no check
+    bins = CHECK_BINS if check_signature_spec(spec) != 1 else 0  # v1 has no check
     found, whole, texts = sorted_out(
         contents,
         features,
@@ -160,14 +159,15 @@ def document_signatures(
         )
         for at, row, has in zip(whole, values, present, strict=True):
             found[at] = row if has else None
-    if banding is None:
+    if spec != KEYED_SPEC:
         return found
-    return [None if value is None else keyed(value, banding, permutations) for value in found]
+    return [None if value is None else keyed(value, permutations, threshold) for value in found]
 
 
-def keyed(sketch_v2: UInt64Array, banding: Banding, permutations: int) -> UInt64Array:
-    """Signature spec v3 of a v2 sketch: the signature's band keys, then the same check."""
-    keys = banding.keys_of(sketch_v2[None, :permutations])[0]
+def keyed(sketch_v2: UInt64Array, permutations: int, threshold: float) -> UInt64Array:
+    """Signature spec v3 of a v2 sketch: the band keys of the signature for `threshold`, then
+    the same check."""
+    keys = choose_banding(threshold, permutations).keys_of(sketch_v2[None, :permutations])[0]
     return np.concatenate([keys, sketch_v2[permutations:]])
 
 
@@ -255,7 +255,7 @@ def sketch(
     if found is None:
         raise EmptyDocument("the document has no shingles")
     if spec == KEYED_SPEC:
-        return keyed(found, choose_banding(threshold, permutations), permutations)
+        return keyed(found, permutations, threshold)
     return found
 
 
@@ -321,6 +321,7 @@ def _false_negative_area(threshold: float, bands: int, rows: int) -> float:
     return float(np.trapezoid((1 - s**rows) ** bands, s))
 
 
+@functools.cache  # (some 20 ms of integrals; a v3 sketch asks for its index's banding each time)
 def choose_banding(
     threshold: float = DEFAULT_THRESHOLD,
     permutations: int = DEFAULT_PERMUTATIONS,

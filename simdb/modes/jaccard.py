@@ -438,7 +438,7 @@ class JaccardIndex(Index):
         """Band `number`'s key of the query sketch in table_near_statement: a value of the
         sketch (v3), or one of the keys its CTE q computed once."""
         if self.signature_spec == KEYED_SPEC:
-            return sql.SQL("({})[{}]").format(sketch, sql.Literal(number + 1))
+            return self.btree_keys(sketch)[number]
         return sql.SQL("(SELECT q.k[{}] FROM q)").format(sql.Literal(number + 1))
 
     def query_keys(self, sketch: sql.Composable) -> sql.Composable:

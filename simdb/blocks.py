@@ -57,6 +57,12 @@ class Table:
         exact; past 64 bits a prefix is as selective as anything a table can hold)."""
         return KEY_BITS - min(self.prefix_bits, KEY_BITS)
 
+    @property
+    def prefix_mask(self) -> int:
+        """The fingerprint's bits that form the prefix: two fingerprints share this table's
+        prefix if and only if they agree on all of them."""
+        return sum(((1 << move.width) - 1) << move.source for move in self.moves if move.target >= self.shift)
+
     def key(self, value: int) -> int:
         """The leading 64 bits of the permuted value (its prefix, cut as the B-tree's is: >> key_shift)."""
         return self.permute(value) >> (self.bits - KEY_BITS)

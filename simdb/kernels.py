@@ -1,5 +1,5 @@
-"""Compiled loops (numba) behind the fingerprint and signature specs: what numpy cannot do
-without a Python call per token or a sort per document.
+"""Compiled loops (numba) behind the fingerprint and signature specs and all pairs: what numpy
+cannot do without a Python call per token, a sort per document or a pass per candidate pair.
 
 - xxh3_64 of byte ranges (XXH3's published algorithm with its default secret and seed 0, the
   same values as the xxhash package's xxh3_64_intdigest), so tokens are hashed inside one loop;
@@ -8,13 +8,16 @@ without a Python call per token or a sort per document.
   histograms of hashes (bit counting without numpy's bincount over a copy of every byte);
 - a hash set of bounded size that collects one range of hash values at a time (spec v2's
   distinct shingles of a document of any length);
-- MinHash minima over the permutations, and signature spec v2's check.
+- MinHash minima over the permutations, and signature spec v2's check;
+- all pairs of fingerprints within k bits: a radix sort of each table's prefixes, and the runs
+  of equal prefixes compared pair by pair (simdb.pairing).
 
-Pure code over numpy arrays: simhash.py and minhash.py call it and keep their specs; the plain
-references in the tests judge both. Compiled on first use and cached beside this file (or in
-numba's per-user cache where that is not writable; NUMBA_CACHE_DIR moves it), so a later process
-only loads the machine code. A compile says so on stderr before it starts (COMPILING), once per
-process; `simdb init` and `python -m simdb.warmup` compile them up front (simdb.warmup).
+Pure code over numpy arrays: simhash.py, minhash.py and pairing.py call it and keep their specs;
+the plain references in the tests (brute force, for pairs) judge both. Compiled on first use and
+cached beside this file (or in numba's per-user cache where that is not writable; NUMBA_CACHE_DIR
+moves it), so a later process only loads the machine code. A compile says so on stderr before it
+starts (COMPILING), once per process; `simdb init` and `python -m simdb.warmup` compile them up
+front (simdb.warmup).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ UInt64Array = npt.NDArray[np.uint64]
 UInt8Array = npt.NDArray[np.uint8]
 
 
-COMPILING = "simdb: compiling the fingerprint kernels, once per install (10 to 30 s)..."
+COMPILING = "simdb: compiling its kernels, once per install (10 to 30 s)..."
 
 
 class _FirstCompile(event.Listener):
@@ -793,3 +796,108 @@ def signatures(
     buffer, starts = _joined(texts)
     table = np.frombuffer(mapping, dtype=np.uint8)
     return _signatures(buffer, starts, chars, table, _SECRET, n, multiplier, seeds, check, probes)
+
+
+# All pairs (simdb.pairing): each row's prefix and position packed in one word, the words radix
+# sorted, each run of equal prefixes compared pair by pair.
+
+
+_ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@_compiled
+def _sorted_high(values: UInt64Array, low: int, bits: int) -> UInt64Array:
+    """The values ordered by their bits low .. low + bits - 1 and, among equals, as they came: an
+    LSD radix sort of at most 11 bits a pass, linear in the rows where a comparison sort is not."""
+    passes = (bits + 10) // 11
+    if passes == 0:
+        return values
+    digit = (bits + passes - 1) // passes
+    mask = np.uint64((1 << digit) - 1)
+    spare = np.empty_like(values)
+    for step in range(passes):
+        shift = np.uint64(low + step * digit)
+        starts = np.zeros((1 << digit) + 1, dtype=np.int64)
+        for value in values:
+            starts[((value >> shift) & mask) + np.uint64(1)] += 1
+        for bucket in range(1 << digit):
+            starts[bucket + 1] += starts[bucket]
+        for value in values:
+            bucket = (value >> shift) & mask
+            spare[starts[bucket]] = value
+            starts[bucket] += 1
+        values, spare = spare, values
+    return values
+
+
+@_inline
+def _popcount(value: np.uint64) -> np.uint64:
+    """The bits set in a word (the classic SWAR sum, which LLVM turns into one instruction)."""
+    pairs = np.uint64(0x3333333333333333)
+    value = value - ((value >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    value = (value & pairs) + ((value >> np.uint64(2)) & pairs)
+    value = (value + (value >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (value * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@_compiled
+def close_pairs(
+    fingerprints: UInt64Array,
+    prefix: npt.NDArray[np.int64],
+    own: np.uint64,
+    earlier: UInt64Array,
+    max_distance: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(i, j), i < j, of the fingerprints that agree on all the bits of mask `own` (share one
+    table's prefix) and differ in at most `max_distance` bits, except those that agree on all
+    the bits of one of the `earlier` masks (an earlier table found them): each pair once.
+
+    `prefix` lists the table's prefix blocks as (source, width, target) rows, the target
+    counted from the prefix's lowest bit. The prefix and the row's position share one word, the
+    prefix cut to the bits the position leaves (a cut prefix groups more rows, never fewer; the
+    whole prefix is compared within the run)."""
+    rows = len(fingerprints)
+    position_bits = max(1, int(np.ceil(np.log2(max(rows, 2)))))
+    prefix_bits = 0
+    for _, width, target in prefix:
+        prefix_bits = max(prefix_bits, target + width)
+    kept_bits = min(prefix_bits, 64 - position_bits)
+    cut = np.uint64(prefix_bits - kept_bits)
+    packed = np.empty(rows, dtype=np.uint64)
+    for row in range(rows):
+        value, key = fingerprints[row], np.uint64(0)
+        for source, width, target in prefix:
+            block = (value >> np.uint64(source)) & (_ALL_BITS >> np.uint64(64 - width))
+            key |= block << np.uint64(target)
+        packed[row] = ((key >> cut) << np.uint64(position_bits)) | np.uint64(row)
+    packed = _sorted_high(packed, position_bits, kept_bits)
+
+    first, second = np.empty(1024, dtype=np.int64), np.empty(1024, dtype=np.int64)
+    count, start = 0, 0
+    limit, low = np.uint64(max_distance), np.uint64(position_bits)
+    positions = np.uint64((1 << position_bits) - 1)
+    while start < rows:
+        end = start + 1
+        while end < rows and (packed[end] >> low) == (packed[start] >> low):
+            end += 1
+        for a in range(start, end - 1):
+            i = np.int64(packed[a] & positions)  # the lower position: the sort kept their order
+            value = fingerprints[i]
+            for b in range(a + 1, end):
+                j = np.int64(packed[b] & positions)
+                differ = value ^ fingerprints[j]
+                if _popcount(differ) > limit or differ & own != 0:
+                    continue
+                found_before = False
+                for mask in earlier:
+                    if differ & mask == 0:
+                        found_before = True
+                        break
+                if found_before:
+                    continue
+                if count == len(first):
+                    first, second = np.concatenate((first, first)), np.concatenate((second, second))
+                first[count], second[count] = i, j
+                count += 1
+        start = end
+    return first[:count].copy(), second[:count].copy()

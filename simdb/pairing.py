@@ -1,10 +1,12 @@
-"""All pairs among rows held in memory, by sorting (pure numpy): within k bits of 64-bit
-fingerprints, or sharing a band key (MinHash LSH).
+"""All pairs among rows held in memory, by sorting: within k bits of 64-bit fingerprints, or
+sharing a band key (MinHash LSH).
 
 The same permuted tables as the index (Manku et al.'s batch mode): two fingerprints within k
 bits share some table's prefix, so sorting the rows by each table's prefix puts every candidate
-pair in one run of equal prefixes, where numpy compares them all at once. In PostgreSQL the
-same work is a hash self-join per table, which costs several times more per candidate pair.
+pair in one run of equal prefixes. For fingerprints a compiled kernel radix-sorts the prefixes
+and compares each run pair by pair (simdb.kernels.close_pairs), keeping a pair only in the first
+table whose prefix it shares; band keys are sorted and compared in numpy. In PostgreSQL the same
+work is a hash self-join per table, which costs several times more per candidate pair.
 """
 
 from __future__ import annotations
@@ -19,14 +21,11 @@ from simdb.errors import InvalidParameter
 Positions = np.ndarray  # int64 row positions
 
 
-def prefixes(fingerprints: np.ndarray, table: Table) -> np.ndarray:
-    """Each unsigned 64-bit fingerprint's prefix in `table` (as Table.prefix computes one value)."""
-    result = np.zeros(len(fingerprints), dtype=np.uint64)
-    for move in table.moves:
-        if move.target >= table.shift:  # the blocks of the prefix
-            block = (fingerprints >> np.uint64(move.source)) & np.uint64((1 << move.width) - 1)
-            result |= block << np.uint64(move.target - table.shift)
-    return result
+def prefix_blocks(table: Table) -> np.ndarray:
+    """The blocks of a table's prefix as (source, width, target) rows, the target counted from
+    the prefix's lowest bit (as Table.prefix computes one value)."""
+    blocks = [(move.source, move.width, move.target - table.shift) for move in table.moves]
+    return np.array([block for block in blocks if block[2] >= 0], dtype=np.int64).reshape(-1, 3)
 
 
 def within(
@@ -40,11 +39,14 @@ def within(
             f"give 64-bit fingerprints and a distance of 0..{plan.max_distance}",
         )
 
-    def close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.asarray(np.bitwise_count(a ^ b) <= max_distance)
+    from simdb import kernels  # (numba loads with the first pairs, not with the CLI)
 
-    runs = [_in_runs(prefixes(fingerprints, table), (fingerprints, close)) for table in plan.tables]
-    i, j = _once(runs, len(fingerprints))
+    masks = np.array([table.prefix_mask for table in plan.tables], dtype=np.uint64)
+    found = [
+        kernels.close_pairs(fingerprints, prefix_blocks(table), masks[number], masks[:number], max_distance)
+        for number, table in enumerate(plan.tables)
+    ]
+    i, j = _ordered(found, len(fingerprints))
     return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
 
 
@@ -56,9 +58,16 @@ def sharing(keys: list[np.ndarray]) -> tuple[Positions, Positions]:
 
 def _once(found: list[tuple[Positions, Positions]], rows: int) -> tuple[Positions, Positions]:
     """The pairs found by several tables or bands, once, ordered."""
+    return _ordered(found, rows, np.unique)
+
+
+def _ordered(
+    found: list[tuple[Positions, Positions]], rows: int, order: Callable[[np.ndarray], np.ndarray] = np.sort
+) -> tuple[Positions, Positions]:
+    """The pairs found by several tables or bands, in order of (i, j)."""
     first = np.concatenate([np.empty(0, dtype=np.int64), *(f[0] for f in found)])
     second = np.concatenate([np.empty(0, dtype=np.int64), *(f[1] for f in found)])
-    i, j = np.divmod(np.unique(first * rows + second), max(rows, 1))
+    i, j = np.divmod(order(first * rows + second), max(rows, 1))
     return i, j
 
 

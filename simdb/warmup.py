@@ -1,14 +1,18 @@
-"""Compile simdb's fingerprint kernels up front, where a user expects to wait.
+"""Compile simdb's kernels up front, where a user expects to wait.
 
 numba compiles simdb.kernels on their first use and caches the machine code on disk (about 10 s,
 once per install). `simdb init` and `python -m simdb.warmup` (for an image or an install script,
 no database needed) call warm(): every kernel the fingerprint and signature specs use, for every
-feature kind, spec version and width, is compiled or, when the cache already holds it, loaded.
+feature kind, spec version and width, and the pairing of fingerprints, is compiled or, when the
+cache already holds it, loaded.
 """
 
 from __future__ import annotations
 
-from simdb import minhash, simhash
+import numpy as np
+
+from simdb import minhash, pairing, simhash
+from simdb.blocks import BlockPlan
 from simdb.simhash import Features
 
 # Short text goes through the batched kernels; text longer than a piece, and any bytes features,
@@ -19,13 +23,14 @@ _FEATURES = (Features("word", 3), Features("char", 5), Features("bytes", 4))
 
 
 def warm() -> None:
-    """Compile (or load) every kernel that fingerprints and signatures call."""
+    """Compile (or load) every kernel that fingerprints, signatures and all pairs call."""
     documents = [_SHORT, _LONG]
     for features in _FEATURES:
         for spec in (1, 2):
             for bits in (64, 128):
                 simhash.fingerprints(documents, features, spec, bits)
             minhash.document_signatures(documents, features, minhash.DEFAULT_PERMUTATIONS, spec)
+    pairing.within(np.arange(2, dtype=np.uint64), BlockPlan(1, 2), 1)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,16 @@ def test_some_table_has_equal_prefixes_within_k(case: tuple[BlockPlan, int, int]
 
 @settings(max_examples=500)
 @given(pair_within())
+def test_prefix_mask_holds_the_bits_of_the_prefix(case: tuple[BlockPlan, int, int]) -> None:
+    # two fingerprints share a table's prefix exactly when they agree under its mask (pairing's test)
+    plan, a, b = case
+    for table in plan.tables:
+        assert (table.prefix(a) == table.prefix(b)) == ((a ^ b) & table.prefix_mask == 0)
+        assert table.prefix_mask.bit_count() == table.prefix_bits
+
+
+@settings(max_examples=500)
+@given(pair_within())
 def test_signed_prefixes_agree_with_unsigned_ones(case: tuple[BlockPlan, int, int]) -> None:
     # SQL compares bigint >> shift (an arithmetic shift of the signed value): the same test
     plan, stored, query = case

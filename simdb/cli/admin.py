@@ -36,13 +36,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 @dsn_option
 @click.pass_context
 def init(ctx: click.Context) -> None:
-    """Create or migrate simdb's schema and compile the fingerprint kernels (commands that write
+    """Create or migrate simdb's schema and compile its kernels (commands that write
     create the schema on first use, and the first command that fingerprints compiles the kernels)."""
     with database(ctx, create_schema=True):
         pass
     click.echo(f"simdb schema is at revision {schema.HEAD}")
     warmup.warm()
-    click.echo("fingerprint kernels are compiled")
+    click.echo("kernels are compiled (fingerprints, signatures, all pairs)")
 
 
 def _workload(default: str | None) -> Callable[[F], F]:

@@ -36,6 +36,16 @@ def test_distinct_keeps_each_value_once_in_first_seen_order(values: list[int], r
     assert found == list(dict.fromkeys(values)) and sorted(found) == np.unique(array).tolist()
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b" ", b"  ", b"a", b"Zz", b"x" * 17, b"y" * 40, b"\xc3\xa9"]), max_size=60))
+def test_word_units_split_on_runs_of_spaces_wherever_they_are(parts: list[bytes]) -> None:
+    # leading, trailing and repeated spaces, tokens of 1 to 16 bytes and longer, the mapping applied
+    text = b"".join(parts)
+    lower = bytes(range(256)).translate(bytes.maketrans(b"Z", b"z"))
+    tokens = [token.replace(b"Z", b"z") for token in text.split(b" ") if token]
+    assert kernels.word_units(text, lower).tolist() == [xxhash.xxh3_64_intdigest(t) for t in tokens]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=120))
 def test_units_of_any_text_are_the_xxh3_of_its_tokens_and_characters(text: str) -> None:

@@ -37,7 +37,7 @@ WIDTHS = (64, 128)  # fingerprint widths in bits; 64 is the default
 WORD = 64  # bits of one shingle hash
 
 TOKEN_PATTERN = re.compile(r"\w+")
-_HIGH_BYTE = re.compile(rb"[\x80-\xff]")  # a byte of a non-ASCII character in UTF-8
+_NOT_WORD = re.compile(r"[^\w\x00]+")  # what separates tokens, except the NUL between pieces
 SHINGLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 WIDE_KEY = np.uint64(0x6A09E667F3BCC908)  # frac(sqrt(2)) * 2^64: the second word's hashes for 128 bits
 FEATURE_KINDS = ("word", "char", "bytes")
@@ -126,29 +126,38 @@ def token_text(text: str) -> bytes:
     separated by spaces (runs of them; a token never holds one).
 
     Byte-level fast path, exact for any text: ASCII non-word characters become spaces and ASCII
-    letters lower case; only the pieces holding non-ASCII characters (found by their bytes above
-    0x7F, up to the ASCII separators around them) are normalised, case-folded and go through the
-    regular expression. That is the same as normalising the whole text: NFKC has a boundary
-    before every ASCII character (each is a starter that nothing before it composes with), so it
-    works piece by piece, and a piece is normalised with the separator before it, which a
-    combining mark can compose with ("<" and U+0338 make U+226E). Case folding maps character
-    by character.
+    letters lower case; only the pieces holding non-ASCII characters (runs of bytes between
+    those spaces) are normalised, case-folded and split by the regular expression. That is the
+    same as normalising the whole text: NFKC has a boundary before every ASCII character (each
+    is a starter that nothing before it composes with), so it works piece by piece, and case
+    folding maps character by character. A combining mark at the start of a piece could compose
+    only with the ASCII separator before it ("<" and U+0338 make U+226E), which gives no word
+    character either way. All the pieces of a text go through NFKC, case folding and the
+    expression in one call each, joined by NUL (which they cannot hold: it is an ASCII
+    separator, and neither NFKC nor case folding produces it).
     """
     raw = text.encode("utf-8")
     spaced = raw.translate(ASCII_WORDS)
     if text.isascii():  # NFKC is the identity on ASCII and casefold is lower-casing
         return spaced
-    parts: list[bytes] = []
-    done = 0  # spaced[:done] is in parts
-    while high := _HIGH_BYTE.search(spaced, done):
-        start = spaced.rfind(b" ", 0, high.start()) + 1
-        end = spaced.find(b" ", high.start())
-        end = len(spaced) if end < 0 else end
-        piece = unicodedata.normalize("NFKC", raw[max(start - 1, 0) : end].decode("utf-8"))
-        parts += [spaced[done:start], " ".join(TOKEN_PATTERN.findall(piece.casefold())).encode("utf-8")]
-        done = end
-    parts.append(spaced[done:])
-    return b"".join(parts)
+    spans = _pieces(spaced)
+    pieces = normalize(b"\x00".join([raw[start:end] for start, end in spans]).decode("utf-8"))
+    words = _NOT_WORD.sub(" ", pieces).encode("utf-8").split(b"\x00")
+    between = zip([0] + [end for _, end in spans], [start for start, _ in spans] + [len(spaced)], strict=True)
+    kept = [spaced[end:start] for end, start in between]  # the ASCII around the pieces, one more part
+    return b"".join([part for pair in zip(kept, words, strict=False) for part in pair]) + kept[-1]
+
+
+def _pieces(spaced: bytes) -> list[tuple[int, int]]:
+    """Where the runs of bytes other than spaces that hold a non-ASCII character (a byte above
+    0x7F) start and end: each such byte's run, from the space before it to the space after."""
+    codes = np.frombuffer(spaced, dtype=np.uint8)
+    high, spaces = np.flatnonzero(codes > 0x7F), np.flatnonzero(codes == 0x20)
+    after = np.searchsorted(spaces, high)  # the first space after each high byte
+    bounds = np.concatenate(([-1], spaces, [len(spaced)]))
+    starts, ends = bounds[after] + 1, bounds[after + 1]
+    first = np.concatenate(([True], starts[1:] != starts[:-1]))  # one span a piece
+    return list(zip(starts[first].tolist(), ends[first].tolist(), strict=True))
 
 
 def tokens(text: str) -> list[bytes]:

@@ -326,12 +326,12 @@ class _Aliases:
         self.folders = [os.path.realpath(path) for path in paths if os.path.isdir(path)]
         self.reached: set[tuple[int, int]] = set()
 
-    def read_elsewhere(self, path: str) -> bool:
-        try:
-            link = os.path.islink(path)
-            info = os.stat(path)
-        except OSError:
+    def read_elsewhere(self, path: str, info: os.stat_result | None) -> bool:
+        """Whether the file at `path` (`info`: its os.stat, None if that failed) is read under
+        another name."""
+        if info is None:
             return False  # the read says what is wrong with it
+        link = os.path.islink(path)
         if link and stat.S_ISREG(info.st_mode) and self._read_as_itself(os.path.realpath(path)):
             return True
         if not (link or info.st_nlink > 1):
@@ -362,7 +362,7 @@ def _read_files(entries: Iterable[str | OSError], options: Options, aliases: _Al
     stored ones is passed over unread (looked up in chunks: one query per chunk)."""
     entries = iter(entries)
     while chunk := list(itertools.islice(entries, _KNOWN_CHUNK)):
-        files: list[tuple[str, str]] = []
+        files: list[tuple[str, str, os.stat_result | None]] = []
         for entry in chunk:
             if isinstance(entry, OSError):
                 folder = str(entry.filename)
@@ -371,22 +371,22 @@ def _read_files(entries: Iterable[str | OSError], options: Options, aliases: _Al
                 yield from _fail(options, folder, message, "unreadable", hint)
                 continue
             key = file_key(entry, options.root)
+            try:
+                info: os.stat_result | None = os.stat(entry)
+            except OSError:
+                info = None  # (_read_file says why)
             if key_problem(key) is not None:
                 yield Skip(shown(key), BAD_NAME, _size(entry, True))
-            elif aliases.read_elsewhere(entry):
+            elif aliases.read_elsewhere(entry, info):
                 yield Skip(key, ALIAS, _size(entry, options.raw))
             else:
-                files.append((entry, key))
-        known = options.known([key for _, key in files]) if options.known and files else {}
-        for path, key in files:
-            try:
-                info = os.stat(path)
-            except OSError:
-                info = None
+                files.append((entry, key, info))
+        known = options.known([key for _, key, _ in files]) if options.known and files else {}
+        for path, key, info in files:
             if info is not None and known.get(key) == (info.st_size, info.st_mtime_ns):
                 yield Skip(key, UNCHANGED, _size(path, options.raw))
             else:
-                yield from _read_file(path, "text", options)
+                yield from _read_file(path, "text", options, info, key)
 
 
 def _kind(path: str, chosen: str) -> str:
@@ -435,9 +435,13 @@ def _size(path: str, raw: bool) -> int:
 NOT_REGULAR = "not a regular file"  # a named pipe, socket or device: reading it could wait forever
 
 
-def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
+def _read_file(
+    path: str, kind: str, options: Options, info: os.stat_result | None = None, key: str | None = None
+) -> Iterator[Item]:
+    """The items of one file; `info` is its os.stat and `key` its file_key where the caller has
+    them already (a walk of many files makes one system call a file fewer)."""
     try:
-        info = os.stat(path)
+        info = os.stat(path) if info is None else info
         if not stat.S_ISREG(info.st_mode):
             yield Skip(path, NOT_REGULAR)
             return
@@ -464,7 +468,7 @@ def _read_file(path: str, kind: str, options: Options) -> Iterator[Item]:
             if kind == "text" and options.stream_over is not None and whole > options.stream_over:
                 yield from _streamed(stream, path, options, info, gzipped, extension_of(name))
             elif kind == "text":
-                key = file_key(path, options.root)
+                key = file_key(path, options.root) if key is None else key
                 yield from _read_text(
                     stream, key, options, info.st_mtime_ns, info.st_size, extension_of(name)
                 )

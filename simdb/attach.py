@@ -38,6 +38,8 @@ _NEW_OR_CHANGED = sql.SQL(
     "p.body IS NULL OR (SELECT i.content_hash FROM {index} AS i WHERE i.key = p.key) IS DISTINCT FROM p.hash"
 )
 _INDEXED = sql.SQL("p.body IS NOT NULL AND EXISTS (SELECT FROM {index} AS i WHERE i.key = p.key)")
+# a first fill's: the index is empty, so every row is new (no lookup of each row's stored hash)
+_EVERY = sql.SQL("true")
 
 
 class Source(catalog.SourceRow):
@@ -279,7 +281,8 @@ def compare(
     has_source_key = indexes.has_column(conn, made.name, "source_key")
     _refuse_duplicate_keys(conn, source)
     report = SyncReport()
-    _store_rows(conn, made, source, _NEW_OR_CHANGED, report, progress, jobs)
+    wanted = _EVERY if ingest.is_empty(conn, made) else _NEW_OR_CHANGED
+    _store_rows(conn, made, source, wanted, report, progress, jobs)
     if has_source_key:
         _link_source_keys(conn, made, source)
     with conn.transaction():

@@ -261,7 +261,7 @@ def _first_load(conn: Connection, index: Index) -> tuple[bool, bool]:
     """
     if not conn.autocommit or not index.placement.bulk_writes:
         return False, False
-    empty = conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is None
+    empty = is_empty(conn, index)
     owner = conn.execute(
         "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = %s::regclass",
         (index.table.as_string(conn),),
@@ -276,6 +276,11 @@ def _first_load(conn: Connection, index: Index) -> tuple[bool, bool]:
     if empty or missing:
         _drop_btrees(conn, index)
     return empty, empty or missing is not None
+
+
+def is_empty(conn: Connection, index: Index) -> bool:
+    """Whether the index holds no row."""
+    return conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is None
 
 
 def _drop_btrees(conn: Connection, index: Index) -> None:
@@ -727,7 +732,7 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
     vacuumed and analysed (`vacuum`); in a transaction of the caller's that is left to autovacuum,
     and until it comes each candidate a query finds costs a visit to the table's heap.
     """
-    if conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(index.table)).fetchone() is not None:
+    if not is_empty(conn, index):
         raise InvalidParameter(
             f"index {index.name!r} is not empty", "bulk_load fills new indexes; use ingest"
         )

@@ -400,9 +400,12 @@ def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.
     unwanted rows come back as their key alone. A key column without a B-tree is read in one
     snapshot instead (a WITH HOLD cursor: each page would otherwise scan the whole table)."""
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
-    row = sql.SQL("s.{key}::text AS key, s.{text} AS body, decode(md5(s.{text}), 'hex') AS hash").format(
-        key=key, text=text
+    here = wanted is _EVERY and tables.md5_here(conn)  # (a first fill compares no stored hash)
+    hashed = sql.SQL("NULL::bytea" if here else "decode(md5(s.{text}), 'hex')").format(text=text)
+    row = sql.SQL("s.{key}::text AS key, s.{text} AS body, {hashed} AS hash").format(
+        key=key, text=text, hashed=hashed
     )
+    as_document = _hashed_document if here else _row_document
     rows = sql.SQL("{rows} AS s WHERE s.{key} IS NOT NULL").format(rows=source.rows, key=key)
 
     def judged(page: sql.Composable) -> sql.Composed:
@@ -419,7 +422,7 @@ def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.
             with conn.transaction():
                 cursor.execute(statement)
             while batch := cursor.fetchmany(BATCH):
-                yield from (_row_document(*values) for values in batch)
+                yield from (as_document(*values) for values in batch)
         return
     # (ORDER BY at each level: PostgreSQL then sees the rows come sorted, and sorts nothing;
     # OFFSET 0 keeps `wanted` from being evaluated once per use)
@@ -439,9 +442,8 @@ def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.
     later = statement_after(sql.SQL(" AND s.{} > CAST(%(after)s AS {})").format(key, key_type))
     found = conn.execute(first, {"n": BATCH}).fetchall()
     while found:
-        yield from (
-            _row_document(row_key, body, row_hash) for row_key, picked, body, row_hash in found if picked
-        )
+        picked = [(row_key, body, row_hash) for row_key, wanted_row, body, row_hash in found if wanted_row]
+        yield from (as_document(*values) for values in picked)
         if len(found) < BATCH:
             return
         found = conn.execute(later, {"n": BATCH, "after": found[-1][0]}).fetchall()
@@ -450,6 +452,11 @@ def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.
 def _row_document(key: str, body: str | None, content_hash: bytes | None) -> Document:
     """A source row as a document: one unit of progress; no text is an empty document."""
     return Document(key, body or "", 1, content_hash=None if content_hash is None else bytes(content_hash))
+
+
+def _hashed_document(key: str, body: str | None, _: None) -> Document:
+    """A source row as a document, with the MD5 of its text computed here."""
+    return _row_document(key, body, None if body is None else tables.text_md5(body))
 
 
 def _key_has_btree(conn: Connection, source: Source) -> bool:

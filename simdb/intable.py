@@ -323,10 +323,12 @@ def _pages(
         conditions.append(sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)))
     if stored.condition:
         conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    here = tables.md5_here(conn)
     page = sql.SQL(
-        "SELECT t.{key}::text, t.{text}, decode(md5(t.{text}), 'hex') FROM {table} AS t WHERE {conditions}"
+        "SELECT t.{key}::text, t.{text}, {hashed} FROM {table} AS t WHERE {conditions}"
         " ORDER BY t.{key} LIMIT {n}"
     )
+    hashed = sql.SQL("NULL::bytea" if here else "decode(md5(t.{}), 'hex')").format(text)
     after: list[Any] = []
     while True:
         where = (
@@ -338,11 +340,15 @@ def _pages(
             table=stored.relation,
             conditions=sql.SQL(" AND ").join(where),
             n=sql.Literal(BATCH),
+            hashed=hashed,
         )
         rows = conn.execute(statement, after).fetchall()
         if not rows:
             return
-        yield [Document(row_key, body, 1, content_hash=bytes(md5)) for row_key, body, md5 in rows]
+        yield [
+            Document(row_key, body, 1, content_hash=tables.text_md5(body) if here else bytes(md5))
+            for row_key, body, md5 in rows
+        ]
         after = [rows[-1][0]]
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import psycopg
@@ -178,3 +179,14 @@ def require_text(conn: Connection, source: SourceRow) -> None:
             f"--text-column {source.text_column!r} of {label} is {text_type}, not text",
             "give a text or varchar column (a view can cast another type with ::text)",
         )
+
+
+def md5_here(conn: Connection) -> bool:
+    """Whether the MD5 of a text's UTF-8 computed here is the server's md5(text): the database
+    encoding is UTF-8. A fill then hashes the texts it reads itself, and the server only sends them."""
+    return conn.info.parameter_status("server_encoding") == "UTF8"
+
+
+def text_md5(text: str) -> bytes:
+    """md5(text) as a UTF-8 database computes it."""
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).digest()

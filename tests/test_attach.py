@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import attach, fingerprint
+from simdb import attach, fingerprint, intable, schema
 from simdb.bits import to_unsigned
 from simdb.simhash import EmptyDocument, Features, fingerprint_bytes
 
@@ -465,3 +465,35 @@ def test_a_fill_writes_no_temporary_files(conn: Conn) -> None:
     attach.attach(conn, "posts", "public.posts", "id", "body")
     assert attach.sync(conn, "posts", jobs=2).added == 4000
     assert temp_bytes() - before == 0
+
+
+def test_a_first_fill_hashes_texts_as_the_server_does_in_a_latin1_database(admin_dsn: str) -> None:
+    """A first fill hashes the texts it reads itself only where its MD5 is the server's (a UTF-8
+    database); in a LATIN1 one the server hashes them, so the next sync finds nothing changed and
+    the column's fill guard (md5 of the text still the one read) lets every sketch in."""
+    name = f"simdb_latin1_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+        )
+    params = psycopg.conninfo.conninfo_to_dict(admin_dsn)
+    params["dbname"] = name
+    url = psycopg.conninfo.make_conninfo("", **params)
+    try:
+        schema.upgrade(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE posts (id int PRIMARY KEY, body text, fp bigint)")
+            texts = {1: "café crème brûlée " * 20, 2: "naïve façade déjà vu " * 20}
+            conn.cursor().executemany("INSERT INTO posts (id, body) VALUES (%s, %s)", list(texts.items()))
+            attach.attach(conn, "posts", "posts", "id", "body")
+            assert attach.sync(conn, "posts").added == 2
+            stored = dict(conn.execute("SELECT key, content_hash FROM simdb.posts").fetchall())
+            server = dict(conn.execute("SELECT id::text, decode(md5(body), 'hex') FROM posts").fetchall())
+            assert stored == server and stored["1"] != hashlib.md5(texts[1].encode()).digest()
+            assert not attach.sync(conn, "posts", full=True).changed
+            intable.attach_in_table(conn, "posts_fp", "posts", "id", "fp", "body")
+            assert attach.sync(conn, "posts_fp").filled == 2
+            assert conn.execute("SELECT count(*) FROM posts WHERE fp IS NULL").fetchone() == (0,)
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

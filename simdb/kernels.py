@@ -278,7 +278,8 @@ def xxh3_64(data: bytes) -> int:
 def _word_units(text: UInt8Array, mapping: UInt8Array, secret: UInt8Array) -> UInt64Array:
     # One pass maps the bytes and notes where each token starts and ends without a branch
     # (edges[2t], edges[2t + 1]: a space after a token or a token after a space moves the count
-    # on), a second hashes the tokens: twice the speed of scanning each token with loops.
+    # on), a second hashes the tokens: 1.8 times the speed of a loop per token and per run of
+    # spaces, whose branch per byte is mispredicted at every edge.
     size = len(text)
     mapped = np.empty(size, dtype=np.uint8)
     edges = np.empty(size + 2, dtype=np.int64)
@@ -837,7 +838,7 @@ def _sorted_high(values: UInt64Array, low: int, bits: int) -> UInt64Array:
 
 @_inline
 def _popcount(value: np.uint64) -> np.uint64:
-    """The bits set in a word (the classic SWAR sum, which LLVM turns into one instruction)."""
+    """The bits set in a word (the classic SWAR sum)."""
     pairs = np.uint64(0x3333333333333333)
     value = value - ((value >> np.uint64(1)) & np.uint64(0x5555555555555555))
     value = (value & pairs) + ((value >> np.uint64(2)) & pairs)

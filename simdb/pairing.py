@@ -11,7 +11,9 @@ work is a hash self-join per table, which costs several times more per candidate
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -48,6 +50,22 @@ def within(
     ]
     i, j = _ordered(found, len(fingerprints))
     return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
+
+
+@contextmanager
+def loading_kernels() -> Iterator[None]:
+    """Load the pairing kernel (numba's import and its machine code, about 0.35 s; a compile the
+    first time) in a thread while the caller waits on the database for the rows to pair. An
+    error or Ctrl-C in the caller does not wait for it (a daemon thread)."""
+    thread = threading.Thread(target=load_kernels, name="simdb-load-kernels", daemon=True)
+    thread.start()
+    yield
+    thread.join()
+
+
+def load_kernels() -> None:
+    """Load (or compile) the pairing kernel: pair two fingerprints."""
+    within(np.arange(2, dtype=np.uint64), BlockPlan(1, 2), 1)
 
 
 def sharing(keys: list[np.ndarray]) -> tuple[Positions, Positions]:

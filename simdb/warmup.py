@@ -9,10 +9,7 @@ cache already holds it, loaded.
 
 from __future__ import annotations
 
-import numpy as np
-
 from simdb import minhash, pairing, simhash
-from simdb.blocks import BlockPlan
 from simdb.simhash import Features
 
 # Short text goes through the batched kernels; text longer than a piece, and any bytes features,
@@ -30,7 +27,7 @@ def warm() -> None:
             for bits in (64, 128):
                 simhash.fingerprints(documents, features, spec, bits)
             minhash.document_signatures(documents, features, minhash.DEFAULT_PERMUTATIONS, spec)
-    pairing.within(np.arange(2, dtype=np.uint64), BlockPlan(1, 2), 1)
+    pairing.load_kernels()
 
 
 if __name__ == "__main__":

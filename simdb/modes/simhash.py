@@ -306,7 +306,8 @@ class SimhashIndex(Index):
         if self.bits != 64:
             return None
         stored = sql.Identifier(self.sketch_column)
-        rows = self.placement.read_rows(conn, self.table, [sql.SQL("r.{}").format(stored)])
+        with pairing.loading_kernels():
+            rows = self.placement.read_rows(conn, self.table, [sql.SQL("r.{}").format(stored)])
         first, second, _ = pairing.within(rows.values[0].view(np.uint64), self.plan, int(cutoff))
         distance = self.width.distance(sql.SQL("a.{}").format(stored), sql.SQL("b.{}").format(stored))
         statement = self.placement.pairs_of(self.table, distance, sql.SQL("true"))

@@ -58,10 +58,15 @@ class Table:
         return KEY_BITS - min(self.prefix_bits, KEY_BITS)
 
     @property
+    def prefix_moves(self) -> tuple[Move, ...]:
+        """The moves of the blocks that form the prefix."""
+        return tuple(move for move in self.moves if move.target >= self.shift)
+
+    @property
     def prefix_mask(self) -> int:
         """The fingerprint's bits that form the prefix: two fingerprints share this table's
         prefix if and only if they agree on all of them."""
-        return sum(((1 << move.width) - 1) << move.source for move in self.moves if move.target >= self.shift)
+        return sum(((1 << move.width) - 1) << move.source for move in self.prefix_moves)
 
     def key(self, value: int) -> int:
         """The leading 64 bits of the permuted value (its prefix, cut as the B-tree's is: >> key_shift)."""

@@ -26,8 +26,8 @@ Positions = np.ndarray  # int64 row positions
 def prefix_blocks(table: Table) -> np.ndarray:
     """The blocks of a table's prefix as (source, width, target) rows, the target counted from
     the prefix's lowest bit (as Table.prefix computes one value)."""
-    blocks = [(move.source, move.width, move.target - table.shift) for move in table.moves]
-    return np.array([block for block in blocks if block[2] >= 0], dtype=np.int64).reshape(-1, 3)
+    blocks = [(move.source, move.width, move.target - table.shift) for move in table.prefix_moves]
+    return np.array(blocks, dtype=np.int64).reshape(-1, 3)
 
 
 def within(

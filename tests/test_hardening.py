@@ -50,7 +50,10 @@ def test_a_named_pipe_is_skipped_or_refused_never_waited_on(dsn: str, tmp_path: 
 def test_a_reader_that_closes_the_pipe_is_a_normal_end(dsn: str, tmp_path: Path) -> None:
     """Item 2: `simdb pairs NAME | head -1` and `dedup ... | head -1` exit 0 and print nothing more."""
     text = "the same words in every document " * 5
-    rows = [json.dumps({"key": f"document-{i:05d}-with-a-longer-key", "text": text}) for i in range(150)]
+    # keys of ~500 bytes: dedup's 150 rows (75 KB) as well as the pairs outgrow the pipe's 64 KiB,
+    # so both are still writing when the reader closes (dedup's summary on stderr comes after)
+    long_key = "-with-a-longer-key" * 27
+    rows = [json.dumps({"key": f"document-{i:05d}{long_key}", "text": text}) for i in range(150)]
     (tmp_path / "same.jsonl").write_text("\n".join(rows))
     assert _run("ingest", "docs", str(tmp_path / "same.jsonl"), "--create").returncode == 0
     for command in (["pairs", "docs"], ["dedup", "docs", "--keep", "first"]):

@@ -144,12 +144,15 @@ def test_a_dropped_connection_is_told_apart_from_a_refused_statement() -> None:
     assert not _connection_lost(psycopg.ProgrammingError("the query has 2 placeholders but 1 parameters"))
 
 
+DOCUMENTS = 12_000  # enough that an ingest is still running when the signal comes, however fast
+
+
 def test_ctrl_c_ends_an_ingest_with_130_and_a_watch_normally(dsn: str, tmp_path: Path) -> None:
     """Item 8: Ctrl-C (SIGINT) during an ingest exits 130 saying a rerun completes the work;
     `sync --watch` prints only rounds that changed something and ends normally on Ctrl-C."""
     folder = tmp_path / "docs"
     folder.mkdir()
-    for number in range(3000):
+    for number in range(DOCUMENTS):
         (folder / f"d{number}.txt").write_text(" ".join(f"w{(number * 7 + i) % 5000}" for i in range(400)))
     assert _run("create", "docs").returncode == 0
     running = subprocess.Popen(  # a session of its own: Ctrl-C on a terminal signals the whole group
@@ -170,7 +173,7 @@ def test_ctrl_c_ends_an_ingest_with_130_and_a_watch_normally(dsn: str, tmp_path:
             "simdb: interrupted (batches already committed are kept; running the same command again"
             " completes the work)"
         )
-        assert 0 < _rows(conn, "docs") < 3000
+        assert 0 < _rows(conn, "docs") < DOCUMENTS
 
         conn.execute("CREATE TABLE public.feed (id int PRIMARY KEY, body text NOT NULL)")
         conn.execute("INSERT INTO public.feed VALUES (1, 'first item in the feed')")

@@ -205,6 +205,16 @@ def read_document(path: str, raw: bool = False, stdin: BinaryIO | None = None) -
     raise InputError(f"cannot read {path}", "check the path")  # pragma: no cover (one item always)
 
 
+def read_opened(handle: BinaryIO, key: str, raw: bool = False) -> Item:
+    """One file already opened, as ingest reads it (a gzip stream decompressed unless `raw`,
+    byte-order marks, the sniff for binary content), so that what a later reader compares with
+    the index went through the same steps. Raises OSError, EOFError or zlib.error as a read does."""
+    gzipped = not raw and handle.read(2) == _GZIP_MAGIC
+    handle.seek(0)
+    stream: BinaryIO = gzip.GzipFile(fileobj=handle, mode="rb") if gzipped else handle  # type: ignore[assignment]
+    return next(_read_text(stream, key, Options(raw=raw)))
+
+
 def check_sources(paths: Iterable[str], root: str | None = None) -> None:
     """Fail before anything is written when a named path does not exist or lies outside `root`."""
     if root is not None and not os.path.isdir(root):

@@ -4,28 +4,33 @@
 body); once that table exists, every later ingest into the index keeps the texts it writes, and
 the rows it or `delete`/`prune` remove lose theirs. Without it a text is reached where it lives:
 an attached or in-table index's text column (by key), or a file by its path, read only for a key
-that is stored in the index as a file's (it has a modification time). A key that is not in the
-index is never read, whatever it names.
+that is stored in the index as a file's (it has a modification time), and shown only while it is
+still the file ingested (`ingested`). A key that is not in the index is never read, whatever it
+names.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
 from simdb import names, readers
 from simdb.connection import Connection
 from simdb.errors import InputError, SimdbError
-from simdb.modes import Index
+from simdb.modes import Index, Sketch
+from simdb.readers import Document
 
 LEVEL = 6  # zlib's default: most of level 9's ratio at a fraction of its time
-READ_LIMIT = 8 << 20  # at most this many bytes of a file are read (and compared)
+READ_LIMIT = 8 << 20  # at most this many characters of a text are read (and compared)
+VERIFY_LIMIT = 64 << 20  # a larger file is not read again: its content cannot be checked cheaply
 
 
 def compress(text: str) -> bytes:
@@ -122,25 +127,41 @@ class Text:
     length: int = 0  # characters in all (of what was read)
     cut: bool = False  # `text` is the first `limit` characters only
     missing: str = ""  # why no text could be reached
-    changed: bool = False  # a file changed since it was ingested: its text may not be what was indexed
+    changed: bool = False  # a file changed since it was ingested: nothing of it is shown
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What ingest stored of a file: its size and modification time, and the index's sketch of
+    the content it read (None: the file had no shingles)."""
+
+    size: int | None
+    mtime_ns: int
+    sketch: Sketch | None
 
 
 def read(conn: Connection, index: Index, key: str, limit: int) -> Text:
     """The text stored or reached for `key`, cut to `limit` characters; InputError if the index
     has no such key (nothing else is read then)."""
     row = conn.execute(
-        sql.SQL("SELECT mtime_ns, size FROM {} WHERE key = %s").format(index.table), (key,)
+        sql.SQL("SELECT mtime_ns, size, {} FROM {} WHERE key = %s").format(
+            sql.Identifier(index.sketch_column), index.table
+        ),
+        (key,),
     ).fetchone()
     if row is None:
         raise InputError(f"index {index.name!r} has no key {key!r}", "pick a key the index lists")
-    mtime_ns, _ = row
-    full = _reach(conn, index, key, mtime_ns)
+    mtime_ns, size, value = row
+    recorded = None
+    if mtime_ns is not None:
+        recorded = Recorded(size, mtime_ns, None if value is None else index.from_sql(value))
+    full = _reach(conn, index, key, recorded)
     if full.text is None or len(full.text) <= limit:
         return full
-    return Text(key, full.text[:limit], full.source, full.length, True, changed=full.changed)
+    return Text(key, full.text[:limit], full.source, full.length, True)
 
 
-def _reach(conn: Connection, index: Index, key: str, mtime_ns: int | None) -> Text:
+def _reach(conn: Connection, index: Index, key: str, recorded: Recorded | None) -> Text:
     if keeps(conn, index):
         kept = conn.execute(
             sql.SQL("SELECT body FROM {} WHERE key = %s").format(names.texts_table(index.name)), (key,)
@@ -160,9 +181,9 @@ def _reach(conn: Connection, index: Index, key: str, mtime_ns: int | None) -> Te
             return Text(key, None, f"column {where}", missing=f"{where} has no text for it")
         text = str(found[0])
         return Text(key, text, f"column {source.describe()}", len(text))
-    if mtime_ns is not None and os.path.isabs(key):  # stored as a file's: read by the path it is keyed by
-        return _file(key, mtime_ns)
-    if mtime_ns is not None:
+    if recorded is not None and os.path.isabs(key):  # stored as a file's: read by the path it is keyed by
+        return _file(index, key, recorded)
+    if recorded is not None:
         return Text(
             key,
             None,
@@ -178,20 +199,69 @@ def _reach(conn: Connection, index: Index, key: str, mtime_ns: int | None) -> Te
     )
 
 
-def _file(key: str, mtime_ns: int) -> Text:
-    """A file's text as ingest reads it (gzip, byte-order marks); its first READ_LIMIT bytes only,
-    if it is larger."""
+def _file(index: Index, key: str, recorded: Recorded) -> Text:
+    """A file's text, if it is still the file ingested (`ingested`), else why nothing is shown."""
     try:
-        info = os.stat(key)
-        if not stat.S_ISREG(info.st_mode):
-            return Text(key, None, "file", missing="it is not a regular file now")
-        if info.st_size > READ_LIMIT:
-            with open(key, "rb") as file:
-                text, _ = readers.decode(file.read(READ_LIMIT))
-            return Text(key, text, "file", len(text), True, changed=info.st_mtime_ns != mtime_ns)
-        text = readers.read_document(key).text
+        document = ingested(index, key, recorded)
+    except FileChanged as error:
+        return Text(
+            key,
+            None,
+            "file",
+            missing=f"the file changed since it was ingested ({error.message}); nothing of it is shown",
+            changed=True,
+        )
+    except SimdbError as error:
+        return Text(key, None, "file", missing=error.message)
+    return Text(key, document.text, "file", len(document.text))
+
+
+class FileChanged(InputError):
+    """A file read again is not the one ingest read: it is not shown, compared or sampled."""
+
+
+def ingested(index: Index, key: str, recorded: Recorded) -> Document:
+    """The file ingested as `key`, read again only if it is still that file: the path's last part
+    is no symbolic link (O_NOFOLLOW), it is a regular file of the size and modification time
+    ingest stored, and the content read has the sketch the index stores for it (which catches a
+    parent folder swapped for a link to a file of the same name, size and time). Every reader of
+    a stored path goes through here. FileChanged if it is not the file ingested, InputError if it
+    cannot be read or shown (binary, larger than VERIFY_LIMIT, gone)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(key, flags)
     except OSError as error:
-        return Text(key, None, "file", missing=f"the file cannot be read now: {error.strerror}")
-    except SimdbError as error:  # binary now, or gone
-        return Text(key, None, "file", missing=f"the file cannot be shown: {error.message}")
-    return Text(key, text, "file", len(text), changed=info.st_mtime_ns != mtime_ns)
+        if error.errno == errno.ELOOP:
+            raise FileChanged("a symbolic link is in its place") from error
+        raise InputError(f"the file cannot be read now: {error.strerror}") from error
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileChanged("it is not a regular file now")
+        if (info.st_size, info.st_mtime_ns) != (recorded.size, recorded.mtime_ns):
+            raise FileChanged("its size or modification time differ")
+        if info.st_size > VERIFY_LIMIT:
+            raise InputError(
+                f"it is larger than {VERIFY_LIMIT >> 20} MiB, too large to check against the index"
+                " (ingest with --keep-text to keep its text)"
+            )
+        try:
+            item = readers.read_opened(handle, key, raw=index.features.binary)
+        except (OSError, EOFError, zlib.error) as error:
+            raise InputError(f"the file cannot be read now: {error}") from error
+    if isinstance(item, readers.Skip):
+        raise InputError("the file cannot be shown: it looks binary (it has NUL bytes)")
+    if not _same(index.sketches([item.content])[0], recorded.sketch):
+        raise FileChanged("its content is not what was indexed")
+    if item.data is not None:  # (bytes features: read raw, shown as text when it is text)
+        if b"\0" in item.data:
+            raise InputError("the file cannot be shown: it looks binary (it has NUL bytes)")
+        return Document(key, readers.decode(item.data)[0], item.consumed)
+    return item
+
+
+def _same(computed: Sketch | None, stored: Sketch | None) -> bool:
+    """Whether two sketches are equal (a fingerprint, or a signature's values)."""
+    if computed is None or stored is None:
+        return computed is None and stored is None
+    return bool(np.array_equal(np.asarray(computed), np.asarray(stored)))

@@ -145,6 +145,76 @@ def test_a_record_keyed_like_a_file_is_not_read_from_the_disk(
     assert page.text.count("No text to show: its text was not kept") == 2
 
 
+SECRET = "root:$6$not-for-the-page$:19000:0:99999:7:::"
+
+
+def _secret_like(path: Path, target: Path) -> None:
+    """A secret file at `target` with the size and modification time of the ingested file `path`."""
+    size = path.stat().st_size
+    target.write_text((SECRET + " " * size)[:size])
+    os.utime(target, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns))
+
+
+def _unshown(page: str, reason: str) -> bool:
+    return (
+        SECRET[:20] not in page
+        and page.count(
+            f"No text to show: the file changed since it was ingested ({reason}); nothing of it is shown"
+        )
+        == 1
+    )
+
+
+@pytest.mark.parametrize("same_stat", [False, True])
+def test_a_file_swapped_for_a_symlink_is_not_followed(
+    corpus: dict[str, str], client: TestClient, tmp_path: Path, same_stat: bool
+) -> None:
+    a, b = _key(corpus, "alpha.txt"), _key(corpus, "alpha-draft.txt")
+    secret = tmp_path / "shadow"
+    if same_stat:
+        _secret_like(Path(b), secret)
+    else:
+        secret.write_text(SECRET)
+    Path(b).unlink()
+    Path(b).symlink_to(secret)
+    page = client.get("/i/docs/compare", params={"a": a, "b": b})
+    assert page.status_code == 200 and _unshown(page.text, "a symbolic link is in its place")
+    assert html.escape(corpus[a].split(" ")[30]) in page.text  # (the unchanged file is shown)
+    side = client.post("/i/docs/compare", data={"text": corpus[a], "b": b}).text
+    assert _unshown(side, "a symbolic link is in its place")
+    assert "8 documents sampled" in client.get("/i/docs/pictures").text  # (of 9: the link is left out)
+
+
+def test_a_folder_swapped_for_a_symlink_shows_nothing_of_the_other_file(
+    corpus: dict[str, str], client: TestClient, tmp_path: Path
+) -> None:
+    """A parent folder replaced by a link to one with a file of the same name, size and time:
+    the content read is checked against the index's sketch of what was ingested."""
+    a, b = _key(corpus, "alpha.txt"), _key(corpus, "alpha-draft.txt")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for key in corpus:
+        os.link(key, elsewhere / Path(key).name)
+    (elsewhere / "alpha-draft.txt").unlink()
+    _secret_like(Path(b), elsewhere / "alpha-draft.txt")
+    (tmp_path / "docs").rename(tmp_path / "docs-old")
+    (tmp_path / "docs").symlink_to(elsewhere)
+    page = client.get("/i/docs/compare", params={"a": a, "b": b})
+    assert page.status_code == 200 and _unshown(page.text, "its content is not what was indexed")
+    assert html.escape(corpus[a].split(" ")[30]) in page.text
+
+
+def test_a_file_changed_since_ingest_is_not_shown(corpus: dict[str, str], client: TestClient) -> None:
+    a, b = _key(corpus, "alpha.txt"), _key(corpus, "alpha-draft.txt")
+    Path(b).write_text(SECRET + " " + corpus[b])
+    page = client.get("/i/docs/compare", params={"a": a, "b": b}).text
+    assert _unshown(page, "its size or modification time differ") and "this is its text now" not in page
+    Path(b).unlink()
+    os.mkfifo(b)
+    page = client.get("/i/docs/compare", params={"a": a, "b": b}).text
+    assert _unshown(page, "it is not a regular file now")
+
+
 def test_kept_texts_are_compressed_shown_and_follow_the_rows(
     capsys: pytest.CaptureFixture[str], conn: Conn, dsn: str, tmp_path: Path, client: TestClient
 ) -> None:

@@ -117,3 +117,43 @@ def test_the_sample_is_random_over_all_documents_read(
     assert code == 0 and report["documents"] == 10 and report["documents_read"] == 40
     code, out, _ = simdb(capsys, "calibrate", str(tmp_path), "--sample", "10")
     assert out.startswith("10 documents (a random sample of the 40 read), features word:3;")
+
+
+def test_nothing_to_calibrate_on_is_said_not_measured(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An empty folder, one document, or documents with no near-duplicate pair: one line saying
+    there is nothing to calibrate on (no traceback, no precision and recall of 1 for every k)."""
+    (tmp_path / "empty").mkdir()
+    code, out, err = simdb(capsys, "calibrate", str(tmp_path / "empty"))
+    assert (code, out) == (1, "") and err == (
+        "simdb: error: no documents were read: nothing to calibrate on"
+        " (give text files, folders, JSONL or CSV that hold the documents)\n"
+    )
+    (tmp_path / "one.txt").write_text("one two three four five six")
+    code, out, err = simdb(capsys, "calibrate", str(tmp_path / "one.txt"), "--json")
+    assert (code, out) == (1, "") and err == (
+        "simdb: error: 1 of the 1 documents sampled has shingles under features word:3:"
+        " nothing to calibrate on (calibration compares pairs: give at least two documents with text)\n"
+    )
+    (tmp_path / "two.txt").write_text("seven eight nine ten eleven twelve")
+    code, out, err = simdb(capsys, "calibrate", str(tmp_path / "one.txt"), str(tmp_path / "two.txt"))
+    assert (code, out) == (1, "") and err == (
+        "simdb: error: no pair of the 2 documents sampled has Jaccard >= 0.8: nothing to calibrate on"
+        " (give documents that include near-duplicates, or a larger --sample)\n"
+    )
+
+
+def test_no_recommendation_without_a_pair_at_the_threshold() -> None:
+    """Pairs at Jaccard >= 0.8 but none at 0.95: no k is recommended for --threshold 0.95 (its
+    recall has nothing to count), and its recall column shows a dash."""
+    words = [f"w{n}" for n in range(40)]
+    copy = list(words)
+    copy[20] = "changed"
+    documents = [Document("a", " ".join(words), 0), Document("b", " ".join(copy), 0)]
+    result = calibrate(documents, Features(), sample=10, threshold=0.95)
+    assert result.similar == {0.8: 1, 0.9: 0, 0.95: 0} and result.recommend() is None
+    assert result.lines()[-1] == (
+        "no pair in the sample has Jaccard >= 0.95: no k to recommend (try --threshold 0.8)"
+    )
+    assert result.lines()[2].split()[-2:] == ["1.000", "–"]

@@ -80,7 +80,7 @@ def test_sync_clusters_and_calibrate_report_their_work(conn: Conn, tmp_path: Pat
     found = batch.clusters(conn, index.get(conn, "notes"), progress=joined.append)
     assert found.pairs > 0 and sum(joined) == found.pairs
     steps: list[str] = []
-    documents = [readers.Document(f"d{i}", f"alpha beta gamma delta {i} epsilon", 30) for i in range(40)]
+    documents = [readers.Document(f"d{i}", f"alpha beta gamma delta {i % 5} epsilon", 30) for i in range(40)]
     calibrate.calibrate(documents, Features.parse("word:3"), 25, progress=steps.append)
     assert steps[0] == "reading the documents and drawing the sample"
     assert steps[1] == "fingerprinting 25 sampled documents of 40 read (SimHash, MinHash, shingle sets)"

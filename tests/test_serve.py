@@ -307,6 +307,20 @@ def test_pictures_draw_the_pairs_and_the_calibration(
     assert client.get("/i/docs/pictures", params={"sample": "x"}).status_code == 400
 
 
+def test_pictures_say_there_is_nothing_to_calibrate_on(
+    capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path, client: TestClient
+) -> None:
+    folder = tmp_path / "apart"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one two three four five six")
+    (folder / "b.txt").write_text("seven eight nine ten eleven twelve")
+    assert simdb(capsys, "create", "apart")[0] == 0
+    assert simdb(capsys, "ingest", "apart", str(folder))[0] == 0
+    page = client.get("/i/apart/pictures").text
+    assert 'id="no-calibration"' in page and '<circle class="point' not in page
+    assert "no pair of the 2 documents sampled has Jaccard &gt;= 0.8: nothing to calibrate on" in page
+
+
 def test_the_indexes_page_and_errors(corpus: dict[str, str], client: TestClient) -> None:
     home = client.get("/").text
     assert re.search(r'<a href="/i/docs/clusters">docs</a>', home) and "max distance 6" in home

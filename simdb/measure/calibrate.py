@@ -21,6 +21,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from simdb.errors import InputError
 from simdb.minhash import DEFAULT_PERMUTATIONS, Banding, UInt64Array, choose_banding, similarity, sketch
 from simdb.readers import Document
 from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
@@ -50,9 +51,12 @@ class Calibration:
     read: int = 0  # documents read, of which `documents` were sampled
 
     def recommend(self, threshold: float | None = None, wanted_recall: float | None = None) -> int | None:
-        """The smallest k whose recall at `threshold` reaches `wanted_recall`, if any."""
+        """The smallest k whose recall at `threshold` reaches `wanted_recall`, if any (None too
+        when no pair of the sample has Jaccard >= `threshold`: there is no recall to reach)."""
         threshold = self.threshold if threshold is None else threshold
         wanted = self.wanted_recall if wanted_recall is None else wanted_recall
+        if not self.similar[threshold]:
+            return None
         for k, value in enumerate(self.recall[threshold]):
             if value >= wanted:
                 return k
@@ -89,7 +93,7 @@ class Calibration:
         ]
         for distance in range(MAX_K + 1):
             cells = "  ".join(
-                f"{'':4}{self.precision[t][distance]:>6.3f} {self.recall[t][distance]:>5.3f}"
+                f"{'':4}{self.precision[t][distance]:>6.3f} {self._recall(t, distance):>5}"
                 for t in THRESHOLDS
             )
             lines.append(f"{distance:>2} {self.close[distance]:>8}  {cells}")
@@ -108,7 +112,12 @@ class Calibration:
             )
         )
         k, t, wanted = self.recommend(), self.threshold, self.wanted_recall
-        if k is not None:
+        if not self.similar[t]:
+            lines.append(
+                f"no pair in the sample has Jaccard >= {t}: no k to recommend"
+                f" (try --threshold {min(THRESHOLDS)})"
+            )
+        elif k is not None:
             lines.append(
                 f"recommended: --max-distance {k} (the smallest k with recall >= {wanted} at Jaccard >= {t})"
             )
@@ -118,6 +127,10 @@ class Calibration:
                 f"finds close copies, not looser similarity; use --mode jaccard --threshold {t}"
             )
         return lines
+
+    def _recall(self, threshold: float, k: int) -> str:
+        """A recall cell: a dash where no pair has Jaccard >= threshold (nothing to find)."""
+        return f"{self.recall[threshold][k]:.3f}" if self.similar[threshold] else "–"
 
 
 def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
@@ -195,6 +208,22 @@ def random_sample(documents: Iterable[T], size: int, seed: int = 0) -> tuple[lis
     return [document for _, document in sorted(kept, key=lambda pair: pair[0])], read
 
 
+def _check_enough(read: int, sampled: int, shingled: int, features: Features) -> None:
+    """InputError unless two sampled documents have shingles: calibration measures pairs."""
+    if read == 0:
+        raise InputError(
+            "no documents were read: nothing to calibrate on",
+            "give text files, folders, JSONL or CSV that hold the documents",
+        )
+    if shingled < 2:
+        has = "has" if shingled == 1 else "have"
+        raise InputError(
+            f"{shingled} of the {sampled} documents sampled {has} shingles under features {features}:"
+            " nothing to calibrate on",
+            "calibration compares pairs: give at least two documents with text",
+        )
+
+
 def calibrate(
     documents: Iterable[Document],
     features: Features,
@@ -206,6 +235,8 @@ def calibrate(
 ) -> Calibration:
     """Measure on a uniform random sample of `sample` documents (of all read, by `seed`);
     recommend the smallest k whose recall at Jaccard >= `threshold` reaches `wanted_recall`.
+    InputError when there is nothing to calibrate on: fewer than two documents with shingles, or
+    no pair of them with Jaccard >= the lowest threshold.
     `progress` is told of each step as it starts (reading, fingerprinting, the three pair searches)."""
     say = progress or (lambda line: None)
     sets: list[frozenset[int]] = []
@@ -222,8 +253,15 @@ def calibrate(
         sets.append(frozenset(hashes.tolist()))
         prints.append(simhash(hashes))
         signatures.append(sketch(hashes, DEFAULT_PERMUTATIONS))
+    _check_enough(read, len(chosen), len(sets), features)
     say(f"exact Jaccard: every pair of the {len(sets)} shingle sets at >= {min(THRESHOLDS)}")
     similar = similar_pairs(sets, min(THRESHOLDS))
+    if not similar:
+        raise InputError(
+            f"no pair of the {len(sets)} documents sampled has Jaccard >= {min(THRESHOLDS)}: nothing to"
+            " calibrate on",
+            "give documents that include near-duplicates, or a larger --sample",
+        )
     say(f"Hamming distances: every pair of fingerprints within {MAX_K} bits")
     close = close_pairs(np.array(prints, dtype=np.uint64), MAX_K)
     say("the jaccard mode's bands at each threshold")

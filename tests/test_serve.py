@@ -292,6 +292,19 @@ def test_search_finds_a_pasted_copy_and_an_uploaded_file(corpus: dict[str, str],
     assert empty.status_code == 400 and "no text given" in empty.text
 
 
+def test_an_upload_over_the_limit_is_refused_not_cut(corpus: dict[str, str], client: TestClient) -> None:
+    body = b"markers " * (9 << 17)  # 9 MiB (the limit is 8 MiB)
+    answer = client.post("/i/docs/search", files={"file": ("big.txt", body, "text/plain")})
+    assert answer.status_code == 413 and "marker" not in answer.text
+    assert re.findall(r'<p id="message">(.*?)</p>', answer.text) == [
+        "the file &#39;big.txt&#39; is larger than 8 MiB, the most a search here reads"
+    ]
+    assert (
+        "search with a part of it pasted, or on the command line: simdb query docs --file FILE"
+        " (any size)" in answer.text
+    )
+
+
 def test_pictures_draw_the_pairs_and_the_calibration(
     conn: Conn, corpus: dict[str, str], client: TestClient
 ) -> None:

@@ -24,7 +24,7 @@ from simdb.modes import Index
 from simdb.serve import plots
 
 PER_PAGE = 20
-UPLOAD_LIMIT = 8 << 20  # bytes of an uploaded file that are read
+UPLOAD_LIMIT = 8 << 20  # bytes of an uploaded file a search reads: a larger one is refused (413)
 DEFAULT_SAMPLE = 100
 
 
@@ -153,6 +153,21 @@ async def compare_text(request: Request) -> Response:
     return await run_in_threadpool(run)
 
 
+def _too_large(request: Request, filename: str) -> Response:
+    """413 for an upload over UPLOAD_LIMIT: refused whole, never searched or shown in part."""
+    name = request.path_params["name"]
+    return _render(
+        request,
+        "error.html",
+        413,
+        message=f"the file {filename!r} is larger than {UPLOAD_LIMIT >> 20} MiB,"
+        " the most a search here reads",
+        hint="search with a part of it pasted, or on the command line:"
+        f" simdb query {name} --file FILE (any size)",
+        status=413,
+    )
+
+
 def search_form(request: Request) -> Response:
     with _pool(request).connection() as conn:
         context = _base(conn, request.path_params["name"])
@@ -164,7 +179,9 @@ async def search(request: Request) -> Response:
     text = form.get("text")
     upload = form.get("file")
     if isinstance(upload, UploadFile) and upload.filename:
-        data = await upload.read(UPLOAD_LIMIT)
+        data = await upload.read(UPLOAD_LIMIT + 1)
+        if len(data) > UPLOAD_LIMIT:
+            return _too_large(request, upload.filename)
         text = readers.decode(data)[0]
     if not isinstance(text, str) or not text.strip():
         raise InvalidParameter("no text given", "paste a text or choose a file")

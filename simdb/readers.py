@@ -206,9 +206,11 @@ def read_document(path: str, raw: bool = False, stdin: BinaryIO | None = None) -
 
 
 def read_opened(handle: BinaryIO, key: str, raw: bool = False) -> Item:
-    """One file already opened, as ingest reads it (a gzip stream decompressed unless `raw`,
-    byte-order marks, the sniff for binary content), so that what a later reader compares with
-    the index went through the same steps. Raises OSError, EOFError or zlib.error as a read does."""
+    """One file already opened, read from its start as ingest reads it (a gzip stream
+    decompressed unless `raw`, byte-order marks, the sniff for binary content), so that what a
+    later reader compares with the index went through the same steps. Raises OSError, EOFError
+    or zlib.error as a read does."""
+    handle.seek(0)
     gzipped = not raw and handle.read(2) == _GZIP_MAGIC
     handle.seek(0)
     stream: BinaryIO = gzip.GzipFile(fileobj=handle, mode="rb") if gzipped else handle  # type: ignore[assignment]

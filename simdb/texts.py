@@ -247,16 +247,15 @@ def ingested(index: Index, key: str, recorded: Recorded) -> Document:
             )
         try:
             item = readers.read_opened(handle, key, raw=index.features.binary)
+            if isinstance(item, Document):
+                if not _same(index.sketches([item.content])[0], recorded.sketch):
+                    raise FileChanged("its content is not what was indexed")
+                if item.data is not None:  # (bytes features: checked raw, shown as ingest reads text)
+                    item = readers.read_opened(handle, key)
         except (OSError, EOFError, zlib.error) as error:
             raise InputError(f"the file cannot be read now: {error}") from error
     if isinstance(item, readers.Skip):
         raise InputError("the file cannot be shown: it looks binary (it has NUL bytes)")
-    if not _same(index.sketches([item.content])[0], recorded.sketch):
-        raise FileChanged("its content is not what was indexed")
-    if item.data is not None:  # (bytes features: read raw, shown as text when it is text)
-        if b"\0" in item.data:
-            raise InputError("the file cannot be shown: it looks binary (it has NUL bytes)")
-        return Document(key, readers.decode(item.data)[0], item.consumed)
     return item
 
 

@@ -204,6 +204,37 @@ def test_a_folder_swapped_for_a_symlink_shows_nothing_of_the_other_file(
     assert html.escape(corpus[a].split(" ")[30]) in page.text
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [["--mode", "jaccard", "--threshold", "0.8"], ["--features", "bytes:4"]],
+    ids=["jaccard", "bytes"],
+)
+def test_the_content_check_holds_in_every_mode(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, client: TestClient, settings: list[str]
+) -> None:
+    """A file read again is shown when its content has the stored signature (jaccard) or bytes
+    fingerprint, gzip or not, and not when a folder swap brings in another of the same size and time."""
+    import gzip
+
+    keys = write_folder(tmp_path / "docs")
+    a, b = _key(keys, "alpha.txt"), _key(keys, "beta.txt")
+    Path(b + ".gz").write_bytes(gzip.compress(keys[b].encode(), mtime=0))
+    assert simdb(capsys, "create", "files", *settings)[0] == 0
+    assert simdb(capsys, "ingest", "files", str(tmp_path / "docs"))[0] == 0
+    page = client.get("/i/files/compare", params={"a": a, "b": b}).text
+    assert page.count("from file") == 2 and "No text to show" not in page
+    zipped = client.get("/i/files/compare", params={"a": a, "b": b + ".gz"}).text
+    assert zipped.count("from file") == 2 and "No text to show" not in zipped
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.link(a, elsewhere / "alpha.txt")
+    _secret_like(Path(b), elsewhere / "beta.txt")
+    (tmp_path / "docs").rename(tmp_path / "docs-old")
+    (tmp_path / "docs").symlink_to(elsewhere)
+    page = client.get("/i/files/compare", params={"a": a, "b": b}).text
+    assert _unshown(page, "its content is not what was indexed") and page.count("from file") == 2
+
+
 def test_a_file_changed_since_ingest_is_not_shown(corpus: dict[str, str], client: TestClient) -> None:
     a, b = _key(corpus, "alpha.txt"), _key(corpus, "alpha-draft.txt")
     Path(b).write_text(SECRET + " " + corpus[b])

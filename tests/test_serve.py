@@ -336,6 +336,28 @@ def test_an_upload_over_the_limit_is_refused_not_cut(corpus: dict[str, str], cli
     )
 
 
+def test_a_pasted_text_up_to_the_limit_is_searched_and_compared(
+    corpus: dict[str, str], client: TestClient
+) -> None:
+    """A text field is read up to the upload's limit (8 MiB), not the form parser's default 1 MiB,
+    so that a side by side of a long text works; a larger one gets the same 413 page."""
+    beta = _key(corpus, "beta.txt")
+    long = corpus[beta] + " more" * (300 << 10)  # 1.5 MiB
+    found = client.post("/i/docs/search", data={"text": long}, files={"file": ("", b"")})
+    assert found.status_code == 200 and "near-duplicate" in found.text
+    side = client.post("/i/docs/compare", data={"text": long, "b": beta})
+    assert side.status_code == 200 and "Long document: shown and compared up to its first 100000" in side.text
+    huge = "markers " * (9 << 17)  # 9 MiB
+    for answer in (
+        client.post("/i/docs/search", data={"text": huge}, files={"file": ("", b"")}),
+        client.post("/i/docs/compare", data={"text": huge, "b": beta}),
+    ):
+        assert answer.status_code == 413 and "markers" not in answer.text
+        assert re.findall(r'<p id="message">(.*?)</p>', answer.text) == [
+            "the text given is larger than 8 MiB, the most a search here reads"
+        ]
+
+
 def test_pictures_draw_the_pairs_and_the_calibration(
     conn: Conn, corpus: dict[str, str], client: TestClient
 ) -> None:

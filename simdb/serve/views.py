@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 import psycopg
 from psycopg_pool import ConnectionPool
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -26,6 +27,7 @@ from simdb.serve import plots
 PER_PAGE = 20
 UPLOAD_LIMIT = 8 << 20  # bytes of an uploaded file a search reads: a larger one is refused (413)
 DEFAULT_SAMPLE = 100
+_OVER_PART_SIZE = ("Part exceeded maximum size", "Field exceeded maximum size")  # (Starlette's words)
 
 
 def link(path: str, **params: object) -> str:
@@ -138,8 +140,21 @@ def compare_keys(request: Request) -> Response:
     return _render(request, "compare.html", compared=compared, view="compare", **context)
 
 
+async def _form(request: Request, max_files: int) -> FormData | None:
+    """The posted form, its text fields read up to UPLOAD_LIMIT bytes (the parser's default is
+    1 MiB); None if one is larger."""
+    try:
+        return await request.form(max_files=max_files, max_fields=4, max_part_size=UPLOAD_LIMIT)
+    except HTTPException as error:
+        if error.status_code == 400 and str(error.detail).startswith(_OVER_PART_SIZE):
+            return None
+        raise
+
+
 async def compare_text(request: Request) -> Response:
-    form = await request.form(max_files=0, max_fields=4)
+    form = await _form(request, max_files=0)
+    if form is None:
+        return _too_large(request, None)
     text, key = form.get("text"), _key(form.get("b"), "key b")
     if not isinstance(text, str) or not text.strip():
         raise InvalidParameter("no text given", "paste a text to compare")
@@ -153,15 +168,16 @@ async def compare_text(request: Request) -> Response:
     return await run_in_threadpool(run)
 
 
-def _too_large(request: Request, filename: str) -> Response:
-    """413 for an upload over UPLOAD_LIMIT: refused whole, never searched or shown in part."""
+def _too_large(request: Request, filename: str | None) -> Response:
+    """413 for an upload (a file, or a text given: `filename` None) over UPLOAD_LIMIT: refused
+    whole, never searched or shown in part."""
     name = request.path_params["name"]
+    given = "the text given" if filename is None else f"the file {filename!r}"
     return _render(
         request,
         "error.html",
         413,
-        message=f"the file {filename!r} is larger than {UPLOAD_LIMIT >> 20} MiB,"
-        " the most a search here reads",
+        message=f"{given} is larger than {UPLOAD_LIMIT >> 20} MiB, the most a search here reads",
         hint="search with a part of it pasted, or on the command line:"
         f" simdb query {name} --file FILE (any size)",
         status=413,
@@ -175,7 +191,9 @@ def search_form(request: Request) -> Response:
 
 
 async def search(request: Request) -> Response:
-    form = await request.form(max_files=1, max_fields=4)
+    form = await _form(request, max_files=1)
+    if form is None:
+        return _too_large(request, None)
     text = form.get("text")
     upload = form.get("file")
     if isinstance(upload, UploadFile) and upload.filename:

@@ -15,6 +15,7 @@ op.create_index made are not a simdb index (attach_index refuses to build over t
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -166,24 +167,43 @@ def _declared_btrees(metadata: MetaData | list[MetaData] | None) -> dict[str, _B
     return found
 
 
-def _rewrite(container: Any, btrees: dict[str, _Btree], done: set[str]) -> None:
-    """Replace, inside `container` and the op groups it holds, each index's B-tree ops by one op
-    of the whole index (where its first B-tree's was)."""
-    kept: list[Any] = []
+def _btree_of(op: Any, btrees: dict[str, _Btree]) -> _Btree | None:
+    if not isinstance(op, ops.CreateIndexOp | ops.DropIndexOp):
+        return None
+    return btrees.get(str(op.index_name))
+
+
+def _rewrite(container: Any, btrees: dict[str, _Btree]) -> None:
+    """Replace, inside `container` and the op groups it holds, each index's B-tree ops by ops of
+    the whole index, where its first B-tree's was: creates by attach_index, drops by drop_index;
+    the same B-trees both dropped and created (an expression PostgreSQL prints otherwise than
+    SQLAlchemy writes it) by nothing."""
+    created: dict[str, set[str]] = defaultdict(set)
+    dropped: dict[str, set[str]] = defaultdict(set)
     for op in container.ops:
         if hasattr(op, "ops"):
-            _rewrite(op, btrees, done)
-            if not op.ops:
-                continue
-        btree = btrees.get(str(getattr(op, "index_name", "")))
-        if btree is None or not isinstance(op, ops.CreateIndexOp | ops.DropIndexOp):
-            kept.append(op)
+            _rewrite(op, btrees)
+        btree = _btree_of(op, btrees)
+        if btree is not None:
+            made = created if isinstance(op, ops.CreateIndexOp) else dropped
+            made[btree.declared.name].add(str(op.index_name))
+    kept: list[Any] = []
+    done: set[str] = set()
+    for op in container.ops:
+        btree = _btree_of(op, btrees)
+        if btree is None:
+            if not (hasattr(op, "ops") and not op.ops):
+                kept.append(op)
             continue
-        if btree.declared.name in done:
+        name = btree.declared.name
+        if name in done or created[name] == dropped[name]:
             continue
-        done.add(btree.declared.name)
+        done.add(name)
         attach = AttachIndexOp(btree.declared, btree.table, btree.key_column)
-        kept.append(attach if isinstance(op, ops.CreateIndexOp) else attach.reverse())
+        if dropped[name]:
+            kept.append(DropIndexOp(name, attach))
+        if created[name]:
+            kept.append(attach)
     container.ops = kept
 
 
@@ -195,6 +215,6 @@ def process_revision_directives(context: MigrationContext, revision: Any, direct
         return
     for script in directives:
         for upgrade in script.upgrade_ops_list:
-            _rewrite(upgrade, btrees, set())
+            _rewrite(upgrade, btrees)
         for downgrade in script.downgrade_ops_list:
-            _rewrite(downgrade, btrees, set())
+            _rewrite(downgrade, btrees)

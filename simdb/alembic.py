@@ -114,6 +114,13 @@ def attach_index(
     migration for a large table); without, a warning in the migration's output says that the
     index holds nothing yet and to run `simdb sync NAME`."""
     driver = _online("attach_index")
+    if sync and isinstance(driver, sabridge.Bridge):
+        raise SimdbError(
+            f"attach_index({name!r}, sync=True) fills the index with a bulk copy, which needs psycopg 3"
+            f" (this migration runs on {driver.driver})",
+            f"leave sync off and run `simdb sync {name}` after the migration,"
+            " or run the migration on postgresql+psycopg://",
+        )
     in_column = {"fingerprint": fingerprint_column, "signature": signature_column}
     given = [(kind, column) for kind, column in in_column.items() if column]
     if len(given) > 1 or not (given or text_column):

@@ -145,3 +145,47 @@ def test_offline_mode_refuses_operations_that_read_the_database(tmp_path: Path) 
     assert raised.value.hint == (
         "run this migration online (alembic upgrade head), or the simdb CLI against the database"
     )
+
+
+ONLINE_ENV = """
+from alembic import context
+
+context.configure(connection=context.config.attributes["connection"])
+with context.begin_transaction():
+    context.run_migrations()
+"""
+
+SYNCING_REVISION = """
+import sqlalchemy as sa
+from alembic import op
+
+from simdb import alembic as simdb_ops
+
+revision = "s0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    notes = op.create_table("notes", sa.Column("id", sa.Integer, primary_key=True), sa.Column("body", sa.Text))
+    op.bulk_insert(notes, [{"id": i, "body": f"note {i} about things"} for i in range(20)])
+    simdb_ops.ensure_schema()
+    simdb_ops.attach_index("notes_dups", table="public.notes", key_column="id", text_column="body", sync=True)
+"""
+
+
+def test_attach_index_with_sync_refuses_a_driver_without_bulk_copy(empty_db: str, tmp_path: Path) -> None:
+    (tmp_path / "versions").mkdir()
+    (tmp_path / "env.py").write_text(ONLINE_ENV)
+    (tmp_path / "versions" / "s0001.py").write_text(SYNCING_REVISION)
+    with pytest.raises(SimdbError) as raised:
+        _migrate(_url(empty_db, "psycopg2"), lambda config: command.upgrade(config, "head"), tmp_path)
+    assert str(raised.value) == (
+        "attach_index('notes_dups', sync=True) fills the index with a bulk copy, which needs psycopg 3"
+        " (this migration runs on psycopg2) (leave sync off and run `simdb sync notes_dups` after the"
+        " migration, or run the migration on postgresql+psycopg://)"
+    )
+    with psycopg.connect(empty_db) as conn:  # the migration's transaction rolled back, whole
+        gone = conn.execute("SELECT to_regclass('public.notes'), to_regnamespace('simdb')").fetchone()
+        assert gone == (None, None)

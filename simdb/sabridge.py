@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection as SAConnection
 
 from simdb.connection import Connection
 from simdb.errors import SimdbError
+from simdb.modes.widths import BitString
 
 _PLACEHOLDER = re.compile(r"%(?:\((\w+)\))?s|%%")
 Params = Sequence[Any] | dict[str, Any] | None
@@ -38,6 +39,8 @@ def render(query: str | sql.Composable, params: Params = None) -> str:
         if match.group(0) == "%%":
             return "%"
         value = params[match.group(1)] if match.group(1) else next(positional)  # type: ignore[index]
+        if isinstance(value, BitString):  # (psycopg writes '...'::bit, which is bit(1))
+            return f"B'{value.value:0{value.bits}b}'"
         return sql.Literal(value).as_string(None)
 
     return _PLACEHOLDER.sub(literal, text)

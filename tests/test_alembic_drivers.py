@@ -14,13 +14,15 @@ import pytest
 from alembic import command
 from alembic.config import Config
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
 from sqlalchemy import URL, create_engine
 from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from simdb import attach, catalog, schema
+from simdb import attach, catalog, sabridge, schema
 from simdb.errors import SimdbError
+from simdb.modes.widths import BitString
 
 APP = Path(__file__).resolve().parent / "example_app"
 
@@ -189,3 +191,31 @@ def test_attach_index_with_sync_refuses_a_driver_without_bulk_copy(empty_db: str
     with psycopg.connect(empty_db) as conn:  # the migration's transaction rolled back, whole
         gone = conn.execute("SELECT to_regclass('public.notes'), to_regnamespace('simdb')").fetchone()
         assert gone == (None, None)
+
+
+def test_the_bridge_answers_as_psycopg_does(empty_db: str) -> None:
+    """The same statements and values through psycopg 3 and through the bridge on psycopg2."""
+    statement = (
+        "SELECT %s::text, %s, %s::numeric, length(%s), %s = ANY(%s), %s::text[], %s::integer IS NULL,"
+        " 'a%%b', decode('00ff', 'hex'), 'r'::\"char\""
+    )
+    values = ("it's %s", 7, 2**64 - 1, BitString(5, 128), "b", ["a", "b"], [], None)
+    named = "SELECT %(n)s + 1, %(t)s"
+    with psycopg.connect(empty_db) as conn:
+        expected = [
+            conn.execute(statement, values).fetchone(),
+            conn.execute(named, {"n": 1, "t": "x"}).fetchone(),
+        ]
+    engine = create_engine(_url(empty_db, "psycopg2"), poolclass=NullPool)
+    with engine.connect() as connection:
+        bridge = sabridge.psycopg_of(connection)
+        assert isinstance(bridge, sabridge.Bridge)
+        got = [
+            bridge.execute(statement, values).fetchone(),
+            bridge.execute(named, {"n": 1, "t": "x"}).fetchone(),
+        ]
+        with bridge.cursor(row_factory=dict_row) as cursor:
+            assert cursor.execute("SELECT 1 AS one, 'x' AS two").fetchall() == [{"one": 1, "two": "x"}]
+    engine.dispose()
+    assert got == expected
+    assert expected[0] == ("it's %s", 7, 2**64 - 1, 128, True, [], True, "a%b", b"\x00\xff", "r")

@@ -40,7 +40,7 @@ def render(query: str | sql.Composable, params: Params = None) -> str:
             return "%"
         value = params[match.group(1)] if match.group(1) else next(positional)  # type: ignore[index]
         if isinstance(value, BitString):  # (psycopg writes '...'::bit, which is bit(1))
-            return f"B'{value.value:0{value.bits}b}'"
+            return sql.SQL("B{}").format(sql.Literal(format(value.value, f"0{value.bits}b"))).as_string(None)
         return sql.Literal(value).as_string(None)
 
     return _PLACEHOLDER.sub(literal, text)

@@ -34,8 +34,27 @@ def run(connection: Connection) -> None:
         context.run_migrations()
 
 
+def write_script() -> None:
+    """Offline mode (--sql, or inside a user's migration that writes a script): the statements go
+    to the script, in the caller's transaction when it has one."""
+    nested = bool(context.config.attributes.get("nested"))
+    context.configure(
+        dialect_name="postgresql",
+        version_table=VERSION_TABLE,
+        version_table_schema=SCHEMA,
+        transactional_ddl=not nested,
+    )
+    with context.begin_transaction():
+        context.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+        for schema in (SCHEMA, INTERNAL_SCHEMA):
+            context.execute(CreateSchema(schema, if_not_exists=True))
+        context.run_migrations()
+
+
 shared = context.config.attributes.get("connection")
-if shared is not None:
+if context.is_offline_mode():
+    write_script()
+elif shared is not None:
     run(shared)
 else:
     url = context.get_x_argument(as_dictionary=True).get("url")

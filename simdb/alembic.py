@@ -13,7 +13,9 @@
         op.drop_table("articles")
 
 Everything runs on the migration's own connection and transaction, so it commits or rolls back
-with the rest of the migration.
+with the rest of the migration, whatever its driver (psycopg, psycopg2, asyncpg, async psycopg).
+In offline mode (`alembic upgrade head --sql`) ensure_schema writes simdb's schema to the script
+(for a database without one); the other operations read the database first, and refuse.
 """
 
 from __future__ import annotations
@@ -26,31 +28,44 @@ import alembic.op
 from alembic import command
 from alembic.config import Config
 from psycopg import sql
-from sqlalchemy.engine import Connection as SAConnection
 
-from simdb import attach, catalog, index, intable, layout, names, schema
+from simdb import attach, catalog, index, intable, layout, names, sabridge, schema
 from simdb.connection import Connection
 from simdb.errors import InvalidParameter, SimdbError
 
 _log = logging.getLogger(__name__)  # shown with Alembic's own output (its WARNING level)
 
 
-def _connection() -> SAConnection:
-    return alembic.op.get_bind()
-
-
 def _driver() -> Connection:
-    """The psycopg connection under the migration's SQLAlchemy connection (same transaction)."""
-    driver = _connection().connection.driver_connection
-    return driver  # type: ignore[return-value]
+    """The connection simdb's library runs on: the migration's own, in its transaction."""
+    return sabridge.migration_connection()
+
+
+def _online(operation: str) -> Connection:
+    """The migration's connection for an operation that reads the database before it writes."""
+    if sabridge.offline():
+        raise SimdbError(
+            f"simdb_ops.{operation}() reads the database first, so it cannot be written to an"
+            " offline (--sql) script",
+            "run this migration online (alembic upgrade head), or the simdb CLI against the database",
+        )
+    return _driver()
 
 
 def _run_simdb_migrations(action: Callable[[Config], None]) -> None:
-    schema.run_alembic(_connection(), action)
+    if sabridge.offline():
+        script = alembic.op.get_context().impl.output_buffer
+        schema.run_alembic(None, action, script=script)
+    else:
+        schema.run_alembic(alembic.op.get_bind(), action)
 
 
 def ensure_schema() -> None:
-    """Create or migrate simdb's schema (catalog and SQL functions) to the version this simdb needs."""
+    """Create or migrate simdb's schema (catalog and SQL functions) to the version this simdb needs
+    (offline: the script creates it whole, for a database without one)."""
+    if sabridge.offline():
+        _run_simdb_migrations(lambda config: command.upgrade(config, "head", sql=True))
+        return
     if schema.current_revision(_driver()) != schema.HEAD:
         _run_simdb_migrations(lambda config: command.upgrade(config, "head"))
         layout.finish_all(_driver())  # in the user's transaction (simdb.layout says why it waits)
@@ -62,7 +77,7 @@ def drop_schema(*indexes: str, force: bool = False) -> None:
     The schema is shared: other applications, or people with the CLI, may keep indexes in it. Any
     index not named refuses the drop (listing them, nothing dropped) unless `force` is given.
     """
-    driver = _driver()
+    driver = _online("drop_schema")
     present = catalog.index_names(driver) if schema.current_revision(driver) is not None else []
     others = [name for name in present if name not in indexes]
     if others and not force:
@@ -78,7 +93,7 @@ def drop_schema(*indexes: str, force: bool = False) -> None:
 
 def create_index(name: str, **options: Any) -> None:
     """simdb create NAME: the same arguments as simdb.index.create (spec, features, expected_rows)."""
-    index.create(_driver(), name, **options)
+    index.create(_online("create_index"), name, **options)
 
 
 def attach_index(
@@ -98,7 +113,14 @@ def attach_index(
     column). With `sync`, the rows are fingerprinted in the migration's transaction (a long
     migration for a large table); without, a warning in the migration's output says that the
     index holds nothing yet and to run `simdb sync NAME`."""
-    driver = _driver()
+    driver = _online("attach_index")
+    if sync and isinstance(driver, sabridge.Bridge):
+        raise SimdbError(
+            f"attach_index({name!r}, sync=True) fills the index with a bulk copy, which needs psycopg 3"
+            f" (this migration runs on {driver.driver})",
+            f"leave sync off and run `simdb sync {name}` after the migration,"
+            " or run the migration on postgresql+psycopg://",
+        )
     in_column = {"fingerprint": fingerprint_column, "signature": signature_column}
     given = [(kind, column) for kind, column in in_column.items() if column]
     if len(given) > 1 or not (given or text_column):
@@ -130,4 +152,4 @@ def attach_index(
 
 def drop_index(name: str) -> None:
     """simdb drop NAME: the index table, its functions and catalog rows."""
-    index.drop(_driver(), name)
+    index.drop(_online("drop_index"), name)

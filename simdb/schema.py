@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import psycopg
 from psycopg import sql
@@ -89,8 +89,11 @@ def migrate(conn: Connection, revision: str, *, down: bool = False) -> None:
         run_alembic(connection, lambda config: step(config, revision))
 
 
-def run_alembic(connection: SAConnection, action: Callable[[Config], None]) -> None:
-    """Run an Alembic command of simdb's history on a SQLAlchemy connection, in its transaction.
+def run_alembic(
+    connection: SAConnection | None, action: Callable[[Config], None], *, script: TextIO | None = None
+) -> None:
+    """Run an Alembic command of simdb's history on a SQLAlchemy connection, in its transaction,
+    or (no connection) write its statements to `script`, an offline migration's output.
 
     Alembic keeps its `op` and `context` in module-level proxies, and a run removes them when it
     ends; inside a user's own migration, put theirs back so the rest of it still works.
@@ -100,6 +103,8 @@ def run_alembic(connection: SAConnection, action: Callable[[Config], None]) -> N
 
     config = alembic_config()
     config.attributes["connection"] = connection
+    config.attributes["nested"] = True
+    config.output_buffer = script
     saved = [getattr(module, "_proxy", None) for module in (alembic.op, alembic.context)]
     try:
         action(config)

@@ -390,9 +390,20 @@ def simhash_indexes(
     return _btrees(made, sketch, name)
 
 
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    """What a B-tree declared by simhash_indexes or jaccard_indexes belongs to (its Index.info
+    under "simdb"): simdb.autogenerate writes the index's attach_index from it."""
+
+    name: str
+    column: str
+    made: SimdbIndex
+
+
 def _btrees(made: SimdbIndex, sketch: ColumnElement[Any], name: str) -> list[Index]:
+    declared = Declared(name, str(getattr(sketch, "name", sketch)), made)
     return [
-        Index(names.app_btree_name(name, column_name), key)
+        Index(names.app_btree_name(name, column_name), key, info={"simdb": declared})
         for column_name, key in zip(made.columns, _keys(made, sketch), strict=True)
     ]
 

@@ -6,10 +6,9 @@ Revision ID: 0001
 Revises:
 """
 
-from alembic import op
-
 from simdb import catalog, index
 from simdb.resources import function_sql, sql_text
+from simdb.sabridge import migration_connection
 
 revision = "0001"
 down_revision = None
@@ -34,7 +33,7 @@ FUNCTIONS = (
 
 def _run_script(script: str) -> None:
     """Run a multi-statement script through psycopg's simple-query path ('%' stays literal)."""
-    op.get_bind().connection.driver_connection.execute(script)
+    migration_connection().execute(script)
 
 
 def upgrade() -> None:
@@ -44,7 +43,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         index.drop_objects(raw, name)
     _run_script(

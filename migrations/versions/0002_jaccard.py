@@ -4,9 +4,8 @@ Revision ID: 0002
 Revises: 0001
 """
 
-from alembic import op
-
 from simdb.resources import function_sql
+from simdb.sabridge import migration_connection
 
 revision = "0002"
 down_revision = "0001"
@@ -15,10 +14,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.get_bind().connection.driver_connection.execute(function_sql("jaccard_estimate", 1))
+    migration_connection().execute(function_sql("jaccard_estimate", 1))
 
 
 def downgrade() -> None:
-    op.get_bind().connection.driver_connection.execute(
-        "DROP FUNCTION simdb.jaccard_estimate(bigint[], bigint[])"
-    )
+    migration_connection().execute("DROP FUNCTION simdb.jaccard_estimate(bigint[], bigint[])")

@@ -7,10 +7,9 @@ Revision ID: 0003
 Revises: 0002
 """
 
-from alembic import op
-
 from simdb import catalog, index
 from simdb.resources import function_sql, sql_text
+from simdb.sabridge import migration_connection
 
 revision = "0003"
 down_revision = "0002"
@@ -34,7 +33,7 @@ FUNCTIONS = (
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(sql_text("catalog/0003_index_modes.sql"))
     raw.execute("DROP FUNCTION simdb.jaccard_estimate(bigint[], bigint[])")
     for name, version in FUNCTIONS:
@@ -42,7 +41,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw, mode="jaccard"):
         index.drop_objects(raw, name)
     raw.execute(

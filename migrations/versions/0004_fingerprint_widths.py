@@ -7,10 +7,9 @@ Revision ID: 0004
 Revises: 0003
 """
 
-from alembic import op
-
 from simdb import catalog, index
 from simdb.resources import function_sql, sql_text
+from simdb.sabridge import migration_connection
 
 revision = "0004"
 down_revision = "0003"
@@ -23,14 +22,14 @@ FUNCTIONS = (("near_bit", 1), ("near_text", 1), ("near_key", 2))
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(sql_text("catalog/0004_fingerprint_widths.sql"))
     for name, version in FUNCTIONS:
         raw.execute(function_sql(name, version))
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name, bits, _ in catalog.simhash_limits(raw):
         if bits == 128:
             index.drop_objects(raw, name)

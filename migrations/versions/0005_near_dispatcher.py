@@ -8,9 +8,8 @@ Revision ID: 0005
 Revises: 0004
 """
 
-from alembic import op
-
 from simdb import dispatch
+from simdb.sabridge import migration_connection
 
 revision = "0005"
 down_revision = "0004"
@@ -19,7 +18,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(
         "ALTER FUNCTION simdb.near(text, bigint, integer) RENAME TO _near_dynamic;"
         "ALTER FUNCTION simdb.near(text, bit, integer) RENAME TO _near_dynamic;"
@@ -28,7 +27,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(
         "DROP FUNCTION simdb.near(text, bigint, integer);"
         "DROP FUNCTION simdb.near(text, bit, integer);"

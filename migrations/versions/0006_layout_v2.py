@@ -15,10 +15,9 @@ Revision ID: 0006
 Revises: 0005
 """
 
-from alembic import op
-
 from simdb import catalog, dispatch, index, layout
 from simdb.resources import function_sql
+from simdb.sabridge import migration_connection
 
 revision = "0006"
 down_revision = "0005"
@@ -27,7 +26,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(function_sql("_refused_sketch", 1))  # the near statements' check of a query sketch
     for name in catalog.index_names(raw):
         layout.prepare(raw, index.get(raw, name))

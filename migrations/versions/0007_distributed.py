@@ -8,9 +8,8 @@ Revision ID: 0007
 Revises: 0006
 """
 
-from alembic import op
-
 from simdb.resources import function_sql
+from simdb.sabridge import migration_connection
 
 revision = "0007"
 down_revision = "0006"
@@ -22,12 +21,12 @@ FUNCTIONS = (("near_key", 3), ("from_hex", 2))
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name, version in FUNCTIONS:
         raw.execute(function_sql(name, version))
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name, version in FUNCTIONS:
         raw.execute(function_sql(name, version - 1))

@@ -8,9 +8,8 @@ Revision ID: 0008
 Revises: 0007
 """
 
-from alembic import op
-
 from simdb.resources import function_sql
+from simdb.sabridge import migration_connection
 
 revision = "0008"
 down_revision = "0007"
@@ -19,14 +18,14 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(function_sql("_explained", 1))
     raw.execute(function_sql("explain_near", 2))
     raw.execute(function_sql("explain_similar", 2))
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(function_sql("explain_near", 1))
     raw.execute(function_sql("explain_similar", 1))
     raw.execute("DROP FUNCTION simdb._explained(text, text, text)")

@@ -7,10 +7,10 @@ Revision ID: 0009
 Revises: 0008
 """
 
-from alembic import op
 from psycopg import sql
 
 from simdb import catalog, names
+from simdb.sabridge import migration_connection
 
 revision = "0009"
 down_revision = "0008"
@@ -19,7 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         raw.execute(
             sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS mtime_ns bigint").format(names.table(name))
@@ -27,6 +27,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         raw.execute(sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS mtime_ns").format(names.table(name)))

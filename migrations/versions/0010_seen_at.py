@@ -7,10 +7,10 @@ Existing rows count as seen at the upgrade (a constant default: no table is rewr
 prune after it never removes a row that an ingest would still have confirmed.
 """
 
-from alembic import op
 from psycopg import sql
 
 from simdb import catalog, names
+from simdb.sabridge import migration_connection
 
 revision = "0010"
 down_revision = "0009"
@@ -19,7 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         raw.execute(
             sql.SQL(
@@ -29,6 +29,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         raw.execute(sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS seen_at").format(names.table(name)))

@@ -4,10 +4,9 @@ Revision ID: 0011
 Revises: 0010
 """
 
-from alembic import op
-
 from simdb import catalog, dispatch, index
 from simdb.resources import function_sql, sql_text
+from simdb.sabridge import migration_connection
 
 revision = "0011"
 down_revision = "0010"
@@ -85,7 +84,7 @@ TO_SIMDB = (r'(^|[^[:alnum:]_"])"?simdb_internal"?\.', r"\1simdb.")
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute("GRANT USAGE ON SCHEMA simdb_internal TO PUBLIC")
     for signature in MOVED:
         raw.execute(f"DROP FUNCTION simdb.{signature}")
@@ -98,7 +97,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for signature in ADDED:
         raw.execute(f"DROP FUNCTION simdb.{signature}")
     for name, version in BEFORE:

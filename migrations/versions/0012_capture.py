@@ -7,9 +7,8 @@ Indexes attached before this revision keep syncing by comparing snapshots ('none
 triggers and status view of an index attached with triggers are its own objects (simdb.names).
 """
 
-from alembic import op
-
 from simdb import capture, catalog
+from simdb.sabridge import migration_connection
 
 revision = "0012"
 down_revision = "0011"
@@ -18,7 +17,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(
         "ALTER TABLE simdb._sources ADD COLUMN capture text NOT NULL DEFAULT 'none'"
         " CHECK (capture IN ('none', 'triggers'))"
@@ -26,7 +25,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         capture.remove(raw, name)
     raw.execute("ALTER TABLE simdb._sources DROP COLUMN capture")

@@ -8,10 +8,10 @@ sketch column, and may have no text column. Readers may now read _sources too: l
 asks it where the index's rows live.
 """
 
-from alembic import op
 from psycopg import sql
 
 from simdb import catalog, dispatch, index, storage
+from simdb.sabridge import migration_connection
 
 revision = "0013"
 down_revision = "0012"
@@ -20,7 +20,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     raw.execute(
         "ALTER TABLE simdb._sources ALTER COLUMN text_column DROP NOT NULL,"
         " ADD COLUMN sketch_column text,"
@@ -37,7 +37,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         source = catalog.source_row(raw, name)
         if source is not None and source.sketch_column:

@@ -4,9 +4,8 @@ Revision ID: 0014
 Revises: 0013
 """
 
-from alembic import op
-
 from simdb.resources import function_sql, sql_text
+from simdb.sabridge import migration_connection
 
 revision = "0014"
 down_revision = "0013"
@@ -29,14 +28,14 @@ ADDED = tuple(
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name, version in FUNCTIONS:
         raw.execute(function_sql(name, version))
     raw.execute(sql_text("comments/numeric_fingerprints.v1.sql"))
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for signature in ADDED:
         raw.execute(f"DROP FUNCTION {signature}")
     raw.execute("DROP FUNCTION simdb_internal._unsigned_fingerprint(numeric, integer)")

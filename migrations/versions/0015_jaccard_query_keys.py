@@ -7,9 +7,8 @@ Revision ID: 0015
 Revises: 0014
 """
 
-from alembic import op
-
 from simdb import catalog, index
+from simdb.sabridge import migration_connection
 
 revision = "0015"
 down_revision = "0014"
@@ -18,7 +17,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name in catalog.index_names(raw):
         made = index.get(raw, name)
         if made.mode == "jaccard":

@@ -9,6 +9,8 @@ cache already holds it, loaded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from simdb import minhash, pairing, simhash
 from simdb.simhash import Features
 
@@ -28,6 +30,13 @@ def warm() -> None:
                 simhash.fingerprints(documents, features, spec, bits)
             minhash.document_signatures(documents, features, minhash.DEFAULT_PERMUTATIONS, spec)
     pairing.load_kernels()
+
+
+def warm_sketch(sketch: Callable[[str], object]) -> None:
+    """Load the kernels one sketch function calls (an index's `sketch`): a long text, then a
+    short one (which takes the batched kernels once the kernels are loaded)."""
+    sketch(_LONG)
+    sketch(_SHORT)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,9 @@ async def cached(conn: AsyncConnection, name: str) -> Index:
     instead of the four or five of a load)."""
     info = conn.info
     key = (info.host, str(info.port), info.dbname, info.user, name)
-    found: list[tuple[str]] = await run(conn, _version(name))
+    read = catalog.version_read(name)
+    cursor = await conn.execute(read.text, read.params, prepare=True)  # (planned once per connection)
+    found: list[tuple[str]] = await cursor.fetchall()
     if not found:
         _loaded.pop(key, None)
         return await get(conn, name)  # (a bad name or IndexNotFound, as get says it)
@@ -79,12 +81,6 @@ async def cached(conn: AsyncConnection, name: str) -> Index:
     made = await get(conn, name)  # read after the version: a later change is seen by the next check
     _loaded[key] = (version, made)
     return made
-
-
-def _version(name: str) -> catalog.Reads[list[tuple[str]]]:
-    """catalog.version_read as catalog reads: its rows."""
-    rows: list[tuple[str]] = yield catalog.version_read(name)
-    return rows
 
 
 def _kind(index: Index) -> SketchKind:

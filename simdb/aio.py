@@ -31,7 +31,7 @@ IndexLike = Index | str  # an index, or its name
 T = TypeVar("T")
 
 # A text longer than this many characters is sketched in a worker thread: past it, a sketch takes
-# longer than a hop to a thread (a 1.5 MB text takes seconds).
+# longer than a hop to a thread (a 1.5 MB text, from half a second to seconds).
 SKETCH_ON_LOOP_CHARS = 4096
 SketchKind = tuple[str, str, int, int]  # (mode, features, spec version, bits): the kernels a sketch calls
 _warmed: set[SketchKind] = set()  # the kinds whose kernels this process has loaded (in a worker thread)

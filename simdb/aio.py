@@ -3,7 +3,9 @@ sync an attached one.
 
 Each function runs the statements its sync counterpart builds (query.near_statement,
 ingest.upsert_plan, index.loading, ...), so both give the same answers; an index is given by
-name (loaded with the same catalog reads as index.get) or as the Index object index.get returns.
+name (loaded with the same catalog reads as index.get, then kept while the catalog's version of
+it stays the same) or as the Index object index.get returns. Texts are sketched off the event
+loop when they would block it: see `sketch`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import psycopg
 from psycopg import conninfo, sql
 from psycopg.rows import TupleRow, dict_row, tuple_row
 
-from simdb import attach, catalog, connection, ingest, query
+from simdb import attach, catalog, connection, ingest, query, warmup
 from simdb import index as indexes
 from simdb.handle import Document, sketch_of
 from simdb.modes import Index, Sketch
@@ -27,6 +29,14 @@ from simdb.query import Filters, Match, Stored
 AsyncConnection = psycopg.AsyncConnection[TupleRow]
 IndexLike = Index | str  # an index, or its name
 T = TypeVar("T")
+
+# A text longer than this many characters is sketched in a worker thread: past it, a sketch takes
+# longer than a hop to a thread (a 1.5 MB text, from half a second to seconds).
+SKETCH_ON_LOOP_CHARS = 4096
+SketchKind = tuple[str, str, int, int]  # (mode, features, spec version, bits): the kernels a sketch calls
+_warmed: set[SketchKind] = set()  # the kinds whose kernels this process has loaded (in a worker thread)
+_loaded: dict[tuple[str, str, str, str, str], tuple[str, Index]] = {}  # (server, database, user,
+# index) -> (catalog version, index): see `cached`
 
 
 async def run(conn: AsyncConnection, reads: catalog.Reads[T]) -> T:
@@ -48,8 +58,74 @@ async def get(conn: AsyncConnection, name: str) -> Index:
 
 
 async def resolve(conn: AsyncConnection, index: IndexLike) -> Index:
-    """The index itself, loaded if given by name."""
-    return await get(conn, index) if isinstance(index, str) else index
+    """The index itself, loaded if given by name (`cached`)."""
+    return await cached(conn, index) if isinstance(index, str) else index
+
+
+async def cached(conn: AsyncConnection, name: str) -> Index:
+    """Index NAME as `get` loads it, kept per database (so shared by a pool's connections) and
+    loaded again when the catalog's version of it changed (catalog.version_read: one read by key
+    instead of the four or five of a load)."""
+    info = conn.info
+    key = (info.host, str(info.port), info.dbname, info.user, name)
+    read = catalog.version_read(name)
+    cursor = await conn.execute(read.text, read.params, prepare=True)  # (planned once per connection)
+    found: list[tuple[str]] = await cursor.fetchall()
+    if not found:
+        _loaded.pop(key, None)
+        return await get(conn, name)  # (a bad name or IndexNotFound, as get says it)
+    version = found[0][0]
+    hit = _loaded.get(key)
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    made = await get(conn, name)  # read after the version: a later change is seen by the next check
+    _loaded[key] = (version, made)
+    return made
+
+
+def _kind(index: Index) -> SketchKind:
+    return (index.mode, str(index.features), index.spec_version, index.bits)
+
+
+def _needs_thread(index: Index, content: Document | None) -> bool:
+    """Whether sketching `content` could block the loop: a long text, or the first text of its
+    kind in this process (which loads numba and the kernels' machine code, about 0.8 s)."""
+    return isinstance(content, str) and (len(content) > SKETCH_ON_LOOP_CHARS or _kind(index) not in _warmed)
+
+
+def _warm(index: Index) -> None:
+    """Load the kernels this index's sketches call (in a worker thread), once per kind."""
+    kind = _kind(index)
+    if kind not in _warmed:
+        warmup.warm_sketch(index.sketch)
+        _warmed.add(kind)
+
+
+async def sketch(index: Index, value: Document | None, text: str | None = None) -> Sketch:
+    """handle.sketch_of without blocking the event loop: a text longer than SKETCH_ON_LOOP_CHARS,
+    or the first of its kind in this process, is sketched in a worker thread, the kernels loaded
+    there too; a short text after that, or a sketch given as such, takes microseconds in place."""
+    if not _needs_thread(index, text if text is not None else value):
+        return sketch_of(index, value, text)
+
+    def work() -> Sketch:
+        _warm(index)
+        return sketch_of(index, value, text)
+
+    return await asyncio.to_thread(work)
+
+
+async def sketches(index: Index, documents: Mapping[str, Document]) -> dict[str, Sketch]:
+    """{key: sketch} of {key: text or sketch}, sketched as `sketch` does (in one worker thread
+    when any text needs one)."""
+
+    def work() -> dict[str, Sketch]:
+        _warm(index)
+        return {key: sketch_of(index, value) for key, value in documents.items()}
+
+    if any(_needs_thread(index, value) for value in documents.values()):
+        return await asyncio.to_thread(work)
+    return {key: sketch_of(index, value) for key, value in documents.items()}
 
 
 async def near(
@@ -217,8 +293,8 @@ class AsyncBoundIndex:
         limit: int | None = None,
     ) -> list[Match]:
         """Rows near a sketch or a text (one of them), within k bits or at min_similarity."""
-        sketch = sketch_of(self.index, value, text)
-        return await near(self.conn, self.index, sketch, k, min_similarity=min_similarity, limit=limit)
+        found = await sketch(self.index, value, text)
+        return await near(self.conn, self.index, found, k, min_similarity=min_similarity, limit=limit)
 
     async def near_key(
         self, key: str, *, k: int | None = None, min_similarity: float | None = None, limit: int | None = None
@@ -228,8 +304,7 @@ class AsyncBoundIndex:
 
     async def add(self, documents: Mapping[str, Document]) -> tuple[int, int]:
         """Store {key: text or sketch}; returns (inserted, updated)."""
-        sketches = {key: sketch_of(self.index, value) for key, value in documents.items()}
-        return await store(self.conn, self.index, sketches)
+        return await store(self.conn, self.index, await sketches(self.index, documents))
 
     async def delete(self, keys: Iterable[str]) -> int:
         """Remove these keys' rows; returns how many existed."""

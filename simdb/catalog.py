@@ -66,6 +66,23 @@ def index_row_read(name: str) -> Read:
     return Read(sql.SQL("SELECT * FROM {} WHERE name = %s").format(INDEXES), (name,), dicts=True)
 
 
+def version_read(name: str) -> Read:
+    """The read of an index's catalog version: the transaction ids (xmin) that last wrote its rows
+    in _indexes, _tables and _sources, one row of text (no row: no such index). It changes with
+    every committed write of them (a drop and re-create, a layout migration, distribute, a sync),
+    and costs one lookup by key per table: what a cache of loaded indexes checks before each use."""
+    return Read(
+        sql.SQL(
+            "SELECT format('%%s/%%s/%%s', i.xmin,"
+            " (SELECT string_agg(t.xmin::text, ',' ORDER BY t.table_no)"
+            "  FROM {} AS t WHERE t.index_name = i.name),"
+            " (SELECT s.xmin::text FROM {} AS s WHERE s.index_name = i.name))"
+            " FROM {} AS i WHERE i.name = %s"
+        ).format(TABLES, SOURCES, INDEXES),
+        (name,),
+    )
+
+
 def index_row(conn: Connection, name: str) -> dict[str, Any] | None:
     """An index's row as {column: value}, or None if there is no such index."""
     read = index_row_read(name)

@@ -9,13 +9,16 @@ cache already holds it, loaded.
 
 from __future__ import annotations
 
-from simdb import minhash, pairing, simhash
+from collections.abc import Callable
+
+from simdb import minhash, onetext, pairing, simhash
 from simdb.simhash import Features
 
 # Short text goes through the batched kernels; text longer than a piece, and any bytes features,
 # through the piece-at-a-time ones (simhash.sorted_out decides).
 _SHORT = "warm the fingerprint kernels of simdb once"
 _LONG = (_SHORT + " ") * (simhash.PIECE // len(_SHORT) + 1)
+_MEDIUM = (_SHORT + " ") * (2 * onetext.LIMIT // len(_SHORT))  # past what onetext counts without them
 _FEATURES = (Features("word", 3), Features("char", 5), Features("bytes", 4))
 
 
@@ -28,6 +31,14 @@ def warm() -> None:
                 simhash.fingerprints(documents, features, spec, bits)
             minhash.document_signatures(documents, features, minhash.DEFAULT_PERMUTATIONS, spec)
     pairing.load_kernels()
+
+
+def warm_sketch(sketch: Callable[[str], object]) -> None:
+    """Load the kernels one sketch function calls (an index's `sketch`) for a text shorter than a
+    piece: a text past onetext.LIMIT (which loads them), then a short one (which takes them too,
+    once they are loaded)."""
+    sketch(_MEDIUM)
+    sketch(_SHORT)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +22,7 @@ import simdb
 from simdb import aio, attach, index, ingest, intable, query
 from simdb.errors import IndexNotFound, InputError, InvalidParameter
 from simdb.modes import Index, JaccardSpec, SimhashSpec, Sketch
+from simdb.simhash import Features
 
 T = TypeVar("T")
 
@@ -251,3 +255,141 @@ def test_the_readme_snippets_run(dsn: str, conn: Conn) -> None:
         if "main" in scope:
             asyncio.run(scope["main"]())
     assert conn.execute("SELECT key FROM simdb.docs ORDER BY key").fetchall() == [("a",), ("c",)]
+
+
+class _SketchThreads:
+    """The threads that ran Index.sketch while installed (a profile hook in every thread), and
+    the event loop's longest stall, as a ticker task that wakes every millisecond sees it."""
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+        self.stall = 0.0
+        self._code = Index.sketch.__code__
+
+    def _hook(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is self._code:
+            self.threads.append(threading.get_ident())
+
+    def __enter__(self) -> _SketchThreads:
+        sys.setprofile(self._hook)
+        threading.setprofile(self._hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+
+    async def ticker(self, done: asyncio.Event) -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            self.stall = max(self.stall, now - last)
+            last = now
+
+
+def test_the_async_handle_sketches_long_texts_off_the_event_loop(conn: Conn, dsn: str) -> None:
+    """A text past SKETCH_ON_LOOP_CHARS is sketched in a worker thread, for near and add alike;
+    the answers are the sync handle's."""
+    made = index.create(conn, "docs")
+    long_text = " ".join(f"word{n % 7919} other{n % 613}" for n in range(5_000))  # 90 KB
+    watched = _SketchThreads()
+
+    async def work() -> tuple[int, list[query.Match], tuple[int, int]]:
+        done = asyncio.Event()
+        ticker = asyncio.create_task(watched.ticker(done))
+        async with await aio.connect(dsn) as db:
+            docs = await db.index("docs")
+            with watched:
+                added = await docs.add({"long": long_text})
+                found = await docs.near(text=long_text + " one more word")
+        done.set()
+        await ticker
+        return threading.get_ident(), found, added
+
+    loop_thread, found, added = asyncio.run(work())
+    print(f"longest stall of the event loop: {watched.stall * 1000:.1f} ms")
+    assert added == (1, 0)
+    assert found == query.near(conn, made, made.sketch(long_text + " one more word"))
+    assert [match.key for match in found] == ["long"]
+    assert len(watched.threads) >= 2 and loop_thread not in watched.threads
+
+
+def test_the_first_short_text_of_a_kind_loads_the_kernels_off_the_event_loop(conn: Conn, dsn: str) -> None:
+    """A short text whose kind (mode, features, spec, bits) this process has not sketched yet goes
+    to a worker thread, which loads the kernels it needs; the next short text stays on the loop."""
+    made = index.create(conn, "pages", JaccardSpec(threshold=0.5), features=Features("char", 7))
+    short = "a short text, sketched on the event loop once its kernels are loaded"
+    watched = _SketchThreads()
+
+    async def work() -> tuple[int, list[int], list[int], list[query.Match]]:
+        async with await aio.connect(dsn) as db:
+            pages = await db.index("pages")
+            with watched:
+                await pages.add({"a": short})
+                first = list(watched.threads)
+                found = await pages.near(text=short)
+        return threading.get_ident(), first, watched.threads[len(first) :], found
+
+    loop_thread, first, then, found = asyncio.run(work())
+    assert first and loop_thread not in first
+    assert then == [loop_thread]
+    assert found == query.near(conn, made, made.sketch(short)) == [query.Match("a", 1.0)]
+
+
+class _CountingCursor(psycopg.AsyncCursor[Any]):
+    """An async cursor that counts the statements it runs."""
+
+    statements = 0
+
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        _CountingCursor.statements += 1
+        return await super().execute(*args, **kwargs)
+
+
+def test_aio_by_name_keeps_the_loaded_index_until_the_catalog_changes(conn: Conn, dsn: str) -> None:
+    """aio.near by name loads the index once per database (one catalog read by key per call after
+    that, shared by a second connection), and sees a drop and re-create of the index."""
+    made = index.create(conn, "docs", SimhashSpec(max_distance=4))
+    data = _simhash_data()
+    ingest.store(conn, made, data)
+    probe = data["n3"]
+    expected = query.near(conn, made, probe)
+
+    async def counted(aconn: aio.AsyncConnection, index_name: str) -> tuple[list[query.Match], int]:
+        before = _CountingCursor.statements
+        found = await aio.near(aconn, index_name, probe)
+        return found, _CountingCursor.statements - before
+
+    async def work() -> list[tuple[list[query.Match], int]]:
+        results = []
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as aconn:
+            aconn.cursor_factory = _CountingCursor
+            results.append(await counted(aconn, "docs"))
+            results.append(await counted(aconn, "docs"))
+            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as other:
+                other.cursor_factory = _CountingCursor
+                results.append(await counted(other, "docs"))
+            await asyncio.to_thread(remake)
+            results.append(await counted(aconn, "docs"))
+            results.append(await counted(aconn, "docs"))
+        return results
+
+    def remake() -> None:
+        with psycopg.connect(dsn, autocommit=True) as own:
+            index.drop(own, "docs")
+            again = index.create(own, "docs", SimhashSpec(max_distance=1))
+            ingest.store(own, again, {key: data[key] for key in ("k3", "n3", "k4")})
+
+    first, second, shared, remade, kept = asyncio.run(work())
+    assert first[0] == second[0] == shared[0] == expected
+    assert len(expected) == 2
+    assert (second[1], shared[1]) == (2, 2)  # the catalog's version, then the query
+    assert first[1] > 2 and remade[1] == first[1]  # loaded again
+    assert (
+        remade[0]
+        == kept[0]
+        == query.near(conn, index.get(conn, "docs"), probe)
+        == [query.Match("n3", None, 0)]
+    )
+    assert kept[1] == 2

@@ -188,6 +188,78 @@ def test_hex_functions(conn: Conn) -> None:
             conn.execute("SELECT simdb.from_hex(%s)", (wrong,))
 
 
+# Python ints as psycopg sends them: a smallint, an integer, a bigint, a numeric (>= 2^63).
+FORMS = [0, 7, -1, 300, 70_000, -(2**31), 2**40, -(2**63), 2**63 - 1, 2**63, 0xA70392059DDFCBCE, MASK64]
+
+
+def test_fingerprint_functions_take_every_form_simdb_near_takes(conn: Conn) -> None:
+    """simdb.hamming, to_hex and permute take a fingerprint as psycopg sends a Python int of any
+    size (smallint, integer, bigint, numeric: unsigned up to 2^64 - 1, or signed), beside a bigint
+    column or hex text too, and answer as for its bigint; numbers they cannot read are refused."""
+    made = index.create(conn, "docs", SimhashSpec(max_distance=3))
+    ingest.store(conn, made, {"a": 0xA70392059DDFCBCF})
+    widths, order = list(made.plan.widths), list(made.plan.tables[1].order)
+    for a in FORMS:
+        unsigned = a & MASK64
+        row = conn.execute(
+            "SELECT simdb.to_hex(%s), simdb.permute(%s, %s, %s), simdb.hamming(fingerprint, %s),"
+            " simdb.hamming(%s, to_hex(fingerprint)), simdb.hamming(simdb.to_hex(fingerprint), %s)"
+            " FROM simdb.docs",
+            (a, a, widths, order, a, a, a),
+        ).fetchone()
+        distance = hamming(unsigned, 0xA70392059DDFCBCF)
+        assert row == (
+            to_hex(unsigned),
+            to_signed(made.plan.tables[1].permute(unsigned)),
+            distance,
+            distance,
+            distance,
+        )
+        near = conn.execute("SELECT * FROM simdb.near('docs', %s)", (a,)).fetchall()
+        assert near == ([("a", distance)] if distance <= 3 else [])
+        for b in FORMS:
+            found = conn.execute("SELECT simdb.hamming(%s, %s)", (a, b)).fetchone()
+            assert found == (hamming(unsigned, b & MASK64),), (a, b)
+    assert conn.execute("SELECT simdb.to_hex('0xff'), simdb.hamming(255, 'ff')").fetchone() == (
+        "00000000000000ff",
+        0,
+    )
+    for wrong in (2**64, -(2**63) - 1):
+        with pytest.raises(
+            psycopg.errors.InvalidParameterValue, match=f"simdb: {wrong} is not a 64-bit fingerprint"
+        ):
+            conn.execute("SELECT simdb.hamming(fingerprint, %s) FROM simdb.docs", (wrong,))
+
+
+@pytest.mark.parametrize(
+    ("widths", "order", "message", "hint"),
+    [
+        ([16, 16, 16, 15], [0, 1, 2, 3], "block widths {16,16,16,15} do not split 64 bits", None),
+        ([32, 33], [0, 1], "block widths {32,33} do not split 64 bits", None),
+        ([64, 0], [0, 1], "block widths {64,0} do not split 64 bits", None),
+        ([], [], "block widths {} do not split 64 bits", None),
+        ([16, 16, 16, 16], [0, 1, 1, 3], "block order {0,1,1,3} is not an order of the 4 blocks", 3),
+        ([16, 16, 16, 16], [0, 1, 2], "block order {0,1,2} is not an order of the 4 blocks", 3),
+        ([16, 16, 16, 16], [0, 1, 2, 4], "block order {0,1,2,4} is not an order of the 4 blocks", 3),
+        ([32, 32], [-1, 0], "block order {-1,0} is not an order of the 2 blocks", 1),
+    ],
+)
+def test_permute_refuses_widths_and_orders_that_are_no_split_of_64_bits(
+    conn: Conn, widths: list[int], order: list[int], message: str, hint: int | None
+) -> None:
+    """simdb.permute returned 0 (or dropped bits) for widths that do not add up to 64 or a block
+    order that repeats or misses a block; it names them."""
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as refused:
+        conn.execute("SELECT simdb.permute(-1::bigint, %s::integer[], %s::integer[])", (widths, order))
+    assert refused.value.diag.message_primary == f"simdb: {message}"
+    assert refused.value.diag.message_hint == (
+        "give positive widths that add up to 64, as simdb._indexes.block_widths holds them (e.g. '{16,16,16,16}')"
+        if hint is None
+        else f"name each block from 0 to {hint} once, as simdb._tables.block_order holds it"
+        " (e.g. '{2,3,0,1}' for 4 blocks)"
+    )
+
+
 def _load(conn: Conn, name: str, rows: dict[str, int]) -> index.Index:
     made = index.create(conn, name, SimhashSpec(max_distance=3))
     ingest.store(conn, made, rows)
@@ -523,7 +595,7 @@ def test_df_lists_the_public_functions_each_with_its_comment(conn: Conn, dsn: st
             " FROM pg_proc AS p WHERE p.pronamespace = 'simdb'::regnamespace"
         ).fetchall()
     )
-    assert len(comments) == 26
+    assert len(comments) == 42
     for function, comment in comments.items():
         assert "Argument" in str(comment) and "Example: SELECT " in str(comment), function
         example, _, answer = str(comment).split("Example: ")[1].partition("  -- ")

@@ -554,3 +554,76 @@ def test_similar_notes_of_a_note(migrated: str) -> None:
         np.array(copy.signature, dtype=np.uint64), np.array(original.signature, dtype=np.uint64), 128
     )
     assert found == [(copy.pk, estimate)]
+
+
+def _stored(pk: int) -> int | None:
+    """The fingerprint in the row (not the instance's)."""
+    return Article.objects.values_list("fingerprint", flat=True).get(pk=pk)
+
+
+def test_save_with_update_fields_of_the_source_refreshes_the_fingerprint(migrated: str) -> None:
+    """save(update_fields=["body"]) (Django calls pre_save only for the fields listed) and a
+    save() of an instance loaded with only() (Django lists the loaded fields itself) store the
+    new text's fingerprint; update fields without the source leave it as it is."""
+    rng = random.Random(21)
+    first, second, third = _text(rng), _text(rng), _text(rng)
+    article = Article.objects.create(title="a", body=first)
+    article.body = second
+    article.save(update_fields=["body"])
+    assert (article.fingerprint, _stored(article.pk)) == (simdb.fingerprint(second),) * 2
+
+    loaded = Article.objects.only("body").get(pk=article.pk)
+    loaded.body = third
+    loaded.save()
+    assert (loaded.fingerprint, _stored(article.pk)) == (simdb.fingerprint(third),) * 2
+
+    article = Article.objects.get(pk=article.pk)
+    Article.objects.filter(pk=article.pk).update(fingerprint=1)
+    article.title = "b"
+    article.save(update_fields=["title"])  # the source is not written: neither is the fingerprint
+    assert _stored(article.pk) == 1 and Article.objects.get(pk=article.pk).title == "b"
+
+
+def test_a_save_override_that_adds_the_source_to_update_fields(migrated: str) -> None:
+    """The fingerprint joins update_fields where Django saves (save_base), after the model's own
+    save() has chosen them."""
+    from django.test.utils import isolate_apps
+
+    with isolate_apps("django_app.articles"):
+
+        class Cleaned(Article):
+            class Meta:
+                proxy = True
+                app_label = "articles"
+
+            def save(self, *args: object, **kwargs: object) -> None:
+                self.body = self.body.strip()
+                if kwargs.get("update_fields") is not None:
+                    kwargs["update_fields"] = {*kwargs["update_fields"], "body"}  # type: ignore[misc]
+                super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+        rng = random.Random(22)
+        text = _text(rng)
+        article = Cleaned.objects.create(title="a", body=_text(rng))
+        article.body, article.title = f"  {text}  ", "b"
+        article.save(update_fields=["title"])
+    assert _stored(article.pk) == simdb.fingerprint(text)
+
+
+def test_update_or_create_and_the_documented_bypasses(migrated: str) -> None:
+    """update_or_create saves the new text's fingerprint; QuerySet.update() and bulk_update()
+    bypass pre_save (documented), and compute_fingerprints fills the fields bulk_update needs."""
+    rng = random.Random(23)
+    first, second, third = _text(rng), _text(rng), _text(rng)
+    article, created = Article.objects.update_or_create(title="a", defaults={"body": first})
+    assert created and _stored(article.pk) == simdb.fingerprint(first)
+    article, created = Article.objects.update_or_create(title="a", defaults={"body": second})
+    assert not created and (article.fingerprint, _stored(article.pk)) == (simdb.fingerprint(second),) * 2
+
+    Article.objects.filter(pk=article.pk).update(body=third)
+    assert _stored(article.pk) == simdb.fingerprint(second)  # stale, as the README says
+    article.body = first
+    Article.objects.bulk_update([article], ["body"])
+    assert _stored(article.pk) == simdb.fingerprint(second)  # stale, as the README says
+    Article.objects.bulk_update([article], ["body", *compute_fingerprints([article])])
+    assert _stored(article.pk) == simdb.fingerprint(first)

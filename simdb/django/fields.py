@@ -14,7 +14,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.lookups import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
-from simdb.django import keys
+from simdb.django import keys, saving
 from simdb.errors import InvalidParameter
 from simdb.minhash import (
     COLUMN_SIGNATURE_SPEC,
@@ -30,8 +30,9 @@ from simdb.simhash import SPEC_VERSION, Features, fingerprints
 
 class SourcedField(models.Field):
     """A field computed from `source` (a text field's name of the same model; None: the
-    application sets it) in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
-    and raw SQL bypass it. Subclasses say how (compute) and under which path they deconstruct."""
+    application sets it) in pre_save: save() (also with update_fields naming the source: the
+    model's save_base adds the field) and bulk_create(); QuerySet.update(), bulk_update() and raw
+    SQL bypass it. Subclasses say how (compute) and under which path they deconstruct."""
 
     path = ""
 
@@ -74,6 +75,11 @@ class SourcedField(models.Field):
                 )
         return found
 
+    def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
+        super().contribute_to_class(cls, name, private_only=private_only)
+        if self.source is not None:
+            saving.follow_sources(cls)
+
     def compute(self, text: Any) -> Any:
         raise NotImplementedError
 
@@ -90,8 +96,8 @@ class FingerprintField(SourcedField):
     int in Python; in PostgreSQL the bigint of the same bits (bits=64) or a bit(128). Text without
     words gives None.
 
-    Django computes it in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
-    and raw SQL bypass it."""
+    Django computes it in pre_save: save() (update_fields naming the source write it too) and
+    bulk_create(); QuerySet.update(), bulk_update() and raw SQL bypass it."""
 
     description = "SimHash fingerprint (unsigned in Python, bigint or bit(128) in PostgreSQL)"
     path = "simdb.django.FingerprintField"

@@ -296,10 +296,13 @@ def test_near_equals_brute_force_and_uses_the_btrees(migrated: str, server_side_
     _use(migrated, server_side_binding=server_side_binding)
     ids = np.array(Article.objects.order_by("pk").values_list("pk", flat=True))
     for probe in probes:
-        for k in (0, 1, 2, 3, 5):  # 5: above the index's max_distance, exact by a scan
+        for k in (0, 1, 2, 3):
             found = set(Article.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
             assert found == _brute_force(values, ids, probe, k), (probe, k)
             assert len(found) >= k + 1
+        # above the index's max_distance: a scan on purpose, as the refusal's hint says
+        scanned = Article.objects.alias(d=Hamming("fingerprint", probe)).filter(d__lte=5)
+        assert set(scanned.values_list("pk", flat=True)) == _brute_force(values, ids, probe, 5)
     assert set(near_ids(probes[0])) == _brute_force(values, ids, probes[0], 3)
     with psycopg.connect(migrated) as plain:  # the same statement from plain psycopg
         rows = plain.execute(*near_sql(probes[0])).fetchall()
@@ -353,6 +356,23 @@ def test_near_refuses_bad_arguments(migrated: str) -> None:
         list(Article.objects.filter(fingerprint__near=123))
     with pytest.raises(InvalidParameter, match=r"0\.\.64"):
         list(Article.objects.filter(fingerprint__near=(123, 65)))
+
+
+@pytest.mark.parametrize("model", [Article, Page])
+def test_near_above_the_index_max_distance_is_refused(migrated: str, model: type[Article | Page]) -> None:
+    """A k the SimhashIndex does not answer would read every row: refused, with the ways out."""
+    with pytest.raises(InvalidParameter) as refused:
+        list(model.objects.filter(fingerprint__near=(123, 4)))
+    name = model._meta.indexes[0].name
+    assert refused.value.message == (
+        f"fingerprint__near with max distance 4: SimhashIndex {name!r} answers up to 3 bits"
+        " (above it the lookup would read every row)"
+    )
+    assert refused.value.hint == (
+        "give a distance from 0 to 3, create the index with max_distance=4, or scan on purpose:"
+        " .alias(d=Hamming('fingerprint', fp)).filter(d__lte=4)"
+    )
+    assert list(model.objects.filter(fingerprint__near=(123, 3))) == []
 
 
 def test_readme_example_is_the_example_app() -> None:
@@ -417,7 +437,7 @@ def test_128_bit_fingerprints(migrated: str, server_side_binding: bool) -> None:
     stored = dict(Page.objects.values_list("pk", "fingerprint"))
     assert sorted(stored.values()) == sorted(values)
     for probe in probes:
-        for k in (0, 1, 3, 5):
+        for k in (0, 1, 3):
             found = set(Page.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
             assert found == {pk for pk, v in stored.items() if (v ^ probe).bit_count() <= k}, (probe, k)
     nearest = Page.objects.annotate(d=Hamming("fingerprint", probes[0])).order_by("d", "pk")[:6]

@@ -316,10 +316,10 @@ class _BtreesLookup(Lookup):
 
 @FingerprintField.register_lookup
 class Near(_BtreesLookup):
-    """fingerprint__near=(fp, k): the rows within k bits of fp. Where the model's SimhashIndex on
-    the field answers k (k <= its max_distance), each permuted table's key expression is compared
-    to the same expression of fp (PostgreSQL ORs one bitmap scan of each B-tree), then bit_count
-    verifies; otherwise bit_count alone, exact but over every row."""
+    """fingerprint__near=(fp, k): the rows within k bits of fp. Where the model has a SimhashIndex
+    on the field, each permuted table's key expression is compared to the same expression of fp
+    (PostgreSQL ORs one bitmap scan of each B-tree), then bit_count verifies; a k above the
+    index's max_distance is refused. A field without one: bit_count alone, over every row."""
 
     lookup_name = "near"
     usage = "(fingerprint, max_distance), e.g. (fp, 3)"
@@ -334,7 +334,24 @@ class Near(_BtreesLookup):
         unsigned = field.to_python(fingerprint)
         if unsigned is None:
             raise InvalidParameter("fingerprint__near with no fingerprint", "give a fingerprint (int or hex)")
+        self.refuse_above_the_index(k)
         return unsigned, k
+
+    def refuse_above_the_index(self, k: int) -> None:
+        """A k the model's SimhashIndex does not answer would read every row: refuse it, as simdb's
+        SQL and SQLAlchemy faces do, and say how to scan on purpose."""
+        from simdb.django.indexes import SimhashIndex
+
+        field = self.lhs.output_field
+        index = model_index(field, SimhashIndex)
+        if index is not None and k > index.max_distance:
+            raise InvalidParameter(
+                f"{field.name}__near with max distance {k}: SimhashIndex {index.name!r} answers up to"
+                f" {index.max_distance} bits (above it the lookup would read every row)",
+                f"give a distance from 0 to {index.max_distance}, create the index with"
+                f" max_distance={k}, or scan on purpose: .alias(d=Hamming({field.name!r}, fp))"
+                f".filter(d__lte={k})",
+            )
 
     def verify(self, lhs: str) -> tuple[str, list[Any]]:
         unsigned, k = self.rhs

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -647,3 +648,42 @@ def test_update_or_create_and_the_documented_bypasses(migrated: str) -> None:
     assert _stored(article.pk) == simdb.fingerprint(second)  # stale, as the README says
     Article.objects.bulk_update([article], ["body", *compute_fingerprints([article])])
     assert _stored(article.pk) == simdb.fingerprint(first)
+
+
+def test_bulk_create_fingerprints_each_insert_in_one_call(migrated: str) -> None:
+    """bulk_create sketches the rows of each INSERT in one call (a batch_size of 20: 20, 20, 10
+    texts), save() its one row; what is stored and set on the instances is each text's own."""
+    from django.db import connection, models
+    from django.test.utils import isolate_apps
+
+    calls: list[list[str]] = []
+
+    class Counted(FingerprintField):
+        def compute_many(self, texts: Any) -> list[int | None]:
+            calls.append(list(texts))
+            return super().compute_many(texts)
+
+    with isolate_apps("django_app.articles"):
+
+        class Counting(models.Model):
+            body = models.TextField()
+            fingerprint = Counted(source="body")
+
+            class Meta:
+                app_label = "articles"
+
+        with connection.schema_editor() as editor:
+            editor.create_model(Counting)
+        rng = random.Random(24)
+        texts = [_text(rng) for _ in range(49)] + [""]
+        made = Counting.objects.bulk_create([Counting(body=text) for text in texts], batch_size=20)
+        assert [len(batch) for batch in calls] == [20, 20, 10]
+        expected = [simdb.fingerprint(text) if text else None for text in texts]
+        assert [item.fingerprint for item in made] == expected
+        assert list(Counting.objects.order_by("pk").values_list("fingerprint", flat=True)) == expected
+        calls.clear()
+        one = Counting.objects.create(body=texts[0])
+        one.body = texts[1]
+        one.save()
+        assert calls == [[texts[0]], [texts[1]]]
+        assert Counting.objects.get(pk=one.pk).fingerprint == one.fingerprint == expected[1]

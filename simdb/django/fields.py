@@ -4,6 +4,7 @@ of the same model when the row is saved. Their `near` and `similar` lookups."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.lookups import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
-from simdb.django import keys, saving
+from simdb.django import keys, pending, saving
 from simdb.errors import InvalidParameter
 from simdb.minhash import (
     COLUMN_SIGNATURE_SPEC,
@@ -81,14 +82,19 @@ class SourcedField(models.Field):
             saving.follow_sources(cls)
 
     def compute(self, text: Any) -> Any:
+        """The value of one source value (None for no text or text without words)."""
+        return self.compute_many([text])[0]
+
+    def compute_many(self, texts: Sequence[Any]) -> list[Any]:
+        """The values of these source values, in one call of simdb's sketching."""
         raise NotImplementedError
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        """The value to save: computed when the statement is compiled, with every other row's of
+        the same statement (bulk_create's rows: one call for the batch), then set on the instance."""
         if self.source is None:
             return super().pre_save(model_instance, add)
-        value = self.compute(getattr(model_instance, self.source))
-        setattr(model_instance, self.attname, value)
-        return value
+        return pending.Pending(self, model_instance, getattr(model_instance, self.source), self.compute_many)
 
 
 class FingerprintField(SourcedField):
@@ -136,11 +142,11 @@ class FingerprintField(SourcedField):
     def db_type(self, connection: BaseDatabaseWrapper) -> str:
         return self.width.column_type
 
-    def compute(self, text: Any) -> int | None:
-        """The fingerprint of a source value (None for no text or text without words)."""
-        if text is None or text == "":
-            return None
-        return fingerprints([text], self.parsed_features, self.fingerprint_spec, self.bits)[0]
+    def compute_many(self, texts: Sequence[Any]) -> list[int | None]:
+        """The fingerprints of source values (None for no text or text without words)."""
+        return _of_texts(
+            texts, lambda given: fingerprints(given, self.parsed_features, self.fingerprint_spec, self.bits)
+        )
 
     def to_python(self, value: Any) -> int | None:
         """An unsigned fingerprint from an int (unsigned, or signed as PostgreSQL stores it) or hex."""
@@ -221,12 +227,14 @@ class SignatureField(SourcedField):
     def db_type(self, connection: BaseDatabaseWrapper) -> str:
         return "bigint[]"
 
-    def compute(self, text: Any) -> list[int] | None:
-        """The signature of a source value (None for no text or text without words)."""
-        if text is None or text == "":
-            return None
-        (found,) = document_signatures([text], self.parsed_features, self.permutations, self.signature_spec)
-        return None if found is None else [int(v) for v in found]
+    def compute_many(self, texts: Sequence[Any]) -> list[list[int] | None]:
+        """The signatures of source values (None for no text or text without words)."""
+
+        def signatures(given: list[Any]) -> list[list[int] | None]:
+            found = document_signatures(given, self.parsed_features, self.permutations, self.signature_spec)
+            return [None if one is None else [int(v) for v in one] for one in found]
+
+        return _of_texts(texts, signatures)
 
     def to_python(self, value: Any) -> list[int] | None:
         """Unsigned values from a list or array of ints (unsigned, or signed as PostgreSQL stores
@@ -257,17 +265,32 @@ class SignatureField(SourcedField):
         return None if unsigned is None else self.layout().to_sql(np.asarray(unsigned, dtype=np.uint64))
 
 
+def _of_texts(texts: Sequence[Any], compute: Callable[[list[Any]], list[Any]]) -> list[Any]:
+    """compute() of the texts that are given (one call), None for None or ''."""
+    given = [at for at, text in enumerate(texts) if text is not None and text != ""]
+    found: list[Any] = [None] * len(texts)
+    if given:
+        for at, value in zip(given, compute([texts[at] for at in given]), strict=True):
+            found[at] = value
+    return found
+
+
 def compute_fingerprints(objects: list[models.Model]) -> list[str]:
-    """Set the fingerprints of these model instances from their sources, as save() would, and
-    return the fields set: bulk_update() bypasses pre_save, so call
+    """Set the fingerprints of these model instances from their sources, as save() would (one
+    call per field), and return the fields set: bulk_update() bypasses pre_save, so call
     Model.objects.bulk_update(objects, ["body", *compute_fingerprints(objects)])."""
     names: list[str] = []
+    fields: dict[SourcedField, list[models.Model]] = {}
     for instance in objects:
         for field in instance._meta.concrete_fields:
             if isinstance(field, SourcedField) and field.source is not None:
-                field.pre_save(instance, add=False)
+                fields.setdefault(field, []).append(instance)
                 if field.name not in names:
                     names.append(field.name)
+    for field, instances in fields.items():
+        values = field.compute_many([getattr(instance, str(field.source)) for instance in instances])
+        for instance, value in zip(instances, values, strict=True):
+            setattr(instance, field.attname, value)
     return names
 
 

@@ -207,9 +207,6 @@ def test_bad_settings_are_refused() -> None:
         SimhashIndex(fields=["a", "b"], name="two")
     with pytest.raises(simdb.SimdbError):
         SimhashIndex(fields=["fingerprint"], name="bad", max_distance=3, blocks=2)
-    editor = connections["default"].schema_editor(collect_sql=True, atomic=False)
-    with pytest.raises(InvalidParameter, match="CONCURRENTLY"):
-        Article._meta.indexes[0].create_sql(Article, editor, concurrently=True)
 
 
 def _high_text(rng: random.Random) -> str:
@@ -687,3 +684,54 @@ def test_bulk_create_fingerprints_each_insert_in_one_call(migrated: str) -> None
         one.save()
         assert calls == [[texts[0]], [texts[1]]]
         assert Counting.objects.get(pk=one.pk).fingerprint == one.fingerprint == expected[1]
+
+
+def _valid_btrees(dsn: str, prefix: str) -> dict[str, bool]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, x.indisvalid FROM pg_index AS x JOIN pg_class AS c ON c.oid = x.indexrelid"
+            " WHERE starts_with(c.relname, %s)",
+            [prefix + "_"],
+        ).fetchall()
+    return dict(rows)
+
+
+@pytest.mark.parametrize("kind", ["simhash", "jaccard"])
+def test_add_index_concurrently(migrated: str, kind: str) -> None:
+    """Django's AddIndexConcurrently and RemoveIndexConcurrently in a non-atomic migration: one
+    CREATE (DROP) INDEX CONCURRENTLY per B-tree, each executed on its own; the B-trees are valid."""
+    from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
+    from django.db.migrations.loader import MigrationLoader
+
+    connection = connections["default"]
+    if kind == "simhash":
+        model, index = "article", SimhashIndex(fields=["fingerprint"], name="art_c", max_distance=2, blocks=4)
+        count = 6  # C(4, 2) permuted tables
+    else:
+        model, index = (
+            "note",
+            JaccardIndex(fields=["signature"], name="note_c", threshold=0.9, permutations=128),
+        )
+        count = len(index.btree_names())
+    before = MigrationLoader(connection).project_state()
+    add = AddIndexConcurrently(model, index)
+    after = before.clone()
+    add.state_forwards("articles", after)
+    with connection.schema_editor(collect_sql=True, atomic=False) as editor:
+        add.database_forwards("articles", editor, before, after)
+    assert len(editor.collected_sql) == count
+    assert all(line.startswith("CREATE INDEX CONCURRENTLY ") for line in editor.collected_sql)
+
+    with connection.schema_editor(atomic=False) as editor:
+        add.database_forwards("articles", editor, before, after)
+    assert _valid_btrees(migrated, index.name) == dict.fromkeys(index.btree_names(), True)
+
+    remove = RemoveIndexConcurrently(model, index.name)
+    with connection.schema_editor(collect_sql=True, atomic=False) as editor:
+        remove.database_forwards("articles", editor, after, before)
+    assert editor.collected_sql == [
+        f'DROP INDEX CONCURRENTLY IF EXISTS "{name}";' for name in index.btree_names()
+    ]
+    with connection.schema_editor(atomic=False) as editor:
+        remove.database_forwards("articles", editor, after, before)
+    assert _valid_btrees(migrated, index.name) == {}

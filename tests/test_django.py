@@ -41,7 +41,7 @@ from django_app.articles.models import (  # noqa: E402
 )
 
 import simdb  # noqa: E402
-from simdb import attach, intable, schema  # noqa: E402
+from simdb import attach, index, intable, query, schema  # noqa: E402
 from simdb.django import (  # noqa: E402
     FingerprintField,
     Hamming,
@@ -113,6 +113,15 @@ def _btrees(dsn: str) -> dict[str, str]:
             "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'article_fp%%'"
         ).fetchall()
     return dict(rows)
+
+
+def _table_btrees(dsn: str) -> list[str]:
+    """The names of the indexes on the article table."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'articles_article' ORDER BY 1"
+        ).fetchall()
+    return [name for (name,) in rows]
 
 
 def _table_exists(dsn: str) -> bool:
@@ -395,7 +404,8 @@ def test_core_never_imports_django() -> None:
 
 def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> None:
     """simdb's in-table index with a text column on the model's table: QuerySet.update() of the
-    text clears the stale fingerprint and sync refills it; its B-trees are SimhashIndex's."""
+    text clears the stale fingerprint and sync refills it. SimhashIndex's B-trees are its B-trees
+    (simdb builds no second set of the same expressions); its queries find through them."""
     rng = random.Random(5)
     first, second = _text(rng), _text(rng)
     article = Article.objects.create(title="a", body=first)
@@ -405,12 +415,15 @@ def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> Non
         intable.attach_in_table(
             conn, "arts", "public.articles_article", "id", "fingerprint", "body", spec=spec
         )
-        definitions = _btrees(migrated) | dict(
-            conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'simdb_arts_p%%'")
-        )
-        for number in range(4):
-            ours, simdbs = definitions[f"article_fp_p{number}"], definitions[f"simdb_arts_p{number}"]
-            assert ours.split(" USING ")[1] == simdbs.split(" USING ")[1]
+        assert _table_btrees(migrated) == [
+            *BTREES,
+            "articles_article_pkey",
+            "simdb_arts_key",
+            "simdb_arts_unfilled",
+        ]
+        found = query.near(conn, index.get(conn, "arts"), simdb.fingerprint(first))
+        assert [(match.key, match.distance) for match in found] == [(str(article.pk), 0)]
+
         Article.objects.filter(pk=article.pk).update(body=second)
         assert Article.objects.get(pk=article.pk).fingerprint is None
         assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}
@@ -735,3 +748,39 @@ def test_add_index_concurrently(migrated: str, kind: str) -> None:
     with connection.schema_editor(atomic=False) as editor:
         remove.database_forwards("articles", editor, after, before)
     assert _valid_btrees(migrated, index.name) == {}
+
+
+def test_attach_builds_only_the_btrees_the_table_lacks(migrated: str) -> None:
+    """attach (and the first sync after a deferred attach) builds no B-tree the table already has
+    under another name (SimhashIndex's); other settings get simdb's own; dropped later (a Django
+    migration removing SimhashIndex), the next sync builds simdb's."""
+    rng = random.Random(6)
+    article = Article.objects.create(title="a", body=_text(rng))
+    fingerprint = simdb.fingerprint(article.body)
+    own = [f"simdb_other_p{n}" for n in range(10)]  # C(5, 3): blocks=5
+    with psycopg.connect(migrated, autocommit=True) as conn:
+        schema.ensure_schema(conn)
+        blocks = Article._meta.indexes[0].layout(64).plan.blocks
+        for name, spec in (("arts", SimhashSpec(3, blocks)), ("other", SimhashSpec(3, 5))):
+            intable.attach_in_table(
+                conn,
+                name,
+                "public.articles_article",
+                "id",
+                "fingerprint",
+                "body",
+                spec=spec,
+                defer_btrees=True,
+            )
+            attach.sync(conn, name)  # (the first fill builds the B-trees attach deferred)
+        shared = ["articles_article_pkey", "simdb_arts_key", "simdb_arts_unfilled"]
+        others = ["simdb_other_key", *own, "simdb_other_unfilled"]
+        assert _table_btrees(migrated) == sorted([*BTREES, *shared, *others])
+        for name in ("arts", "other"):
+            found = query.near(conn, index.get(conn, name), fingerprint)
+            assert [(match.key, match.distance) for match in found] == [(str(article.pk), 0)]
+
+        conn.execute("DROP INDEX article_fp_p2")  # as a migration removing SimhashIndex would
+        attach.sync(conn, "arts")
+        rebuilt = [name for name in BTREES if name != "article_fp_p2"] + ["simdb_arts_p2"]
+        assert _table_btrees(migrated) == sorted([*rebuilt, *shared, *others])

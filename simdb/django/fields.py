@@ -15,7 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.lookups import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
-from simdb.django import keys, pending, saving
+from simdb.django import batch, keys, saving
 from simdb.errors import InvalidParameter
 from simdb.minhash import (
     COLUMN_SIGNATURE_SPEC,
@@ -90,11 +90,13 @@ class SourcedField(models.Field):
         raise NotImplementedError
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
-        """The value to save: computed when the statement is compiled, with every other row's of
-        the same statement (bulk_create's rows: one call for the batch), then set on the instance."""
+        """The value to save, set on the instance: bulk_create's instances are sketched together
+        (one call for the batch), a save()'s alone."""
         if self.source is None:
             return super().pre_save(model_instance, add)
-        return pending.Pending(self, model_instance, getattr(model_instance, self.source), self.compute_many)
+        value = batch.value_of(self, model_instance, getattr(model_instance, self.source))
+        setattr(model_instance, self.attname, value)
+        return value
 
 
 class FingerprintField(SourcedField):

@@ -1,30 +1,33 @@
-"""The sketches a save writes: Django calls pre_save only for the fields in update_fields (given,
-or the loaded fields of an instance from only()/defer()), so a model with a sourced field has its
-save_base wrapped to list the sketch wherever its source is listed."""
+"""What a model with a sourced field saves: Django calls pre_save only for the fields in
+update_fields (given, or the loaded fields of an instance from only()/defer()), so the model's
+save_base is wrapped to list the sketch wherever its source is listed; and bulk_create prepares
+every instance before it saves any, so the model's _prepare_related_fields_for_save is wrapped to
+announce them, for pre_save to sketch the batch in one call (simdb.django.batch)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
+
+from simdb.django import batch
+
+if TYPE_CHECKING:
+    from simdb.django.fields import SourcedField
 
 WRAPPED = "_simdb_sketches_follow_sources"
 
 
 def sketches_of(model: type[models.Model], update_fields: Iterable[str]) -> frozenset[str]:
     """The names of the model's sourced fields whose source (by name or attname) is listed."""
-    from simdb.django.fields import SourcedField
-
     listed = frozenset(update_fields)
     found = set()
-    for field in model._meta.concrete_fields:
-        if not isinstance(field, SourcedField) or field.source is None:
-            continue
+    for field in sourced(model):
         try:
-            attname = model._meta.get_field(field.source).attname
+            attname = model._meta.get_field(str(field.source)).attname
         except FieldDoesNotExist:  # (the checks say so: simdb.E001)
             continue
         if field.source in listed or attname in listed:
@@ -38,6 +41,7 @@ def follow_sources(model: type[models.Model]) -> None:
     the pre_save signal gets them as a frozenset it cannot extend."""
     if getattr(model.save_base, WRAPPED, False):  # (a parent's wrapper asks type(self))
         return
+    _announce_bulk_creates(model)
     inherited: Callable[..., Any] = model.save_base
 
     @functools.wraps(inherited)
@@ -50,3 +54,28 @@ def follow_sources(model: type[models.Model]) -> None:
 
     setattr(save_base, WRAPPED, True)
     model.save_base = save_base
+
+
+def _announce_bulk_creates(model: type[models.Model]) -> None:
+    """Wrap the model's _prepare_related_fields_for_save, which bulk_create calls for each instance
+    before it saves any (operation_name="bulk_create"), to announce the instance's sourced fields
+    (simdb.django.batch). Should a later Django stop calling it, each row is sketched alone."""
+    inherited: Callable[..., Any] | None = getattr(model, "_prepare_related_fields_for_save", None)
+    if inherited is None:
+        return
+
+    @functools.wraps(inherited)
+    def prepare(self: models.Model, *args: Any, **kwargs: Any) -> Any:
+        operation = kwargs.get("operation_name", args[0] if args else None)
+        if operation == "bulk_create":
+            batch.announce(self, sourced(type(self)))
+        return inherited(self, *args, **kwargs)
+
+    model._prepare_related_fields_for_save = prepare
+
+
+def sourced(model: type[models.Model]) -> list[SourcedField]:
+    """The model's fields computed from a source field."""
+    from simdb.django.fields import SourcedField
+
+    return [f for f in model._meta.concrete_fields if isinstance(f, SourcedField) and f.source is not None]

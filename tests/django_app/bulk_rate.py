@@ -1,8 +1,8 @@
 """bulk_create's rate with and without a FingerprintField, in one run: `python
 tests/django_app/bulk_rate.py [ROWS] [ROUNDS]` with SIMDB_DJANGO_DSN naming an empty database
 (it migrates it). Each round inserts the same ROWS articles (80 words each) into the article
-table three ways, one after the other: through Article (the field sketches each INSERT's rows in
-one call), through a model whose field sketches each row in its own call (as pre_save once did),
+table three ways, one after the other: through Article (the field sketches the batch in one
+call), through a model whose field sketches each row in its own call (as pre_save once did),
 and through a model without the field; the best round of each is printed in rows per second."""
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from simdb.storage.column import InTable
 
 SHAPE = "simdb_btree_shape"  # the temporary table's name (in pg_temp, rolled back)
+ANSWERS = 256  # definitions remembered (per server, table's index definitions and simdb's statements)
+_answers: dict[tuple[object, ...], dict[str, str]] = {}
 # simdb's own B-trees on a table (names.app_btree_name) go with the index that made them, and
 # those SQLAlchemy declares are found by their name: neither stands for another index's
 OWNED = "simdb_"
@@ -42,11 +44,13 @@ def equivalents(conn: Connection, stored: InTable, made: Index) -> dict[str, str
             theirs.setdefault(_tail(definition), name)
     if not theirs:
         return {}
-    found: dict[str, str] = {}
-    for name, definition in _definitions(conn, stored, made).items():
-        if definition in theirs:
-            found[name] = theirs[definition]
-    return found
+    statements = [statement.as_string(conn) for statement in stored.sketch_btrees(made, concurrently=False)]
+    asked = (conn.info.host, conn.info.port, conn.info.dbname, tuple(sorted(theirs)), tuple(statements))
+    if asked not in _answers:  # (sync --watch asks at every fill: one temporary table per process)
+        if len(_answers) >= ANSWERS:
+            _answers.clear()
+        _answers[asked] = _definitions(conn, stored, made)
+    return {name: theirs[made_as] for name, made_as in _answers[asked].items() if made_as in theirs}
 
 
 def _definitions(conn: Connection, stored: InTable, made: Index) -> dict[str, str]:

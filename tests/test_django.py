@@ -784,3 +784,34 @@ def test_attach_builds_only_the_btrees_the_table_lacks(migrated: str) -> None:
         attach.sync(conn, "arts")
         rebuilt = [name for name in BTREES if name != "article_fp_p2"] + ["simdb_arts_p2"]
         assert _table_btrees(migrated) == sorted([*rebuilt, *shared, *others])
+
+
+def test_a_failed_bulk_create_leaves_no_wrong_fingerprint(migrated: str) -> None:
+    """A bulk_create that fails while preparing its instances (an unsaved related row) leaves
+    them announced; later saves and bulk_creates still store each text's own fingerprint."""
+    from django.db import connection, models
+    from django.test.utils import isolate_apps
+
+    with isolate_apps("django_app.articles"):
+
+        class Reply(models.Model):
+            article = models.ForeignKey(Article, on_delete=models.CASCADE, db_constraint=False)
+            body = models.TextField()
+            fingerprint = FingerprintField(source="body")
+
+            class Meta:
+                app_label = "articles"
+
+        with connection.schema_editor() as editor:
+            editor.create_model(Reply)
+        rng = random.Random(25)
+        saved = Article.objects.create(title="a", body=_text(rng))
+        first = Reply(article=saved, body=_text(rng))
+        with pytest.raises(ValueError, match="unsaved related object"):
+            Reply.objects.bulk_create([first, Reply(article=Article(title="unsaved"), body=_text(rng))])
+        other = Reply.objects.create(article=saved, body=_text(rng))
+        assert Reply.objects.get(pk=other.pk).fingerprint == simdb.fingerprint(other.body)
+        first.body = _text(rng)
+        Reply.objects.bulk_create([first, Reply(article=saved, body=_text(rng))])
+        stored = list(Reply.objects.order_by("pk").values_list("body", "fingerprint"))
+        assert stored == [(body, simdb.fingerprint(body)) for body, _ in stored] and len(stored) == 3

@@ -26,6 +26,7 @@ from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.readers import Document
 from simdb.simhash import DEFAULT_FEATURES, Features
 from simdb.storage import InTable
+from simdb.storage.shared import equivalents
 
 BATCH = 2000
 
@@ -68,7 +69,7 @@ def attach_in_table(
     concurrently = _may_build_concurrently(conn)
     statements = stored.lookup_btrees(made, key_type, concurrently=concurrently)
     if not (defer_btrees and stored.text_column):
-        statements += stored.sketch_btrees(made, concurrently=concurrently)
+        statements += _missing_sketch_btrees(conn, made, stored, set(), concurrently=concurrently).values()
     try:
         for statement in statements:
             conn.execute(statement)
@@ -96,16 +97,28 @@ def _ensure_btrees(conn: Connection, made: Index, stored: InTable) -> None:
     ).fetchall()
     if len(valid) == len(made.columns):
         return
-    concurrently = _may_build_concurrently(conn)
     present = {str(name) for (name,) in valid}
-    for name, statement in zip(
-        stored.sketch_btree_names(made), stored.sketch_btrees(made, concurrently=concurrently), strict=True
-    ):
-        if name not in present:
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(stored.schema, name)))
-            conn.execute(statement)
-    if conn.autocommit:
+    missing = _missing_sketch_btrees(conn, made, stored, present, concurrently=_may_build_concurrently(conn))
+    for name, statement in missing.items():
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(stored.schema, name)))
+        conn.execute(statement)
+    if missing and conn.autocommit:
         conn.execute(sql.SQL("ANALYZE {}").format(stored.relation))
+
+
+def _missing_sketch_btrees(
+    conn: Connection, made: Index, stored: InTable, present: set[str], *, concurrently: bool
+) -> dict[str, sql.Composed]:
+    """The CREATE INDEX of each sketch B-tree neither `present` (valid, by simdb's name) nor on the
+    table already under another name with the same definition (a Django SimhashIndex of the same
+    settings): simdb's queries use that one, and a second copy would only cost writes."""
+    shared = equivalents(conn, stored, made)
+    statements = stored.sketch_btrees(made, concurrently=concurrently)
+    return {
+        name: statement
+        for name, statement in zip(stored.sketch_btree_names(made), statements, strict=True)
+        if name not in present and name not in shared
+    }
 
 
 def _validate(conn: Connection, made: Index, stored: InTable) -> str:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -40,7 +41,7 @@ from django_app.articles.models import (  # noqa: E402
 )
 
 import simdb  # noqa: E402
-from simdb import attach, intable, schema  # noqa: E402
+from simdb import attach, index, intable, query, schema  # noqa: E402
 from simdb.django import (  # noqa: E402
     FingerprintField,
     Hamming,
@@ -112,6 +113,15 @@ def _btrees(dsn: str) -> dict[str, str]:
             "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'article_fp%%'"
         ).fetchall()
     return dict(rows)
+
+
+def _table_btrees(dsn: str) -> list[str]:
+    """The names of the indexes on the article table."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'articles_article' ORDER BY 1"
+        ).fetchall()
+    return [name for (name,) in rows]
 
 
 def _table_exists(dsn: str) -> bool:
@@ -206,9 +216,6 @@ def test_bad_settings_are_refused() -> None:
         SimhashIndex(fields=["a", "b"], name="two")
     with pytest.raises(simdb.SimdbError):
         SimhashIndex(fields=["fingerprint"], name="bad", max_distance=3, blocks=2)
-    editor = connections["default"].schema_editor(collect_sql=True, atomic=False)
-    with pytest.raises(InvalidParameter, match="CONCURRENTLY"):
-        Article._meta.indexes[0].create_sql(Article, editor, concurrently=True)
 
 
 def _high_text(rng: random.Random) -> str:
@@ -296,10 +303,13 @@ def test_near_equals_brute_force_and_uses_the_btrees(migrated: str, server_side_
     _use(migrated, server_side_binding=server_side_binding)
     ids = np.array(Article.objects.order_by("pk").values_list("pk", flat=True))
     for probe in probes:
-        for k in (0, 1, 2, 3, 5):  # 5: above the index's max_distance, exact by a scan
+        for k in (0, 1, 2, 3):
             found = set(Article.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
             assert found == _brute_force(values, ids, probe, k), (probe, k)
             assert len(found) >= k + 1
+        # above the index's max_distance: a scan on purpose, as the refusal's hint says
+        scanned = Article.objects.alias(d=Hamming("fingerprint", probe)).filter(d__lte=5)
+        assert set(scanned.values_list("pk", flat=True)) == _brute_force(values, ids, probe, 5)
     assert set(near_ids(probes[0])) == _brute_force(values, ids, probes[0], 3)
     with psycopg.connect(migrated) as plain:  # the same statement from plain psycopg
         rows = plain.execute(*near_sql(probes[0])).fetchall()
@@ -355,6 +365,23 @@ def test_near_refuses_bad_arguments(migrated: str) -> None:
         list(Article.objects.filter(fingerprint__near=(123, 65)))
 
 
+@pytest.mark.parametrize("model", [Article, Page])
+def test_near_above_the_index_max_distance_is_refused(migrated: str, model: type[Article | Page]) -> None:
+    """A k the SimhashIndex does not answer would read every row: refused, with the ways out."""
+    with pytest.raises(InvalidParameter) as refused:
+        list(model.objects.filter(fingerprint__near=(123, 4)))
+    name = model._meta.indexes[0].name
+    assert refused.value.message == (
+        f"fingerprint__near with max distance 4: SimhashIndex {name!r} answers up to 3 bits"
+        " (above it the lookup would read every row)"
+    )
+    assert refused.value.hint == (
+        "give a distance from 0 to 3, create the index with max_distance=4, or scan on purpose:"
+        " .alias(d=Hamming('fingerprint', fp)).filter(d__lte=4)"
+    )
+    assert list(model.objects.filter(fingerprint__near=(123, 3))) == []
+
+
 def test_readme_example_is_the_example_app() -> None:
     """The README's Django snippet is the model and function the example project runs."""
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -377,7 +404,8 @@ def test_core_never_imports_django() -> None:
 
 def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> None:
     """simdb's in-table index with a text column on the model's table: QuerySet.update() of the
-    text clears the stale fingerprint and sync refills it; its B-trees are SimhashIndex's."""
+    text clears the stale fingerprint and sync refills it. SimhashIndex's B-trees are its B-trees
+    (simdb builds no second set of the same expressions); its queries find through them."""
     rng = random.Random(5)
     first, second = _text(rng), _text(rng)
     article = Article.objects.create(title="a", body=first)
@@ -387,12 +415,15 @@ def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> Non
         intable.attach_in_table(
             conn, "arts", "public.articles_article", "id", "fingerprint", "body", spec=spec
         )
-        definitions = _btrees(migrated) | dict(
-            conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'simdb_arts_p%%'")
-        )
-        for number in range(4):
-            ours, simdbs = definitions[f"article_fp_p{number}"], definitions[f"simdb_arts_p{number}"]
-            assert ours.split(" USING ")[1] == simdbs.split(" USING ")[1]
+        assert _table_btrees(migrated) == [
+            *BTREES,
+            "articles_article_pkey",
+            "simdb_arts_key",
+            "simdb_arts_unfilled",
+        ]
+        found = query.near(conn, index.get(conn, "arts"), simdb.fingerprint(first))
+        assert [(match.key, match.distance) for match in found] == [(str(article.pk), 0)]
+
         Article.objects.filter(pk=article.pk).update(body=second)
         assert Article.objects.get(pk=article.pk).fingerprint is None
         assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}
@@ -417,7 +448,7 @@ def test_128_bit_fingerprints(migrated: str, server_side_binding: bool) -> None:
     stored = dict(Page.objects.values_list("pk", "fingerprint"))
     assert sorted(stored.values()) == sorted(values)
     for probe in probes:
-        for k in (0, 1, 3, 5):
+        for k in (0, 1, 3):
             found = set(Page.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
             assert found == {pk for pk, v in stored.items() if (v ^ probe).bit_count() <= k}, (probe, k)
     nearest = Page.objects.annotate(d=Hamming("fingerprint", probes[0])).order_by("d", "pk")[:6]
@@ -554,3 +585,233 @@ def test_similar_notes_of_a_note(migrated: str) -> None:
         np.array(copy.signature, dtype=np.uint64), np.array(original.signature, dtype=np.uint64), 128
     )
     assert found == [(copy.pk, estimate)]
+
+
+def _stored(pk: int) -> int | None:
+    """The fingerprint in the row (not the instance's)."""
+    return Article.objects.values_list("fingerprint", flat=True).get(pk=pk)
+
+
+def test_save_with_update_fields_of_the_source_refreshes_the_fingerprint(migrated: str) -> None:
+    """save(update_fields=["body"]) (Django calls pre_save only for the fields listed) and a
+    save() of an instance loaded with only() (Django lists the loaded fields itself) store the
+    new text's fingerprint; update fields without the source leave it as it is."""
+    rng = random.Random(21)
+    first, second, third = _text(rng), _text(rng), _text(rng)
+    article = Article.objects.create(title="a", body=first)
+    article.body = second
+    article.save(update_fields=["body"])
+    assert (article.fingerprint, _stored(article.pk)) == (simdb.fingerprint(second),) * 2
+
+    loaded = Article.objects.only("body").get(pk=article.pk)
+    loaded.body = third
+    loaded.save()
+    assert (loaded.fingerprint, _stored(article.pk)) == (simdb.fingerprint(third),) * 2
+
+    article = Article.objects.get(pk=article.pk)
+    Article.objects.filter(pk=article.pk).update(fingerprint=1)
+    article.title = "b"
+    article.save(update_fields=["title"])  # the source is not written: neither is the fingerprint
+    assert _stored(article.pk) == 1 and Article.objects.get(pk=article.pk).title == "b"
+
+
+def test_a_save_override_that_adds_the_source_to_update_fields(migrated: str) -> None:
+    """The fingerprint joins update_fields where Django saves (save_base), after the model's own
+    save() has chosen them."""
+    from django.test.utils import isolate_apps
+
+    with isolate_apps("django_app.articles"):
+
+        class Cleaned(Article):
+            class Meta:
+                proxy = True
+                app_label = "articles"
+
+            def save(self, *args: object, **kwargs: object) -> None:
+                self.body = self.body.strip()
+                if kwargs.get("update_fields") is not None:
+                    kwargs["update_fields"] = {*kwargs["update_fields"], "body"}  # type: ignore[misc]
+                super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+        rng = random.Random(22)
+        text = _text(rng)
+        article = Cleaned.objects.create(title="a", body=_text(rng))
+        article.body, article.title = f"  {text}  ", "b"
+        article.save(update_fields=["title"])
+    assert _stored(article.pk) == simdb.fingerprint(text)
+
+
+def test_update_or_create_and_the_documented_bypasses(migrated: str) -> None:
+    """update_or_create saves the new text's fingerprint; QuerySet.update() and bulk_update()
+    bypass pre_save (documented), and compute_fingerprints fills the fields bulk_update needs."""
+    rng = random.Random(23)
+    first, second, third = _text(rng), _text(rng), _text(rng)
+    article, created = Article.objects.update_or_create(title="a", defaults={"body": first})
+    assert created and _stored(article.pk) == simdb.fingerprint(first)
+    article, created = Article.objects.update_or_create(title="a", defaults={"body": second})
+    assert not created and (article.fingerprint, _stored(article.pk)) == (simdb.fingerprint(second),) * 2
+
+    Article.objects.filter(pk=article.pk).update(body=third)
+    assert _stored(article.pk) == simdb.fingerprint(second)  # stale, as the README says
+    article.body = first
+    Article.objects.bulk_update([article], ["body"])
+    assert _stored(article.pk) == simdb.fingerprint(second)  # stale, as the README says
+    Article.objects.bulk_update([article], ["body", *compute_fingerprints([article])])
+    assert _stored(article.pk) == simdb.fingerprint(first)
+
+
+def test_bulk_create_fingerprints_in_one_call(migrated: str) -> None:
+    """bulk_create sketches its rows in one call (all 50, though it inserts them 20 at a time),
+    save() its one row; what is stored and set on the instances is each text's own."""
+    from django.db import connection, models
+    from django.test.utils import isolate_apps
+
+    calls: list[list[str]] = []
+
+    class Counted(FingerprintField):
+        def compute_many(self, texts: Any) -> list[int | None]:
+            calls.append(list(texts))
+            return super().compute_many(texts)
+
+    with isolate_apps("django_app.articles"):
+
+        class Counting(models.Model):
+            body = models.TextField()
+            fingerprint = Counted(source="body")
+
+            class Meta:
+                app_label = "articles"
+
+        with connection.schema_editor() as editor:
+            editor.create_model(Counting)
+        rng = random.Random(24)
+        texts = [_text(rng) for _ in range(49)] + [""]
+        made = Counting.objects.bulk_create([Counting(body=text) for text in texts], batch_size=20)
+        assert calls == [texts]
+        expected = [simdb.fingerprint(text) if text else None for text in texts]
+        assert [item.fingerprint for item in made] == expected
+        assert list(Counting.objects.order_by("pk").values_list("fingerprint", flat=True)) == expected
+        calls.clear()
+        one = Counting.objects.create(body=texts[0])
+        one.body = texts[1]
+        one.save()
+        assert calls == [[texts[0]], [texts[1]]]
+        assert Counting.objects.get(pk=one.pk).fingerprint == one.fingerprint == expected[1]
+
+
+def _valid_btrees(dsn: str, prefix: str) -> dict[str, bool]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, x.indisvalid FROM pg_index AS x JOIN pg_class AS c ON c.oid = x.indexrelid"
+            " WHERE starts_with(c.relname, %s)",
+            [prefix + "_"],
+        ).fetchall()
+    return dict(rows)
+
+
+@pytest.mark.parametrize("kind", ["simhash", "jaccard"])
+def test_add_index_concurrently(migrated: str, kind: str) -> None:
+    """Django's AddIndexConcurrently and RemoveIndexConcurrently in a non-atomic migration: one
+    CREATE (DROP) INDEX CONCURRENTLY per B-tree, each executed on its own; the B-trees are valid."""
+    from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
+    from django.db.migrations.loader import MigrationLoader
+
+    connection = connections["default"]
+    if kind == "simhash":
+        model, index = "article", SimhashIndex(fields=["fingerprint"], name="art_c", max_distance=2, blocks=4)
+        count = 6  # C(4, 2) permuted tables
+    else:
+        model, index = (
+            "note",
+            JaccardIndex(fields=["signature"], name="note_c", threshold=0.9, permutations=128),
+        )
+        count = len(index.btree_names())
+    before = MigrationLoader(connection).project_state()
+    add = AddIndexConcurrently(model, index)
+    after = before.clone()
+    add.state_forwards("articles", after)
+    with connection.schema_editor(collect_sql=True, atomic=False) as editor:
+        add.database_forwards("articles", editor, before, after)
+    assert len(editor.collected_sql) == count
+    assert all(line.startswith("CREATE INDEX CONCURRENTLY ") for line in editor.collected_sql)
+
+    with connection.schema_editor(atomic=False) as editor:
+        add.database_forwards("articles", editor, before, after)
+    assert _valid_btrees(migrated, index.name) == dict.fromkeys(index.btree_names(), True)
+
+    remove = RemoveIndexConcurrently(model, index.name)
+    with connection.schema_editor(collect_sql=True, atomic=False) as editor:
+        remove.database_forwards("articles", editor, after, before)
+    assert editor.collected_sql == [
+        f'DROP INDEX CONCURRENTLY IF EXISTS "{name}";' for name in index.btree_names()
+    ]
+    with connection.schema_editor(atomic=False) as editor:
+        remove.database_forwards("articles", editor, after, before)
+    assert _valid_btrees(migrated, index.name) == {}
+
+
+def test_attach_builds_only_the_btrees_the_table_lacks(migrated: str) -> None:
+    """attach (and the first sync after a deferred attach) builds no B-tree the table already has
+    under another name (SimhashIndex's); other settings get simdb's own; dropped later (a Django
+    migration removing SimhashIndex), the next sync builds simdb's."""
+    rng = random.Random(6)
+    article = Article.objects.create(title="a", body=_text(rng))
+    fingerprint = simdb.fingerprint(article.body)
+    own = [f"simdb_other_p{n}" for n in range(10)]  # C(5, 3): blocks=5
+    with psycopg.connect(migrated, autocommit=True) as conn:
+        schema.ensure_schema(conn)
+        blocks = Article._meta.indexes[0].layout(64).plan.blocks
+        for name, spec in (("arts", SimhashSpec(3, blocks)), ("other", SimhashSpec(3, 5))):
+            intable.attach_in_table(
+                conn,
+                name,
+                "public.articles_article",
+                "id",
+                "fingerprint",
+                "body",
+                spec=spec,
+                defer_btrees=True,
+            )
+            attach.sync(conn, name)  # (the first fill builds the B-trees attach deferred)
+        shared = ["articles_article_pkey", "simdb_arts_key", "simdb_arts_unfilled"]
+        others = ["simdb_other_key", *own, "simdb_other_unfilled"]
+        assert _table_btrees(migrated) == sorted([*BTREES, *shared, *others])
+        for name in ("arts", "other"):
+            found = query.near(conn, index.get(conn, name), fingerprint)
+            assert [(match.key, match.distance) for match in found] == [(str(article.pk), 0)]
+
+        conn.execute("DROP INDEX article_fp_p2")  # as a migration removing SimhashIndex would
+        attach.sync(conn, "arts")
+        rebuilt = [name for name in BTREES if name != "article_fp_p2"] + ["simdb_arts_p2"]
+        assert _table_btrees(migrated) == sorted([*rebuilt, *shared, *others])
+
+
+def test_a_failed_bulk_create_leaves_no_wrong_fingerprint(migrated: str) -> None:
+    """A bulk_create that fails while preparing its instances (an unsaved related row) leaves
+    them announced; later saves and bulk_creates still store each text's own fingerprint."""
+    from django.db import connection, models
+    from django.test.utils import isolate_apps
+
+    with isolate_apps("django_app.articles"):
+
+        class Reply(models.Model):
+            article = models.ForeignKey(Article, on_delete=models.CASCADE, db_constraint=False)
+            body = models.TextField()
+            fingerprint = FingerprintField(source="body")
+
+            class Meta:
+                app_label = "articles"
+
+        with connection.schema_editor() as editor:
+            editor.create_model(Reply)
+        rng = random.Random(25)
+        saved = Article.objects.create(title="a", body=_text(rng))
+        first = Reply(article=saved, body=_text(rng))
+        with pytest.raises(ValueError, match="unsaved related object"):
+            Reply.objects.bulk_create([first, Reply(article=Article(title="unsaved"), body=_text(rng))])
+        other = Reply.objects.create(article=saved, body=_text(rng))
+        assert Reply.objects.get(pk=other.pk).fingerprint == simdb.fingerprint(other.body)
+        first.body = _text(rng)
+        Reply.objects.bulk_create([first, Reply(article=saved, body=_text(rng))])
+        stored = list(Reply.objects.order_by("pk").values_list("body", "fingerprint"))
+        assert stored == [(body, simdb.fingerprint(body)) for body, _ in stored] and len(stored) == 3

@@ -4,6 +4,7 @@ of the same model when the row is saved. Their `near` and `similar` lookups."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.lookups import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
-from simdb.django import keys
+from simdb.django import batch, keys, saving
 from simdb.errors import InvalidParameter
 from simdb.minhash import (
     COLUMN_SIGNATURE_SPEC,
@@ -30,8 +31,9 @@ from simdb.simhash import SPEC_VERSION, Features, fingerprints
 
 class SourcedField(models.Field):
     """A field computed from `source` (a text field's name of the same model; None: the
-    application sets it) in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
-    and raw SQL bypass it. Subclasses say how (compute) and under which path they deconstruct."""
+    application sets it) in pre_save: save() (also with update_fields naming the source: the
+    model's save_base adds the field) and bulk_create(); QuerySet.update(), bulk_update() and raw
+    SQL bypass it. Subclasses say how (compute) and under which path they deconstruct."""
 
     path = ""
 
@@ -74,13 +76,25 @@ class SourcedField(models.Field):
                 )
         return found
 
+    def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
+        super().contribute_to_class(cls, name, private_only=private_only)
+        if self.source is not None:
+            saving.follow_sources(cls)
+
     def compute(self, text: Any) -> Any:
+        """The value of one source value (None for no text or text without words)."""
+        return self.compute_many([text])[0]
+
+    def compute_many(self, texts: Sequence[Any]) -> list[Any]:
+        """The values of these source values, in one call of simdb's sketching."""
         raise NotImplementedError
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        """The value to save, set on the instance: bulk_create's instances are sketched together
+        (one call for the batch), a save()'s alone."""
         if self.source is None:
             return super().pre_save(model_instance, add)
-        value = self.compute(getattr(model_instance, self.source))
+        value = batch.value_of(self, model_instance, getattr(model_instance, self.source))
         setattr(model_instance, self.attname, value)
         return value
 
@@ -90,8 +104,8 @@ class FingerprintField(SourcedField):
     int in Python; in PostgreSQL the bigint of the same bits (bits=64) or a bit(128). Text without
     words gives None.
 
-    Django computes it in pre_save: save() and bulk_create(); QuerySet.update(), bulk_update()
-    and raw SQL bypass it."""
+    Django computes it in pre_save: save() (update_fields naming the source write it too) and
+    bulk_create(); QuerySet.update(), bulk_update() and raw SQL bypass it."""
 
     description = "SimHash fingerprint (unsigned in Python, bigint or bit(128) in PostgreSQL)"
     path = "simdb.django.FingerprintField"
@@ -130,11 +144,11 @@ class FingerprintField(SourcedField):
     def db_type(self, connection: BaseDatabaseWrapper) -> str:
         return self.width.column_type
 
-    def compute(self, text: Any) -> int | None:
-        """The fingerprint of a source value (None for no text or text without words)."""
-        if text is None or text == "":
-            return None
-        return fingerprints([text], self.parsed_features, self.fingerprint_spec, self.bits)[0]
+    def compute_many(self, texts: Sequence[Any]) -> list[int | None]:
+        """The fingerprints of source values (None for no text or text without words)."""
+        return _of_texts(
+            texts, lambda given: fingerprints(given, self.parsed_features, self.fingerprint_spec, self.bits)
+        )
 
     def to_python(self, value: Any) -> int | None:
         """An unsigned fingerprint from an int (unsigned, or signed as PostgreSQL stores it) or hex."""
@@ -215,12 +229,14 @@ class SignatureField(SourcedField):
     def db_type(self, connection: BaseDatabaseWrapper) -> str:
         return "bigint[]"
 
-    def compute(self, text: Any) -> list[int] | None:
-        """The signature of a source value (None for no text or text without words)."""
-        if text is None or text == "":
-            return None
-        (found,) = document_signatures([text], self.parsed_features, self.permutations, self.signature_spec)
-        return None if found is None else [int(v) for v in found]
+    def compute_many(self, texts: Sequence[Any]) -> list[list[int] | None]:
+        """The signatures of source values (None for no text or text without words)."""
+
+        def signatures(given: list[Any]) -> list[list[int] | None]:
+            found = document_signatures(given, self.parsed_features, self.permutations, self.signature_spec)
+            return [None if one is None else [int(v) for v in one] for one in found]
+
+        return _of_texts(texts, signatures)
 
     def to_python(self, value: Any) -> list[int] | None:
         """Unsigned values from a list or array of ints (unsigned, or signed as PostgreSQL stores
@@ -251,17 +267,32 @@ class SignatureField(SourcedField):
         return None if unsigned is None else self.layout().to_sql(np.asarray(unsigned, dtype=np.uint64))
 
 
+def _of_texts(texts: Sequence[Any], compute: Callable[[list[Any]], list[Any]]) -> list[Any]:
+    """compute() of the texts that are given (one call), None for None or ''."""
+    given = [at for at, text in enumerate(texts) if text is not None and text != ""]
+    found: list[Any] = [None] * len(texts)
+    if given:
+        for at, value in zip(given, compute([texts[at] for at in given]), strict=True):
+            found[at] = value
+    return found
+
+
 def compute_fingerprints(objects: list[models.Model]) -> list[str]:
-    """Set the fingerprints of these model instances from their sources, as save() would, and
-    return the fields set: bulk_update() bypasses pre_save, so call
+    """Set the fingerprints of these model instances from their sources, as save() would (one
+    call per field), and return the fields set: bulk_update() bypasses pre_save, so call
     Model.objects.bulk_update(objects, ["body", *compute_fingerprints(objects)])."""
     names: list[str] = []
+    fields: dict[SourcedField, list[models.Model]] = {}
     for instance in objects:
         for field in instance._meta.concrete_fields:
             if isinstance(field, SourcedField) and field.source is not None:
-                field.pre_save(instance, add=False)
+                fields.setdefault(field, []).append(instance)
                 if field.name not in names:
                     names.append(field.name)
+    for field, instances in fields.items():
+        values = field.compute_many([getattr(instance, str(field.source)) for instance in instances])
+        for instance, value in zip(instances, values, strict=True):
+            setattr(instance, field.attname, value)
     return names
 
 
@@ -310,10 +341,10 @@ class _BtreesLookup(Lookup):
 
 @FingerprintField.register_lookup
 class Near(_BtreesLookup):
-    """fingerprint__near=(fp, k): the rows within k bits of fp. Where the model's SimhashIndex on
-    the field answers k (k <= its max_distance), each permuted table's key expression is compared
-    to the same expression of fp (PostgreSQL ORs one bitmap scan of each B-tree), then bit_count
-    verifies; otherwise bit_count alone, exact but over every row."""
+    """fingerprint__near=(fp, k): the rows within k bits of fp. Where the model has a SimhashIndex
+    on the field, each permuted table's key expression is compared to the same expression of fp
+    (PostgreSQL ORs one bitmap scan of each B-tree), then bit_count verifies; a k above the
+    index's max_distance is refused. A field without one: bit_count alone, over every row."""
 
     lookup_name = "near"
     usage = "(fingerprint, max_distance), e.g. (fp, 3)"
@@ -328,7 +359,24 @@ class Near(_BtreesLookup):
         unsigned = field.to_python(fingerprint)
         if unsigned is None:
             raise InvalidParameter("fingerprint__near with no fingerprint", "give a fingerprint (int or hex)")
+        self.refuse_above_the_index(k)
         return unsigned, k
+
+    def refuse_above_the_index(self, k: int) -> None:
+        """A k the model's SimhashIndex does not answer would read every row: refuse it, as simdb's
+        SQL and SQLAlchemy faces do, and say how to scan on purpose."""
+        from simdb.django.indexes import SimhashIndex
+
+        field = self.lhs.output_field
+        index = model_index(field, SimhashIndex)
+        if index is not None and k > index.max_distance:
+            raise InvalidParameter(
+                f"{field.name}__near with max distance {k}: SimhashIndex {index.name!r} answers up to"
+                f" {index.max_distance} bits (above it the lookup would read every row)",
+                f"give a distance from 0 to {index.max_distance}, create the index with"
+                f" max_distance={k}, or scan on purpose: .alias(d=Hamming({field.name!r}, fp))"
+                f".filter(d__lte={k})",
+            )
 
     def verify(self, lhs: str) -> tuple[str, list[Any]]:
         unsigned, k = self.rhs

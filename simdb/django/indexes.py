@@ -1,9 +1,11 @@
 """SimhashIndex and JaccardIndex: simdb's B-trees (one per permuted table, or per LSH band) on a
 FingerprintField or SignatureField, for Meta.indexes, so that makemigrations writes them and
-migrate builds them in the migration's transaction."""
+migrate builds them in the migration's transaction (or, with AddIndexConcurrently in a
+non-atomic migration, one CREATE INDEX CONCURRENTLY at a time)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import models
@@ -67,34 +69,53 @@ class _BtreesIndex(models.Index):
         using: str = "",
         **kwargs: Any,
     ) -> Statement:
-        if kwargs.get("concurrently"):
-            raise InvalidParameter(
-                f"{self.kind} {self.name!r} cannot be built CONCURRENTLY (it is several B-trees)",
-                "use AddIndex in an atomic migration",
-            )
         made, quote = self.layout_of(model), schema_editor.quote_name
-        column = model._meta.get_field(self.fields[0]).column
         names = [f"{self.name}_{key}" for key in made.columns]
+        create = "CREATE INDEX CONCURRENTLY" if kwargs.get("concurrently") else "CREATE INDEX"
 
-        def statements(table: str, column: str) -> list[str]:
-            return [
-                f"CREATE INDEX {quote(name)} ON {quote(table)} (({key}))"
-                for name, key in zip(names, keys.btree_keys(made, quote(column)), strict=True)
-            ]
+        def statement(number: int) -> Callable[[str, str], str]:
+            def render(table: str, column: str) -> str:
+                key = keys.btree_keys(made, quote(column))[number]
+                return f"{create} {quote(names[number])} ON {quote(table)} (({key}))"
 
-        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))
+            return render
+
+        return self._statements(model, schema_editor, [statement(n) for n in range(len(names))], **kwargs)
 
     def remove_sql(
         self, model: type[models.Model], schema_editor: BaseDatabaseSchemaEditor, **kwargs: Any
     ) -> Statement:
         quote = schema_editor.quote_name
+        drop = "DROP INDEX CONCURRENTLY IF EXISTS" if kwargs.get("concurrently") else "DROP INDEX IF EXISTS"
+
+        def statement(name: str) -> Callable[[str, str], str]:
+            return lambda table, column: f"{drop} {quote(name)}"
+
         names = [f"{self.name}_{key}" for key in self.layout_of(model).columns]
-        column = model._meta.get_field(self.fields[0]).column
+        return self._statements(model, schema_editor, [statement(name) for name in names], **kwargs)
 
-        def statements(table: str, column: str) -> list[str]:
-            return [f"DROP INDEX IF EXISTS {quote(name)}" for name in names]
+    def _statements(
+        self,
+        model: type[models.Model],
+        schema_editor: BaseDatabaseSchemaEditor,
+        renders: list[Callable[[str, str], str]],
+        **kwargs: Any,
+    ) -> Statement:
+        """One statement of every B-tree's (rendered when executed). CONCURRENTLY (Django's
+        AddIndexConcurrently and RemoveIndexConcurrently, in a non-atomic migration) cannot be one
+        string of several statements (PostgreSQL runs those in one transaction): the first B-tree's
+        is returned, the others' join the schema editor's deferred SQL, each executed on its own
+        when the migration's operations are done."""
+        table, column = model._meta.db_table, model._meta.get_field(self.fields[0]).column
 
-        return Statement("%(btrees)s", btrees=_Btrees(statements, model._meta.db_table, column))
+        def btrees(chosen: list[Callable[[str, str], str]]) -> Statement:
+            joined = _Btrees(lambda t, c: [render(t, c) for render in chosen], table, column)
+            return Statement("%(btrees)s", btrees=joined)
+
+        if not kwargs.get("concurrently"):
+            return btrees(renders)
+        schema_editor.deferred_sql.extend(btrees([render]) for render in renders[1:])
+        return btrees(renders[:1])
 
 
 class SimhashIndex(_BtreesIndex):

@@ -48,3 +48,34 @@ def test_the_first_compile_is_announced_once_and_a_warm_cache_is_quiet(tmp_path:
         for extra in ([], ["--bits", "128"], ["--fingerprint-spec", "1"], ["--mode", "jaccard"]):
             later = _fingerprint(tmp_path, "--features", features, *extra)
             assert later.stderr == "", (features, extra, later.stderr)
+
+
+# Imports the command runs, printed on stderr as it exits (a --help ends with SystemExit).
+_IMPORTS = """
+import atexit, sys
+atexit.register(lambda: print(" ".join(sorted(sys.modules)), file=sys.stderr))
+from simdb.cli import run
+run(sys.argv[1:])
+"""
+
+
+def _imported(*arguments: str) -> set[str]:
+    """The modules loaded by `simdb ARGUMENTS` in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTS, *arguments], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.splitlines()[-1].split())
+
+
+def test_help_loads_neither_numpy_nor_psycopg_nor_the_commands() -> None:
+    """`simdb --help` lists every command without loading the commands' modules or the libraries
+    they call (numpy and psycopg were most of its half second)."""
+    loaded = _imported("--help")
+    assert {"numpy", "psycopg", "xxhash", "numba"} & loaded == set()
+    assert {module for module in loaded if module.startswith("simdb")} == {
+        "simdb",
+        "simdb.cli",
+        "simdb.cli.examples",
+        "simdb.cli.settings",
+        "simdb.bits",
+        "simdb.errors",
+    }

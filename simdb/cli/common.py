@@ -9,29 +9,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import click
 
 from simdb import connection, modes, readers, schema
+from simdb.cli.settings import DSN_HELP, Settings
 from simdb.errors import InputError
 from simdb.minhash import MINHASH_SPEC_VERSION
 from simdb.simhash import SPEC_VERSION, Content, EmptyDocument, Features
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-
-
-@dataclass
-class Settings:
-    dsn: str | None
-
-
-DSN_HELP = (
-    "PostgreSQL connection (URL or key=value). Default: SIMDB_DSN, DATABASE_URL, the PG* "
-    "variables, else simdb's own embedded server."
-)
 
 
 def _take_dsn(ctx: click.Context, _: click.Parameter, value: str | None) -> None:

@@ -440,6 +440,7 @@ def test_parallel_ingest_equals_serial(
             "skipped": {"empty": 1},
             "repaired": 0,
             "bytes": source.stat().st_size,  # every line read (issue 27, item 15)
+            "bytes_passed_over": 0,
         }
     )
     assert rows(conn, "serial") == rows(conn, "parallel")

@@ -240,6 +240,37 @@ def test_encoding_binary_and_unreadable_files(
     assert [(k, v & (2**64 - 1)) for k, v in rows(conn)] == [(str(folder / "latin1.txt"), expected)]
 
 
+def test_a_symbolic_link_loop_and_a_folder_are_called_what_they_are(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    """A loop of symbolic links was reported as a link to a missing target, and `query --file`
+    with a folder called it "a pipe, socket or device"."""
+    simdb(capsys, "create", "docs")
+    folder = tmp_path / "looped"
+    folder.mkdir()
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    code, _, err = simdb(capsys, "ingest", "docs", str(folder / "a"))
+    assert (code, err) == (
+        1,
+        f"simdb: error: cannot read {folder / 'a'}: it is a symbolic link in a loop of links "
+        f"({folder / 'a'} -> {folder / 'b'} -> ...), which leads to no file "
+        "(check the file, or pass --skip-errors to count such files and go on)\n",
+    )
+    code, _, err = simdb(capsys, "query", "docs", "--file", str(folder))
+    assert (code, err) == (
+        1,
+        f"simdb: error: {folder} is a folder, and --file reads one file "
+        "(give a file in it; `simdb ingest` reads folders)\n",
+    )
+    code, _, err = simdb(capsys, "fingerprint", "--file", str(folder))
+    assert (code, err) == (
+        1,
+        f"simdb: error: {folder} is a folder, and --file reads one file "
+        "(give a file in it; `simdb ingest` reads folders)\n",
+    )
+
+
 def test_database_down_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = simdb(capsys, "--dsn", "postgresql://postgres@127.0.0.1:1/none", "list")
     assert (code, out) == (1, "")

@@ -720,6 +720,17 @@ def parse_duration(text: str) -> timedelta:
     return age
 
 
+def format_duration(age: timedelta) -> str:
+    """A duration as parse_duration reads it, largest unit first: 2d, 1d12h, 30m, 0s."""
+    seconds = int(age.total_seconds())
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
+
+
 @dataclass(frozen=True)
 class BulkLoad:
     """What bulk_load did and how long each step took."""

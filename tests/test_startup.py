@@ -79,3 +79,15 @@ def test_help_loads_neither_numpy_nor_psycopg_nor_the_commands() -> None:
         "simdb.bits",
         "simdb.errors",
     }
+
+
+def test_query_by_text_loads_only_what_a_query_needs(dsn: str) -> None:
+    """`simdb query NAME --text` loads numpy (one short text's counters) and psycopg, and not the
+    kernels, the file readers, ingest's code or the embedded server's code (a DSN is given)."""
+    subprocess.run(
+        [sys.executable, "-c", _CLI, "create", "docs", "--dsn", dsn], check=True, capture_output=True
+    )
+    loaded = _imported("query", "docs", "--text", "the quick brown fox", "--dsn", dsn)
+    assert {"numpy", "psycopg"} <= loaded
+    unneeded = {"numba", "simdb.kernels", "simdb.readers", "simdb.embedded", "simdb.ingest", "simdb.attach"}
+    assert unneeded & loaded == set()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -138,6 +137,12 @@ class _Commands(click.Group):
             formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context) -> object:
+        # psycopg warns when a transaction it was leaving could not be rolled back (a Ctrl-C or a
+        # lost connection mid-statement); the server rolls it back anyway, and run() says what
+        # happened. (Here, not at import: `simdb --help` runs no command and loads no logging.)
+        import logging
+
+        logging.getLogger("psycopg").setLevel(logging.ERROR)
         try:
             return super().invoke(ctx)
         except BrokenPipeError as error:
@@ -168,9 +173,6 @@ def main(ctx: click.Context, dsn: str | None) -> None:
 
 def run(args: list[str] | None = None) -> None:
     """Entry point: simdb's errors become one line with a hint, never a traceback."""
-    # psycopg warns when a transaction it was leaving could not be rolled back (a Ctrl-C or a lost
-    # connection mid-statement); the server rolls it back anyway, and the line below says what happened.
-    logging.getLogger("psycopg").setLevel(logging.ERROR)
     try:
         try:
             main.main(args=args, prog_name="simdb", standalone_mode=False)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import TupleRow
 
-from simdb.embedded import EmbeddedServer
 from simdb.errors import DatabaseUnavailable
 
 DSN_VARIABLES = ("SIMDB_DSN", "DATABASE_URL")
@@ -38,6 +37,8 @@ def resolve(dsn: str | None = None, *, start_embedded: bool = True) -> Target:
     present = [name for name in LIBPQ_VARIABLES if os.environ.get(name)]
     if present:
         return Target("", "/".join(present))
+    from simdb.embedded import EmbeddedServer  # (loaded only when no connection is given)
+
     server = EmbeddedServer()
     url = server.start() if start_embedded else server.url()
     return Target(url, f"the embedded server in {server.home}")

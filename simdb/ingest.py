@@ -45,7 +45,8 @@ class Report:
     unchanged: int = 0
     repaired: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
-    bytes: int = 0  # input read (or passed over unchanged)
+    bytes: int = 0  # input read and sketched
+    passed_over: int = 0  # input skipped or unchanged: aliases, binary files, files not read again
     removed: int | None = None  # rows of files gone from the folders (--delete-missing), if it ran
     # where the time went (ingest only): read (files and records), sketch (fingerprinting, or
     # with --jobs waiting for the threads beyond reading), store (COPY and upsert), btrees (built
@@ -70,12 +71,16 @@ class Report:
         return line
 
     def lines(self) -> list[str]:
-        """The summary, then how much was read and how fast (when the time was taken)."""
+        """The summary, then how much was read and how fast (when the time was taken), and apart
+        from it the bytes passed over, which took no reading."""
         total = self.seconds.get("total")
         if total is None:
             return [self.summary()]
         rate = self.bytes / total / 1e6 if total > 0 else 0.0
-        return [f"{self.summary()}; {self.bytes / 1e6:.1f} MB in {total:.1f} s, {rate:.1f} MB/s"]
+        line = f"{self.summary()}; {self.bytes / 1e6:.1f} MB read in {total:.1f} s, {rate:.1f} MB/s"
+        if self.passed_over:
+            line += f"; {self.passed_over / 1e6:.1f} MB passed over (skipped or unchanged)"
+        return [line]
 
     def as_dict(self) -> dict[str, object]:
         counts: dict[str, object] = {
@@ -85,6 +90,7 @@ class Report:
             "skipped": dict(self.skipped),
             "repaired": self.repaired,
             "bytes": self.bytes,
+            "bytes_passed_over": self.passed_over,
         }
         if self.removed is not None:
             counts["removed"] = self.removed
@@ -333,8 +339,8 @@ def _batches(
     held = 0
     unchanged: list[str] = []
     for item in items:
-        report.bytes += item.consumed
         if isinstance(item, Document):
+            report.bytes += item.consumed
             weight = held_bytes(item)
             if documents and held + weight > max_bytes:
                 yield documents
@@ -342,6 +348,7 @@ def _batches(
             documents.append(item)
             held += weight
         else:
+            report.passed_over += item.consumed
             if item.reason == UNCHANGED:
                 report.unchanged += 1
                 unchanged.append(item.source)
@@ -711,6 +718,17 @@ def parse_duration(text: str) -> timedelta:
             f"duration {text!r} is too long", f"the longest allowed is {longest_days}d, about 2,700 years"
         )
     return age
+
+
+def format_duration(age: timedelta) -> str:
+    """A duration as parse_duration reads it, largest unit first: 2d, 1d12h, 30m, 0s."""
+    seconds = int(age.total_seconds())
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
 
 
 @dataclass(frozen=True)

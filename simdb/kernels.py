@@ -16,13 +16,14 @@ Pure code over numpy arrays: simhash.py, minhash.py and pairing.py call it and k
 the plain references in the tests (brute force, for pairs) judge both. Compiled on first use and
 cached beside this file (or in numba's per-user cache where that is not writable; NUMBA_CACHE_DIR
 moves it), so a later process only loads the machine code. A compile says so on stderr before it
-starts (COMPILING), once per process; `simdb init` and `python -m simdb.warmup` compile them up
-front (simdb.warmup).
+starts (COMPILING), once per process, and then compiles all of them; `simdb init` and `python -m
+simdb.warmup` compile them up front (simdb.warmup).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -43,8 +44,11 @@ COMPILING = "simdb: compiling its kernels, once per install (10 to 30 s)..."
 
 class _FirstCompile(event.Listener):
     """Says on stderr, once per process, that numba is compiling one of these kernels (its disk
-    cache had none for the call), so that the pause that follows is not a silent one. A kernel
-    loaded from the cache fires no such event: a warm install prints nothing."""
+    cache had none for the call), so that the pause that follows is not a silent one, and
+    compiles all the others meanwhile (simdb.warmup, in a thread the process waits for), so that
+    it is said once per install: not again by the next command that needs another kernel (an
+    ingest, then pairs). A kernel loaded from the cache fires no such event: a warm install
+    prints nothing."""
 
     said = False
 
@@ -53,9 +57,18 @@ class _FirstCompile(event.Listener):
         if not self.said and getattr(function, "__module__", None) == __name__:
             self.said = True
             print(COMPILING, file=sys.stderr, flush=True)
+            threading.Thread(target=_compile_the_rest, name="simdb-compile-kernels").start()
 
     def on_end(self, ev: event.Event) -> None:
         pass
+
+
+def _compile_the_rest() -> None:
+    """Every kernel, compiled where the cache has none (numba's compiler lock keeps it one at a
+    time with the caller's own compile)."""
+    from simdb import warmup  # (above this module: it calls the kernels through their specs)
+
+    warmup.warm()
 
 
 event.register("numba:compile", _FirstCompile())  # type: ignore[no-untyped-call]  # (numba: no hints)

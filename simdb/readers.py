@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import errno
 import gzip
 import itertools
 import json
@@ -187,6 +188,9 @@ def extension_of(name: str) -> str:
 def read_document(path: str, raw: bool = False, stdin: BinaryIO | None = None) -> Document:
     """One file (or `-`: all of stdin) as a single document, for `query --file` and `fingerprint --file`."""
     check_sources([path])
+    if path != STDIN and os.path.isdir(path):
+        hint = "give a file in it; `simdb ingest` reads folders"
+        raise InputError(f"{path} is a folder, and --file reads one file", hint)
     items = (
         _read_text(stdin or sys.stdin.buffer, STDIN, Options(raw=raw))
         if path == STDIN
@@ -700,7 +704,11 @@ def _refuse(options: Options, where: str, message: str, hint: str, consumed: int
 
 
 def _why_unreadable(path: str, error: OSError) -> str:
-    """The OS's reason, naming a broken symbolic link as one (the OS says only that nothing is there)."""
+    """The OS's reason, naming a broken symbolic link as one (the OS says only that nothing is
+    there) and a loop of links as one (the OS says only that there are too many levels)."""
+    if os.path.islink(path) and error.errno == errno.ELOOP:
+        chain = f"{path} -> {os.readlink(path)} -> ..."
+        return f"it is a symbolic link in a loop of links ({chain}), which leads to no file"
     if os.path.islink(path) and not os.path.exists(path):
         return f"it is a symbolic link to {os.readlink(path)}, which does not exist"
     return error.strerror or str(error)

@@ -240,6 +240,37 @@ def test_encoding_binary_and_unreadable_files(
     assert [(k, v & (2**64 - 1)) for k, v in rows(conn)] == [(str(folder / "latin1.txt"), expected)]
 
 
+def test_a_symbolic_link_loop_and_a_folder_are_called_what_they_are(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    """A loop of symbolic links was reported as a link to a missing target, and `query --file`
+    with a folder called it "a pipe, socket or device"."""
+    simdb(capsys, "create", "docs")
+    folder = tmp_path / "looped"
+    folder.mkdir()
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    code, _, err = simdb(capsys, "ingest", "docs", str(folder / "a"))
+    assert (code, err) == (
+        1,
+        f"simdb: error: cannot read {folder / 'a'}: it is a symbolic link in a loop of links "
+        f"({folder / 'a'} -> {folder / 'b'} -> ...), which leads to no file "
+        "(check the file, or pass --skip-errors to count such files and go on)\n",
+    )
+    code, _, err = simdb(capsys, "query", "docs", "--file", str(folder))
+    assert (code, err) == (
+        1,
+        f"simdb: error: {folder} is a folder, and --file reads one file "
+        "(give a file in it; `simdb ingest` reads folders)\n",
+    )
+    code, _, err = simdb(capsys, "fingerprint", "--file", str(folder))
+    assert (code, err) == (
+        1,
+        f"simdb: error: {folder} is a folder, and --file reads one file "
+        "(give a file in it; `simdb ingest` reads folders)\n",
+    )
+
+
 def test_database_down_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = simdb(capsys, "--dsn", "postgresql://postgres@127.0.0.1:1/none", "list")
     assert (code, out) == (1, "")
@@ -354,10 +385,15 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
     conn.execute("UPDATE simdb.docs SET seen_at = now() - interval '3 days' WHERE key = 'k2'")
     assert simdb(capsys, "prune", "docs", "--older-than", "2d") == (
         0,
-        "pruned 1 rows not seen for 2 days, 0:00:00\n",
+        "pruned 1 rows not seen for 2d\n",  # (it said "2 days, 0:00:00")
         "",
     )
     assert [key for key, _ in rows(conn)] == ["k3"]
+    assert simdb(capsys, "prune", "docs", "--older-than", "1d12h", "--json") == (
+        0,
+        '{"index": "docs", "removed": 0, "older_than": "1d12h", "older_than_seconds": 129600}\n',
+        "",
+    )
     assert simdb(capsys, "prune", "docs", "--older-than", "soon") == (
         1,
         "",
@@ -369,7 +405,7 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
     assert "--yes" in err and [key for key, _ in rows(conn)] == ["k3"]
     assert simdb(capsys, "prune", "docs", "--older-than", "0s", "--yes")[:2] == (
         0,
-        "pruned 1 rows not seen for 0:00:00\n",
+        "pruned 1 rows not seen for 0s\n",
     )
     assert rows(conn) == []
 
@@ -403,7 +439,7 @@ def test_prune_refuses_a_duration_too_long_in_one_line(
         )
     assert simdb(capsys, "prune", "docs", "--older-than", "1000000d") == (
         0,
-        "pruned 0 rows not seen for 1000000 days, 0:00:00\n",
+        "pruned 0 rows not seen for 1000000d\n",
         "",
     )
     assert [key for key, _ in rows(conn)] == ["k"]
@@ -440,6 +476,7 @@ def test_parallel_ingest_equals_serial(
             "skipped": {"empty": 1},
             "repaired": 0,
             "bytes": source.stat().st_size,  # every line read (issue 27, item 15)
+            "bytes_passed_over": 0,
         }
     )
     assert rows(conn, "serial") == rows(conn, "parallel")

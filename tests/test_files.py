@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,37 @@ def test_unchanged_files_are_not_read_again(
         0,
         "ingested 30 documents: 0 new, 1 updated, 29 unchanged; skipped 0\n",
     )  # d3
+
+
+def test_ingest_counts_the_bytes_it_read_and_the_bytes_it_passed_over_apart(
+    capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
+) -> None:
+    """Two symbolic links to a file read, a 1 GiB sparse binary file (only its start is read, to
+    see that it is binary) and, on the second run, unchanged files are passed over: their bytes
+    are not counted as read (they made "40.5 MB" of one 13.5 MB file and two links)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    text = folder / "a.txt"
+    text.write_text("a document with words of its own " * 30_000)  # 990,000 bytes
+    (folder / "b.txt").symlink_to(text)
+    (folder / "c.txt").symlink_to(text)
+    sparse = folder / "sparse.img"
+    with sparse.open("wb") as handle:
+        handle.write(b"\0" * 16)
+        handle.truncate(1 << 30)
+    size = text.stat().st_size
+    code, out, err = simdb(capsys, "ingest", "docs", str(folder), "--create", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["inserted"], report["skipped"]) == (1, {"another name of a file read": 2, "binary": 1})
+    assert (report["bytes"], report["bytes_passed_over"]) == (size, 2 * size + (1 << 30))
+
+    code, out, _ = simdb(capsys, "ingest", "docs", str(folder))
+    assert code == 0
+    lines = re.fullmatch(
+        r"ingested 1 documents: 0 new, 0 updated, 1 unchanged; skipped 3 \(2 another name of a file "
+        r"read, 1 binary\); 0\.0 MB read in [0-9.]+ s, [0-9.]+ MB/s; 1076\.7 MB passed over "
+        r"\(skipped or unchanged\)\n",
+        out,
+    )
+    assert lines, out

@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import psycopg
+import pytest
+from support import simdb
 
 from simdb.bits import to_signed
 from simdb.simhash import fingerprint
@@ -33,3 +35,61 @@ def test_signed_example_and_spec_example(conn: psycopg.Connection[tuple[object, 
     assert signed == to_signed(0xA70392059DDFCBCE)
     row = conn.execute("SELECT simdb.from_hex('a70392059ddfcbce'), simdb.to_hex(%s)", (signed,)).fetchone()
     assert row == (signed, "a70392059ddfcbce")
+
+
+def test_records_inside_a_folder_are_read_as_text_as_the_readme_says(
+    capsys: pytest.CaptureFixture[str], conn: psycopg.Connection[tuple[object, ...]], tmp_path: Path
+) -> None:
+    """A .jsonl file inside a folder is one text document, a .jsonl file named is its records;
+    the README's description of ingest says so."""
+    assert "Inside a folder every file is one text document,\n  `.jsonl` and `.csv` files too" in README
+    records = tmp_path / "data" / "notes.jsonl"
+    records.parent.mkdir()
+    records.write_text('{"key": "a", "text": "one record of words"}\n{"key": "b", "text": "another one"}\n')
+    assert simdb(capsys, "ingest", "folder", str(records.parent), "--create")[0] == 0
+    assert simdb(capsys, "ingest", "named", str(records), "--create")[0] == 0
+    assert conn.execute("SELECT key FROM simdb.folder").fetchall() == [(str(records),)]
+    assert conn.execute("SELECT key FROM simdb.named ORDER BY key").fetchall() == [("a",), ("b",)]
+
+
+def _table_rows(heading: str) -> str:
+    """The Markdown table that follows `heading` in the README."""
+    after = README.split(heading, 1)[1]
+    return re.search(r"\n(\|.*?)\n\n", after, flags=re.S).group(1)  # type: ignore[union-attr]
+
+
+def test_the_sql_face_lists_every_column_and_function(
+    capsys: pytest.CaptureFixture[str], conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """Every column of an index's table, and every function in the schema simdb, has its row
+    (`mtime_ns` and `simdb.explain_similar` had none)."""
+    assert simdb(capsys, "create", "docs")[0] == 0
+    columns = [
+        name
+        for (name,) in conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = 'simdb' AND table_name = 'docs' ORDER BY ordinal_position"
+        )
+    ]
+    listed = re.findall(r"^\| `(\w+)` \|", _table_rows("An index `docs` is the table `simdb.docs`:"), re.M)
+    assert listed == columns
+    functions = {
+        str(name)
+        for (name,) in conn.execute(
+            "SELECT DISTINCT proname FROM pg_proc WHERE pronamespace = 'simdb'::regnamespace"
+        )
+    }
+    described = set(re.findall(r"`simdb\.(\w+)\(", _table_rows("Functions:")))
+    assert functions - described == set()
+
+
+def test_the_128_bit_example_creates_its_index_first(
+    capsys: pytest.CaptureFixture[str], conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """The `near('wide', ...)` example runs as written once the command before it has run."""
+    paragraph = README.split("**128 bits.**", 1)[1].split("\n\n", 1)[0]
+    command = re.search(r"`simdb (create wide [^`]*)`", paragraph)
+    assert command, "the 128-bit example does not say how the index 'wide' is made"
+    assert simdb(capsys, *command.group(1).split())[0] == 0
+    query = re.search(r"`(SELECT \* FROM simdb\.near\('wide'[^`]*)`", paragraph.replace("\n", " "))
+    assert query and conn.execute(query.group(1)).fetchall() == []

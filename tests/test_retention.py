@@ -42,7 +42,7 @@ def test_prune_keeps_files_a_reingest_found_unchanged(
     assert untimed(out) == "ingested 4 documents: 1 new, 0 updated, 3 unchanged; skipped 0\n"
     assert simdb(capsys, "prune", "ret", "--older-than", "30m", "--yes")[:2] == (
         0,
-        "pruned 1 rows not seen for 0:30:00\n",
+        "pruned 1 rows not seen for 30m\n",
     )
     assert _keys(conn) == [str(folder / f"d{number}.txt") for number in (2, 3, 4, 5)]
     # records re-ingested unchanged are seen again too (not only files passed over unread)
@@ -52,8 +52,7 @@ def test_prune_keeps_files_a_reingest_found_unchanged(
     _an_hour_ago(conn)
     assert untimed(simdb(capsys, "ingest", "ret", str(records))[1]).endswith("1 unchanged; skipped 0\n")
     assert (
-        simdb(capsys, "prune", "ret", "--older-than", "30m", "--yes")[1]
-        == "pruned 4 rows not seen for 0:30:00\n"
+        simdb(capsys, "prune", "ret", "--older-than", "30m", "--yes")[1] == "pruned 4 rows not seen for 30m\n"
     )
     assert _keys(conn) == ["r1"]
 

@@ -1,4 +1,4 @@
-"""Issue 31, start-up: the kernels' first compile says what it is doing, and only then.
+"""Start-up: the kernels' first compile says what it is doing, and only then; what a command loads.
 
 Each run is a fresh process with numba's cache in a directory of the test's own (NUMBA_CACHE_DIR),
 so the first one finds it empty and compiles; the second finds the machine code and is quiet.
@@ -38,13 +38,56 @@ def test_the_first_compile_is_announced_once_and_a_warm_cache_is_quiet(tmp_path:
     assert warm.stderr == ""
     assert warm.stdout == cold.stdout and warm.stdout.strip()
 
-    # `simdb init` creates the schema, then compiles the rest of the kernels (and says so);
-    # afterwards nothing compiles, whatever the features, width, spec or mode
+    # the first compile compiled every kernel, as it said ("once per install"): `simdb init`, and
+    # any later command, compiles none (the quick start's ingest, then pairs, said it twice)
     init = _run(tmp_path, "-c", _CLI, "init", "--dsn", empty_db)
-    assert init.stderr.splitlines() == [COMPILING]
+    assert init.stderr == ""
     assert "schema is at revision" in init.stdout and "kernels are compiled" in init.stdout
     assert _run(tmp_path, "-m", "simdb.warmup").stderr == ""  # the same kernels, loaded from the cache
     for features in ("word:3", "char:5", "bytes:4"):
         for extra in ([], ["--bits", "128"], ["--fingerprint-spec", "1"], ["--mode", "jaccard"]):
             later = _fingerprint(tmp_path, "--features", features, *extra)
             assert later.stderr == "", (features, extra, later.stderr)
+
+
+# Imports the command runs, printed on stderr as it exits (a --help ends with SystemExit).
+_IMPORTS = """
+import atexit, sys
+atexit.register(lambda: print(" ".join(sorted(sys.modules)), file=sys.stderr))
+from simdb.cli import run
+run(sys.argv[1:])
+"""
+
+
+def _imported(*arguments: str) -> set[str]:
+    """The modules loaded by `simdb ARGUMENTS` in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTS, *arguments], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.splitlines()[-1].split())
+
+
+def test_help_loads_neither_numpy_nor_psycopg_nor_the_commands() -> None:
+    """`simdb --help` lists every command without loading the commands' modules or the libraries
+    they call (numpy and psycopg were most of its half second)."""
+    loaded = _imported("--help")
+    assert {"numpy", "psycopg", "xxhash", "numba", "logging"} & loaded == set()
+    assert {module for module in loaded if module.startswith("simdb")} == {
+        "simdb",
+        "simdb.cli",
+        "simdb.cli.examples",
+        "simdb.cli.settings",
+        "simdb.bits",
+        "simdb.errors",
+    }
+
+
+def test_query_by_text_loads_only_what_a_query_needs(dsn: str) -> None:
+    """`simdb query NAME --text` loads numpy (one short text's counters) and psycopg, and not the
+    kernels, the file readers, ingest's code or the embedded server's code (a DSN is given)."""
+    subprocess.run(
+        [sys.executable, "-c", _CLI, "create", "docs", "--dsn", dsn], check=True, capture_output=True
+    )
+    loaded = _imported("query", "docs", "--text", "the quick brown fox", "--dsn", dsn)
+    assert {"numpy", "psycopg"} <= loaded
+    unneeded = {"numba", "simdb.kernels", "simdb.readers", "simdb.embedded", "simdb.ingest", "simdb.attach"}
+    assert unneeded & loaded == set()

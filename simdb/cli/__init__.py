@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import functools
 import importlib
-import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
-import psycopg
 
 from simdb.cli import examples
-from simdb.cli.common import DSN_HELP, Settings
+from simdb.cli.settings import DSN_HELP, Settings
 from simdb.errors import DatabaseUnavailable, SimdbError, during_interrupt
+
+if TYPE_CHECKING:
+    import psycopg
 
 DISTRIBUTION = "simdb-pg"  # the name on the package index (pip install simdb-pg), as in pyproject.toml
 
@@ -27,32 +29,81 @@ class _ReaderGone(Exception):
     """Output went to a pipe whose reader has closed it (click would end such a command with 1)."""
 
 
-# Which module of simdb.cli defines each command: a command's module, and the library it
-# calls, load only when it runs (`simdb query` does not import ingest's or attach's code).
-# tests/test_help.py checks this against each module's COMMANDS.
-COMMAND_MODULES = {
-    **dict.fromkeys(
-        (
-            "init",
-            "create",
-            "distribute",
-            "attach",
-            "sync",
-            "status",
-            "reindex",
-            "plan",
-            "list",
-            "drop",
-            "grant",
-        ),
-        "admin",
+# Which module of simdb.cli defines each command, and the command's summary for `simdb --help`:
+# a command's module, and the library it calls, load only when it runs (`simdb query` does not
+# import ingest's or attach's code, and `simdb --help` imports none of them). tests/test_help.py
+# checks both against each module's COMMANDS.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "attach": ("admin", "Create index NAME over an existing table, then sync it."),
+    "bench": (
+        "measure",
+        "Measure an index on a scratch copy and print the figures with the machine and sizes.",
     ),
-    **dict.fromkeys(("ingest", "delete", "prune"), "data"),
-    **dict.fromkeys(("query", "pairs", "clusters", "dedup", "export", "fingerprint"), "search"),
-    **dict.fromkeys(("calibrate", "bench"), "measure"),
-    "serve": "serve",
-    "db": "server",
+    "calibrate": (
+        "measure",
+        "How well distance <= k finds your near-duplicates: precision and recall against exact Jaccard.",
+    ),
+    "clusters": (
+        "search",
+        "Group the near-duplicates of index NAME into clusters (connected components of the pairs).",
+    ),
+    "create": ("admin", 'Create index NAME, readable in SQL as simdb."NAME".'),
+    "db": ("server", "The embedded PostgreSQL server (used when no DSN is given); data in SIMDB_HOME."),
+    "dedup": (
+        "search",
+        "One representative per cluster of index NAME, and the keys to drop (action keep|drop).",
+    ),
+    "delete": ("data", "Remove the rows of KEYS from index NAME (in one transaction)."),
+    "distribute": (
+        "admin",
+        "Make index NAME a Citus distributed table, rows included (run on the coordinator).",
+    ),
+    "drop": ("admin", "Drop index NAME and all its rows."),
+    "export": ("search", "Every row of index NAME, by key: key, fingerprint or signature, size, extension."),
+    "fingerprint": (
+        "search",
+        "Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 bits) of a "
+        "text, or its MinHash sketch (spec v3: the band keys for --threshold, then a 64-word check).",
+    ),
+    "grant": (
+        "admin",
+        "Let database roles query index NAME (--reader) or also write it (--writer), and nothing more.",
+    ),
+    "ingest": ("data", "Fingerprint files, folders, JSONL or CSV (or - for stdin) into index NAME."),
+    "init": (
+        "admin",
+        "Create or migrate simdb's schema and compile its kernels (commands that write create the "
+        "schema on first use, and the first command that fingerprints compiles the kernels).",
+    ),
+    "list": ("admin", "List the indexes with their row counts and parameters."),
+    "pairs": ("search", "Every pair of near-duplicate rows of index NAME, each once (key_a < key_b)."),
+    "plan": (
+        "admin",
+        "Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick; "
+        "with --workers, what a distributed index of ROWS rows would cost.",
+    ),
+    "prune": ("data", "Remove the rows of index NAME that were last seen more than DURATION ago."),
+    "query": ("search", "Rows of index NAME near a document, fingerprint or stored key, nearest first."),
+    "reindex": (
+        "admin",
+        "Move attached index NAME to the newest fingerprint spec, in place, while queries run.",
+    ),
+    "serve": (
+        "serve",
+        "Web pages over the indexes: clusters with what dedup would keep, two documents side by side, "
+        "search by pasted text or file, pictures of the pairs; read-only (a reader role will do).",
+    ),
+    "status": (
+        "admin",
+        "How far attached index NAME is behind its table: rows queued, failed, the oldest's age (an "
+        "index in your table's column: the rows with text and no fingerprint yet).",
+    ),
+    "sync": (
+        "admin",
+        "Bring attached index NAME up to date with its table: unchanged rows cost nothing.",
+    ),
 }
+COMMAND_MODULES = {name: module for name, (module, _) in COMMANDS.items()}
 
 
 @functools.cache
@@ -80,16 +131,18 @@ class _Commands(click.Group):
         return None if module is None else module_commands(module).get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Each command with its whole first sentence, wrapped (click would cut it at the width)."""
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=1000)))
+        """Each command with its whole first sentence, wrapped (click would cut it at the width),
+        from COMMANDS: listing them loads none of their modules."""
         with formatter.section("Commands"):
-            formatter.write_dl(rows)
+            formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context) -> object:
+        # psycopg warns when a transaction it was leaving could not be rolled back (a Ctrl-C or a
+        # lost connection mid-statement); the server rolls it back anyway, and run() says what
+        # happened. (Here, not at import: `simdb --help` runs no command and loads no logging.)
+        import logging
+
+        logging.getLogger("psycopg").setLevel(logging.ERROR)
         try:
             return super().invoke(ctx)
         except BrokenPipeError as error:
@@ -120,9 +173,6 @@ def main(ctx: click.Context, dsn: str | None) -> None:
 
 def run(args: list[str] | None = None) -> None:
     """Entry point: simdb's errors become one line with a hint, never a traceback."""
-    # psycopg warns when a transaction it was leaving could not be rolled back (a Ctrl-C or a lost
-    # connection mid-statement); the server rolls it back anyway, and the line below says what happened.
-    logging.getLogger("psycopg").setLevel(logging.ERROR)
     try:
         try:
             main.main(args=args, prog_name="simdb", standalone_mode=False)
@@ -144,26 +194,40 @@ def run(args: list[str] | None = None) -> None:
     except SimdbError as error:
         click.echo(f"simdb: error: {error}", err=True)
         sys.exit(1)
-    except psycopg.OperationalError as error:
-        click.echo(f"simdb: error: {DatabaseUnavailable(_first_line(error), _RERUN)}", err=True)
-        sys.exit(1)
-    except psycopg.Error as error:
-        if _connection_lost(error):
-            lost = f"the connection to the database was lost: {_first_line(error)}"
-            click.echo(f"simdb: error: {DatabaseUnavailable(lost, _RERUN)}", err=True)
-        else:
-            click.echo(f"simdb: error: the database refused: {_first_line(error)} ({_ROLLED_BACK})", err=True)
-        sys.exit(1)
     except KeyboardInterrupt:
         click.echo(f"simdb: interrupted ({_RERUN})", err=True)
         sys.exit(130)
     except _ReaderGone:  # the reader went away (`| head`): a normal end, and nothing more to print
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
+    except Exception as error:
+        message = _database_error(error)
+        if message is None:
+            raise
+        click.echo(f"simdb: error: {message}", err=True)
+        sys.exit(1)
 
 
 _ROLLED_BACK = "the failed statement's transaction was rolled back; work committed before it is kept"
 _RERUN = "batches already committed are kept; running the same command again completes the work"
+
+
+def _database_error(error: Exception) -> str | None:
+    """The line for an error of the database, or None for any other error. psycopg loads only
+    with the commands that connect, so an error raised while it is not loaded is none of its own."""
+    if "psycopg" not in sys.modules:
+        return None
+    import psycopg
+
+    if isinstance(error, psycopg.OperationalError):
+        return str(DatabaseUnavailable(_first_line(error), _RERUN))
+    if not isinstance(error, psycopg.Error):
+        return None
+    if _connection_lost(error):
+        return str(
+            DatabaseUnavailable(f"the connection to the database was lost: {_first_line(error)}", _RERUN)
+        )
+    return f"the database refused: {_first_line(error)} ({_ROLLED_BACK})"
 
 
 # What libpq says of a connection that dropped mid-statement, as a coordinator relays it for a
@@ -178,6 +242,8 @@ def _connection_lost(error: psycopg.Error) -> bool:
     an SQLSTATE; the server itself says so with class 08 or the shutdown codes 57P01 to 57P03; a
     Citus coordinator relays libpq's own words when a worker's connection dropped mid-statement.
     """
+    import psycopg
+
     if any(words in str(error) for words in _LIBPQ_DROPPED):
         return True
     state = error.sqlstate

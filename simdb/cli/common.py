@@ -9,29 +9,21 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
-from simdb import connection, modes, readers, schema
+from simdb import connection, modes, schema
+from simdb.cli.settings import DSN_HELP, Settings
 from simdb.errors import InputError
 from simdb.minhash import MINHASH_SPEC_VERSION
 from simdb.simhash import SPEC_VERSION, Content, EmptyDocument, Features
 
+if TYPE_CHECKING:
+    from simdb import readers
+
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-
-
-@dataclass
-class Settings:
-    dsn: str | None
-
-
-DSN_HELP = (
-    "PostgreSQL connection (URL or key=value). Default: SIMDB_DSN, DATABASE_URL, the PG* "
-    "variables, else simdb's own embedded server."
-)
 
 
 def _take_dsn(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
@@ -256,6 +248,8 @@ def spec_from_options(mode: str, options: dict[str, Any]) -> modes.Spec:
 
 def text_documents(paths: tuple[str, ...]) -> Iterator[readers.Document]:
     """The readable documents below `paths` (bad files and records skipped), for measurements."""
+    from simdb import readers  # (loaded by the commands that read files)
+
     readers.check_sources(paths)
     for item in readers.read(paths, readers.Options(skip_errors=True)):
         if isinstance(item, readers.Document):

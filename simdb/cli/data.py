@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+from datetime import timedelta
 
 import click
 
@@ -197,9 +198,10 @@ def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
     help="Remove rows last seen longer ago than this: 90s, 15m, 12h, 30d, 2w, 1d12h.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask, even when most of the rows would go.")
+@json_option
 @dsn_option
 @click.pass_context
-def prune_(ctx: click.Context, name: str, older_than: str, yes: bool) -> None:
+def prune_(ctx: click.Context, name: str, older_than: str, yes: bool, as_json: bool) -> None:
     """Remove the rows of index NAME that were last seen more than DURATION ago.
 
     A row is seen when it is written, and when an ingest finds its file or record unchanged, so
@@ -222,7 +224,27 @@ def prune_(ctx: click.Context, name: str, older_than: str, yes: bool) -> None:
 
     with database(ctx) as conn:
         removed = ingest.prune(conn, index.get(conn, name), age, agree=agree)
-    click.echo(f"pruned {removed} rows not seen for {age}")
+    show(_Pruned(name, removed, age), as_json)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pruned:
+    """What a prune removed, and the age it was given (as --older-than writes it)."""
+
+    name: str
+    removed: int
+    older_than: timedelta
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "index": self.name,
+            "removed": self.removed,
+            "older_than": ingest.format_duration(self.older_than),
+            "older_than_seconds": int(self.older_than.total_seconds()),
+        }
+
+    def lines(self) -> list[str]:
+        return [f"pruned {self.removed} rows not seen for {ingest.format_duration(self.older_than)}"]
 
 
 COMMANDS = [ingest_, delete_, prune_]

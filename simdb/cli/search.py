@@ -7,7 +7,7 @@ import os
 
 import click
 
-from simdb import batch, connection, index, modes, query, readers
+from simdb import batch, connection, index, modes, query
 from simdb.cli.common import (
     bits_option,
     counter,
@@ -49,6 +49,8 @@ def _query_document(
             raise InputError(f"index {target.name!r} has no key {key!r}", _key_hint(key))
         return found
     if file is not None:
+        from simdb import readers  # (a query by text or fingerprint reads no file)
+
         document = readers.read_document(file, raw=target.features.binary)
         source = "stdin" if file == readers.STDIN else file
         value = sketch_of(target.sketch, document.content, source, target.features)
@@ -308,6 +310,8 @@ def fingerprint_(
     """
     exactly_one(text=text, file=file)
     parsed = Features.parse(features)
+    from simdb import readers  # (loaded by the commands that read files: not by `query --text`)
+
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
     source = "stdin" if file == readers.STDIN else file or "--text"
     given = {

@@ -348,7 +348,10 @@ def reindex(
     if target is None:
         return ReindexReport(name, made.spec_version, made.spec_version, 0)
     if isinstance(made.storage, InTable):
-        moved = intable.refill(conn, target, made.storage, progress, jobs=jobs).filled
+        refilled = intable.refill(conn, target, made.storage, progress, jobs=jobs)
+        moved = (
+            refilled.filled + refilled.unchanged
+        )  # (a sketch the new spec leaves as it was is not rewritten)
         with conn.transaction():
             catalog.set_spec_version(conn, name, target.spec_version)
         return ReindexReport(name, made.spec_version, target.spec_version, moved)

@@ -485,12 +485,11 @@ def _write(
             )
         )
         cleared = 0
-        if wordless:
+        if wordless:  # (any of these texts has no words: a row whose text has one of their MD5s neither)
             cleared = conn.execute(
                 sql.SQL(
-                    "UPDATE {table} AS t SET {sketch} = NULL"
-                    " FROM unnest(%s::text[], %s::text[]) AS w (key, md5) WHERE t.{key} = w.key::{key_type}"
-                    " AND md5(t.{text}) = w.md5 AND t.{sketch} IS NOT NULL"
+                    "UPDATE {table} AS t SET {sketch} = NULL WHERE t.{key} = ANY(CAST(%s AS {key_type}[]))"
+                    " AND md5(t.{text}) = ANY(%s::text[]) AND t.{sketch} IS NOT NULL"
                 ).format(
                     table=stored.relation, sketch=sketch, key=key, key_type=sql.SQL(key_type), text=text
                 ),

@@ -629,11 +629,7 @@ class Status:
 
     def as_dict(self) -> dict[str, object]:
         age = self.oldest_pending_age
-        checked = (
-            {"unchecked": self.unchecked} if self.capture == IN_TABLE and self.pending is not None else {}
-        )
-        return {
-            **checked,
+        shown: dict[str, object] = {
             "name": self.name,
             "table": self.table,
             "capture": self.capture,
@@ -643,6 +639,9 @@ class Status:
             "oldest_pending_seconds": None if age is None else round(age.total_seconds(), 3),
             "failures": [{"key": key, "attempts": n, "error": error} for key, n, error in self.failures],
         }
+        if self.capture == IN_TABLE and self.pending is not None:  # (of pending: sketches to check)
+            shown["unchecked"] = self.unchecked
+        return shown
 
     def lines(self) -> list[str]:
         synced = "never" if self.synced_at is None else self.synced_at.isoformat(timespec="seconds")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, ingest, intable, placement, tables
+from simdb import catalog, ingest, intable, placement, reconnect, tables
 from simdb import index as indexes
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
@@ -348,7 +348,10 @@ def reindex(
     if target is None:
         return ReindexReport(name, made.spec_version, made.spec_version, 0)
     if isinstance(made.storage, InTable):
-        moved = intable.refill(conn, target, made.storage, progress, jobs=jobs).filled
+        refilled = intable.refill(conn, target, made.storage, progress, jobs=jobs)
+        moved = (
+            refilled.filled + refilled.unchanged
+        )  # (a sketch the new spec leaves as it was is not rewritten)
         with conn.transaction():
             catalog.set_spec_version(conn, name, target.spec_version)
         return ReindexReport(name, made.spec_version, target.spec_version, moved)
@@ -501,18 +504,32 @@ def watch(
     *,
     jobs: int = 1,
     stop: Callable[[], bool] | None = None,
+    connect: Callable[[], Connection] | None = None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> None:
     """Keep index NAME in sync until interrupted, `rounds` syncs were made, or `stop()` says so;
     `report` the first sync and each one that changed something. An index in the application's
     table is woken by its triggers (intable.watch), a side table with triggers by its queue's
-    (capture.watch); one without triggers is polled every `interval` seconds (poll)."""
-    made = indexes.get(conn, name)
-    if isinstance(made.storage, InTable):
-        intable.watch(conn, made, made.storage, interval, report, rounds, stop, jobs=jobs)
-        return
-    from simdb import capture  # (capture builds on this module)
+    (capture.watch); one without triggers is polled every `interval` seconds (poll).
 
-    capture.watch(conn, name, interval, report, rounds, stop, jobs=jobs)
+    With `connect`, a lost connection (a server restart, pg_terminate_backend) does not end it:
+    `say` gets one line per outage, and it reconnects with backoff and syncs again from the start
+    (what changed meanwhile is queued, or a NULL sketch, so nothing is missed; `rounds` counts
+    again on each connection)."""
+
+    def watching(current: Connection) -> None:
+        made = indexes.get(current, name)
+        if isinstance(made.storage, InTable):
+            intable.watch(current, made, made.storage, interval, report, rounds, stop, jobs=jobs)
+            return
+        from simdb import capture  # (capture builds on this module)
+
+        capture.watch(current, name, interval, report, rounds, stop, jobs=jobs)
+
+    if connect is None:
+        watching(conn)
+        return
+    reconnect.keep_connected(watching, conn, connect, say, stop=stop)
 
 
 def poll(

@@ -625,10 +625,11 @@ class Status:
     failed: int | None = None  # queued rows that failed at least once
     oldest_pending_age: timedelta | None = None
     failures: list[tuple[str, int, str]] = field(default_factory=list)  # (key, attempts, last error)
+    unchecked: int = 0  # in the application's column: sketches from before the attach, not checked yet
 
     def as_dict(self) -> dict[str, object]:
         age = self.oldest_pending_age
-        return {
+        shown: dict[str, object] = {
             "name": self.name,
             "table": self.table,
             "capture": self.capture,
@@ -638,6 +639,9 @@ class Status:
             "oldest_pending_seconds": None if age is None else round(age.total_seconds(), 3),
             "failures": [{"key": key, "attempts": n, "error": error} for key, n, error in self.failures],
         }
+        if self.capture == IN_TABLE and self.pending is not None:  # (of pending: sketches to check)
+            shown["unchecked"] = self.unchecked
+        return shown
 
     def lines(self) -> list[str]:
         synced = "never" if self.synced_at is None else self.synced_at.isoformat(timespec="seconds")
@@ -646,6 +650,13 @@ class Status:
                 return [
                     f"index {self.name} lives in {self.table}, which the application writes: each"
                     " write is searchable in its own transaction (nothing to sync)"
+                ]
+            if self.unchecked:
+                return [
+                    f"index {self.name} lives in {self.table}: {self.pending - self.unchecked} rows with"
+                    f" text have none yet, and {self.unchecked} sketches it held when attached are not"
+                    f" checked against their text yet (`simdb sync {self.name}` fills and checks them;"
+                    " text without words stays without one)"
                 ]
             return [
                 f"index {self.name} lives in {self.table}: {self.pending} rows with text have none yet"
@@ -672,8 +683,13 @@ def status(conn: Connection, name: str) -> Status:
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
         stored = made.storage
-        pending = intable.unfilled(conn, stored) if stored.text_column else None
-        return Status(name, f"{stored.label}.{stored.sketch_column}", IN_TABLE, None, pending)
+        if not stored.text_column:
+            return Status(name, f"{stored.label}.{stored.sketch_column}", IN_TABLE, None)
+        unchecked = intable.unchecked(conn, name, stored)
+        pending = intable.unfilled(conn, stored) + unchecked
+        return Status(
+            name, f"{stored.label}.{stored.sketch_column}", IN_TABLE, None, pending, unchecked=unchecked
+        )
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(

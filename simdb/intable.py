@@ -5,6 +5,9 @@ with a text column, the triggers that clear a sketch whose text changed; then it
 B-trees on the table (CONCURRENTLY where it may: the application keeps writing meanwhile).
 `fill` (what `simdb sync` does for such an index) sketches the rows whose sketch is missing,
 found through a partial B-tree, so that it costs what changed, never a pass over the table.
+Sketches the column held before the attach (an earlier index, dropped since, stopped clearing
+them) are not trusted: the first fill sketches every row again and writes only the sketches that
+differ, as `sync --full` does; the catalog's synced_at records that this was done.
 """
 
 from __future__ import annotations
@@ -77,9 +80,24 @@ def attach_in_table(
         if concurrently:  # (inside a caller's transaction, its rollback undoes everything)
             indexes.drop(conn, name)
         raise
+    if stored.text_column and not _holds_sketches(conn, stored):
+        catalog.mark_synced(conn, name)  # (nothing to check: the first fill fills, as any other)
     if conn.autocommit:
         conn.execute(sql.SQL("ANALYZE {}").format(stored.relation))
     return indexes.get(conn, name)
+
+
+def _holds_sketches(conn: Connection, stored: InTable) -> bool:
+    """Whether any row (meeting --where) has a sketch already: one the index did not make."""
+    conditions = [sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column))]
+    if stored.condition:
+        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    row = conn.execute(
+        sql.SQL("SELECT EXISTS (SELECT FROM {} AS t WHERE {})").format(
+            stored.relation, sql.SQL(" AND ").join(conditions)
+        )
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _may_build_concurrently(conn: Connection) -> bool:
@@ -190,28 +208,47 @@ def _refuse_taken_names(conn: Connection, made: Index, stored: InTable) -> None:
 
 @dataclass
 class FillReport:
-    """What one fill did: rows given a sketch, rows whose text has no words (left without one)."""
+    """What one fill did: rows given a sketch, rows whose text has no words (left without one);
+    of a pass that `checked` every row's sketch against its text, also the rows whose sketch
+    matched (left unwritten) and the stale sketches cleared (their text is NULL or has no words)."""
 
     name: str
     filled: int = 0
     empty: int = 0
     fills: bool = True  # False: the index has no text column; the application writes the sketches
+    checked: bool = False
+    unchanged: int = 0
+    cleared: int = 0
 
     @property
     def changed(self) -> bool:
-        return bool(self.filled)
+        return bool(self.filled or self.cleared)
 
     def lines(self) -> list[str]:
         if not self.fills:
             return [f"index {self.name} has no text column: the application writes its sketches"]
+        if self.checked:
+            return [
+                f"synced: {self.filled} {_sketches(self.filled)} filled or replaced, {self.cleared}"
+                f" stale {_sketches(self.cleared)} cleared, {self.empty} rows whose text has no words"
+                f" (left without one); {self.unchanged} rows whose sketch matched their text were"
+                " not rewritten"
+            ]
         return [
-            f"synced: {self.filled} {'sketch' if self.filled == 1 else 'sketches'} filled,"
+            f"synced: {self.filled} {_sketches(self.filled)} filled,"
             f" {self.empty} rows whose text has no words"
             " (left without one); rows with a sketch were not read"
         ]
 
     def as_dict(self) -> dict[str, object]:
-        return {"filled": self.filled, "empty": self.empty}
+        counts: dict[str, object] = {"filled": self.filled, "empty": self.empty}
+        if self.checked:
+            counts.update(unchanged=self.unchanged, cleared=self.cleared)
+        return counts
+
+
+def _sketches(count: int) -> str:
+    return "sketch" if count == 1 else "sketches"
 
 
 def fill(
@@ -229,7 +266,10 @@ def fill(
     if stored.text_column:
         _require_columns(conn, made, stored)
         _refuse_readers(conn, made, stored)
-        _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
+        if catalog.synced_at(conn, made.name) is None:  # sketches from before the attach: check them
+            _check_rows(conn, made, stored, report, progress, jobs=jobs)
+        else:
+            _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
         _ensure_btrees(conn, made, stored)
     return report
 
@@ -254,8 +294,39 @@ def refill(
     _require_columns(conn, target, stored)
     _refuse_readers(conn, target, stored)
     report = FillReport(target.name)
-    _sketch_rows(conn, target, stored, report, progress, missing_only=False, jobs=jobs)
+    _check_rows(conn, target, stored, report, progress, jobs=jobs)
     return report
+
+
+def _check_rows(
+    conn: Connection,
+    made: Index,
+    stored: InTable,
+    report: FillReport,
+    progress: Callable[[int], object] | None,
+    *,
+    jobs: int = 1,
+) -> None:
+    """Sketch every row with text and write the sketches that differ from the stored ones (a row
+    whose sketch matches is not rewritten: no dead tuple, no B-tree entry); clear the sketches of
+    rows whose text is NULL or has no words; then record in the catalog that the column was
+    checked (synced_at)."""
+    report.checked = True
+    _sketch_rows(conn, made, stored, report, progress, missing_only=False, jobs=jobs)
+    conditions = [
+        sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.text_column or "")),
+        sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column)),
+    ]
+    if stored.condition:
+        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    with conn.transaction():
+        cleared = conn.execute(
+            sql.SQL("UPDATE {} AS t SET {} = NULL WHERE {}").format(
+                stored.relation, sql.Identifier(stored.sketch_column), sql.SQL(" AND ").join(conditions)
+            )
+        )
+        report.cleared += cleared.rowcount
+        catalog.mark_synced(conn, made.name)
 
 
 def _refuse_readers(conn: Connection, made: Index, stored: InTable) -> None:
@@ -312,17 +383,23 @@ def _sketch_rows(
 ) -> None:
     """Sketch the rows with text (`missing_only`: whose sketch is NULL, found by the partial
     B-tree) page by page in key order, by ingest's sketching threads (`jobs`), and write each
-    page in its own transaction."""
+    page in its own transaction. Otherwise (a check of every row) only the sketches that differ
+    are written, and a row whose text has no words loses a sketch it has."""
     key_type = _key_type(conn, stored)
     pages = _pages(conn, stored, key_type, missing_only=missing_only)
     for documents, values in ingest.sketched(pages, made, jobs, progress):
-        written = [
+        hashed = [
             (document.key, value, (document.content_hash or b"").hex())
             for document, value in zip(documents, values, strict=True)
-            if value is not None
         ]
-        report.empty += len(documents) - len(written)
-        report.filled += _write(conn, made, stored, key_type, written, missing_only=missing_only)
+        written = [row for row in hashed if row[1] is not None]
+        wordless = [] if missing_only else [(key, md5) for key, value, md5 in hashed if value is None]
+        empty = len(documents) - len(written)
+        report.empty += empty
+        filled, cleared = _write(conn, made, stored, key_type, written, wordless, missing_only=missing_only)
+        report.filled += filled
+        report.cleared += cleared
+        report.unchanged += len(documents) - empty - filled if not missing_only else 0
 
 
 def _pages(
@@ -371,13 +448,16 @@ def _write(
     stored: InTable,
     key_type: str,
     rows: list[tuple[str, Any, str]],
+    wordless: list[tuple[str, str]] | None = None,
     *,
     missing_only: bool = True,
-) -> int:
+) -> tuple[int, int]:
     """Set the sketch of these (key, sketch, md5 of the text sketched) rows, in one transaction,
-    where the text is still the one sketched (and, `missing_only`, the sketch still missing)."""
-    if not rows:
-        return 0
+    where the text is still the one sketched and (`missing_only`) the sketch still missing, or
+    else the stored sketch differs; clear the sketch of the `wordless` (key, md5 of the text) rows
+    whose text is still that. (Sketches written, sketches cleared.)"""
+    if not rows and not wordless:
+        return 0, 0
     stage = names.fill_stage_table(made.mode, made.sketch_size, made.name)
     with conn.transaction():
         conn.execute(
@@ -395,24 +475,40 @@ def _write(
             ["text", made.sketch_type, "text"],
             [(k, to_copy(v), h) for k, v, h in rows],
         )
+        sketch, staged = sql.Identifier(stored.sketch_column), sql.Identifier(made.sketch_column)
+        which = (
+            sql.SQL("t.{} IS NULL").format(sketch)
+            if missing_only
+            else sql.SQL("t.{} IS DISTINCT FROM s.{}").format(sketch, staged)
+        )
+        key, text = sql.Identifier(stored.key_column), sql.Identifier(stored.text_column or "")
         updated = conn.execute(
             sql.SQL(
                 "UPDATE {table} AS t SET {sketch} = s.{staged} FROM {stage} AS s"
-                " WHERE t.{key} = s.key::{key_type} AND md5(t.{text}) = s.text_md5{missing}"
+                " WHERE t.{key} = s.key::{key_type} AND md5(t.{text}) = s.text_md5 AND {which}"
             ).format(
                 table=stored.relation,
-                sketch=sql.Identifier(stored.sketch_column),
-                staged=sql.Identifier(made.sketch_column),
+                sketch=sketch,
+                staged=staged,
                 stage=stage,
-                key=sql.Identifier(stored.key_column),
+                key=key,
                 key_type=sql.SQL(key_type),
-                missing=sql.SQL(" AND t.{} IS NULL").format(sql.Identifier(stored.sketch_column))
-                if missing_only
-                else sql.SQL(""),
-                text=sql.Identifier(stored.text_column or ""),
+                which=which,
+                text=text,
             )
         )
-    return updated.rowcount
+        cleared = 0
+        if wordless:  # (any of these texts has no words: a row whose text has one of their MD5s neither)
+            cleared = conn.execute(
+                sql.SQL(
+                    "UPDATE {table} AS t SET {sketch} = NULL WHERE t.{key} = ANY(CAST(%s AS {key_type}[]))"
+                    " AND md5(t.{text}) = ANY(%s::text[]) AND t.{sketch} IS NOT NULL"
+                ).format(
+                    table=stored.relation, sketch=sketch, key=key, key_type=sql.SQL(key_type), text=text
+                ),
+                ([row_key for row_key, _ in wordless], [md5 for _, md5 in wordless]),
+            ).rowcount
+    return updated.rowcount, cleared
 
 
 def unfilled(conn: Connection, stored: InTable) -> int:
@@ -422,6 +518,22 @@ def unfilled(conn: Connection, stored: InTable) -> int:
         sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)),
         sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.text_column or "")),
     ]
+    if stored.condition:
+        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    row = conn.execute(
+        sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(
+            stored.relation, sql.SQL(" AND ").join(conditions)
+        )
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def unchecked(conn: Connection, name: str, stored: InTable) -> int:
+    """Rows (meeting --where) whose sketch was there before index NAME was attached and is not
+    checked against their text yet: the next sync sketches every row and checks them."""
+    if not stored.text_column or catalog.synced_at(conn, name) is not None:
+        return 0
+    conditions = [sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column))]
     if stored.condition:
         conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
     row = conn.execute(

@@ -159,8 +159,10 @@ def test_aio_on_an_index_in_the_applications_table(conn: Conn, dsn: str) -> None
     synced = run_async(dsn, lambda aconn: aio.sync(aconn, "arts"))
     assert synced.as_dict() == {"filled": 3, "empty": 0}
     assert run_async(dsn, lambda aconn: aio.sync(aconn, "arts", full=True)).as_dict() == {
-        "filled": 3,
+        "filled": 0,
         "empty": 0,
+        "unchanged": 3,
+        "cleared": 0,
     }
     made = index.get(conn, "arts")
     expected = query.near_key(conn, made, "1")

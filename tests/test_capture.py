@@ -367,3 +367,34 @@ def test_cli_sync_full_status_and_no_triggers(capsys: pytest.CaptureFixture[str]
     )
     code, _, err = simdb(capsys, "sync", "plain", "--full", "--watch")
     assert code == 1 and "--full and --watch do not go together" in err
+
+
+def test_bench_measures_the_lag_of_each_commit_at_a_steady_rate(conn: Conn, dsn: str) -> None:
+    """`bench --app-table --writes-per-second`: every paced commit's row is found under --watch,
+    and the rate asked is not exceeded."""
+    from simdb.measure import apptable
+
+    conn.execute(
+        sql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, body text, fp bigint)").format(
+            sql.Identifier(apptable.TABLE)
+        )
+    )
+    attach.attach(conn, apptable.SIDE, f"public.{apptable.TABLE}", "id", "body")
+    reports: list[object] = []
+    stop = threading.Event()
+    with psycopg.connect(dsn, autocommit=True) as watcher:
+        watching = threading.Thread(
+            target=attach.watch,
+            args=(watcher, apptable.SIDE, 3600.0, reports.append),
+            kwargs={"stop": stop.is_set},
+            daemon=True,
+        )
+        watching.start()
+        while not reports:
+            watching.join(0.05)
+        lag, reached = apptable._paced_lag(dsn, apptable.SIDE, [text(n) for n in range(30)], 60.0)
+        stop.set()
+        conn.execute(sql.SQL("INSERT INTO {} (body) VALUES ('wake')").format(sql.Identifier(apptable.TABLE)))
+        watching.join(60)
+    assert len(lag) == 30 and all(0 < seconds < 30 for seconds in lag)
+    assert 0 < reached <= 60.0 * 1.05

@@ -99,7 +99,7 @@ def test_sync_writes_no_stale_sketch_over_a_text_changed_meanwhile(articles: Con
     """The fill writes a sketch only where the text is still the one it sketched."""
     made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     rows = [("1", fingerprint(BODY), "not the md5 of the text now")]
-    assert intable._write(articles, made, made.storage, "bigint", rows) == 0  # type: ignore[arg-type]
+    assert intable._write(articles, made, made.storage, "bigint", rows) == (0, 0)  # type: ignore[arg-type]
     assert _fingerprints(articles)[1] is None
 
 
@@ -397,8 +397,16 @@ def test_sync_full_sketches_every_row_again_as_a_repair(articles: Conn) -> None:
     articles.execute("UPDATE public.articles SET body = %s WHERE id = 2", (OTHER,))
     articles.execute("ALTER TABLE public.articles ENABLE TRIGGER USER")
     assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 0}  # nothing NULL: not seen
-    assert attach.sync(articles, "arts", full=True).as_dict() == {"filled": 3, "empty": 0}
+    before = _row_versions(articles)
+    assert attach.sync(articles, "arts", full=True).as_dict() == {
+        "filled": 1,
+        "empty": 0,
+        "unchanged": 2,
+        "cleared": 0,
+    }
     assert _fingerprints(articles)[2] == to_signed(fingerprint(OTHER))
+    after = _row_versions(articles)
+    assert [key for key in before if after[key] != before[key]] == [2]  # the others were not rewritten
 
 
 def test_a_reader_cannot_sync_and_distribute_is_refused(articles: Conn, dsn: str) -> None:
@@ -427,3 +435,52 @@ def test_a_first_fill_builds_the_deferred_btrees_once_at_its_end(articles: Conn)
     attach.sync(articles, "arts")
     assert btrees <= _objects(articles)
     assert _near(articles, "1")[0] == ("1", 0)
+
+
+def _row_versions(conn: Conn) -> dict[int, tuple[str, str]]:
+    """Each row's (ctid, xmin): both change when the row is rewritten."""
+    rows = conn.execute("SELECT id, ctid::text, xmin::text FROM public.articles ORDER BY id").fetchall()
+    return {int(key): (str(ctid), str(xmin)) for key, ctid, xmin in rows}  # type: ignore[call-overload]
+
+
+def test_attaching_again_checks_the_sketches_the_column_holds_and_rewrites_only_stale_ones(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """Sketches written before this attach (by an earlier one, dropped since) are checked against
+    their text at the first sync: a stale one is replaced or cleared, a current one left unwritten."""
+    options = ("--table", "public.articles", "--key-column", "id", "--fingerprint-column", "fp")
+    assert simdb(capsys, "attach", "arts", *options, "--text-column", "body")[0] == 0
+    assert simdb(capsys, "drop", "arts", "--yes")[0] == 0
+    articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (OTHER + " changed",))
+    articles.execute("UPDATE public.articles SET body = NULL WHERE id = 3")
+    articles.execute("INSERT INTO public.articles (id, body, fp) VALUES (5, '', 7), (6, %s, NULL)", (BODY,))
+    before = _row_versions(articles)
+    code, out, err = simdb(capsys, "attach", "arts", *options, "--text-column", "body", "--no-sync")
+    assert (code, err) == (0, "")
+    assert simdb(capsys, "status", "arts") == (
+        0,
+        "index arts lives in public.articles.fp: 1 rows with text have none yet, and 4 sketches"
+        " it held when attached are not checked against their text yet (`simdb sync arts` fills"
+        " and checks them; text without words stays without one)\n",
+        "",
+    )
+    assert simdb(capsys, "sync", "arts") == (
+        0,
+        "synced: 2 sketches filled or replaced, 2 stale sketches cleared, 1 rows whose text has no"
+        " words (left without one); 1 rows whose sketch matched their text were not rewritten\n",
+        "",
+    )
+    assert _fingerprints(articles) == {
+        1: to_signed(fingerprint(OTHER + " changed")),
+        2: to_signed(fingerprint(BODY + " extra")),
+        3: None,
+        4: None,
+        5: None,
+        6: to_signed(fingerprint(BODY)),
+    }
+    after = _row_versions(articles)
+    assert after[2] == before[2] and after[4] == before[4]  # unchanged rows: not rewritten
+    assert all(after[key] != before[key] for key in (1, 3, 5, 6))
+    code, out, _ = simdb(capsys, "status", "arts", "--json")
+    assert (code, json.loads(out)["pending"], json.loads(out)["unchecked"]) == (0, 1, 0)  # row 5: no words
+    assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}  # checked once, not again

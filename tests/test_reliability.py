@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -225,3 +226,118 @@ def test_a_first_load_is_copied_and_its_btrees_built_once_at_the_end(conn: Conn)
     assert report.inserted == 1 and _btrees(conn) == complete and "btrees" in report.seconds
     report = ingest.ingest(conn, made, [readers.Document("newer", "and another document of words", 10)])
     assert report.inserted == 1 and "btrees" not in report.seconds  # nothing missing: updated in place
+
+
+_WATCHER = "simdb-test-watcher"  # the application_name of the watcher's connections
+
+
+def _watcher_backends(conn: Conn) -> set[int]:
+    rows = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
+        (_WATCHER,),
+    ).fetchall()
+    return {int(pid) for (pid,) in rows}  # type: ignore[call-overload]
+
+
+def _indexed(conn: Conn, way: str) -> dict[str, int]:
+    """What index "feed" holds: key -> fingerprint (unsigned)."""
+    statement = (
+        "SELECT id::text, fp FROM public.feed WHERE fp IS NOT NULL"
+        if way == "column"
+        else "SELECT key, fingerprint FROM simdb.feed"
+    )
+    return {str(key): int(value) & (2**64 - 1) for key, value in conn.execute(statement)}  # type: ignore[call-overload]
+
+
+def _recomputed(conn: Conn) -> dict[str, int]:
+    """A full recompute of every row's fingerprint from its text, as the index should hold it."""
+    rows = conn.execute("SELECT id::text, body FROM public.feed WHERE body IS NOT NULL").fetchall()
+    return {str(key): fingerprint(str(body)) for key, body in rows}
+
+
+@pytest.mark.parametrize("way", ["side", "column"])
+def test_sync_watch_reconnects_after_its_backends_are_terminated_and_loses_no_change(
+    dsn: str, conn: Conn, way: str
+) -> None:
+    """The application writes throughout; the watcher's backends are terminated twice (as a server
+    restart or a failover would end them): it says so in one line each time, reconnects, and the
+    index ends equal to a full recompute of the table."""
+    rng = random.Random(3)
+
+    def text() -> str:
+        return " ".join(f"w{rng.randrange(3000)}" for _ in range(80))
+
+    conn.execute("CREATE TABLE public.feed (id bigint PRIMARY KEY, body text, fp bigint)")
+    conn.cursor().executemany(
+        "INSERT INTO public.feed (id, body) VALUES (%s, %s)", [(i, text()) for i in range(200)]
+    )
+    column = ["--fingerprint-column", "fp"] if way == "column" else []
+    attached = subprocess.run(
+        [sys.executable, "-c", "from simdb.cli import run; run()", "attach", "feed", "--table", "public.feed",
+         "--key-column", "id", "--text-column", "body", *column],
+        env={**os.environ, "SIMDB_DSN": dsn}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert attached.returncode == 0, attached.stderr
+    watching = subprocess.Popen(
+        [sys.executable, "-c", "from simdb.cli import run; run()", "sync", "feed", "--watch", "--interval", "1"],
+        env={**os.environ, "SIMDB_DSN": dsn, "PGAPPNAME": _WATCHER},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    writing = True
+    written = 0
+
+    def application() -> None:
+        nonlocal written
+        with psycopg.connect(dsn, autocommit=True) as app:
+            next_id = 1000
+            while writing:
+                key = rng.randrange(200)
+                app.execute("UPDATE public.feed SET body = %s WHERE id = %s", (text(), key))
+                app.execute("INSERT INTO public.feed (id, body) VALUES (%s, %s)", (next_id, text()))
+                app.execute("DELETE FROM public.feed WHERE id = %s", (rng.randrange(200, 1000) + next_id,))
+                next_id += 1
+                written += 1
+                time.sleep(0.005)
+
+    writer = threading.Thread(target=application, daemon=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_watcher_backends(conn)) < 2 and time.monotonic() < deadline:  # listening
+            time.sleep(0.05)
+        writer.start()
+        for _ in range(2):
+            time.sleep(1.0)
+            victims = _watcher_backends(conn)
+            assert len(victims) == 2, victims  # its sync connection and its listener
+            for pid in victims:
+                conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            deadline = time.monotonic() + 60
+            while not (len(_watcher_backends(conn)) == 2 and not victims & _watcher_backends(conn)):
+                assert time.monotonic() < deadline and watching.poll() is None, "the watcher ended"
+                time.sleep(0.05)
+        time.sleep(1.0)
+        writing = False
+        writer.join(30)
+        assert written > 100
+        deadline = time.monotonic() + 120
+        while _indexed(conn, way) != _recomputed(conn) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _indexed(conn, way) == _recomputed(conn)
+    finally:
+        writing = False
+        if watching.poll() is None:
+            os.killpg(watching.pid, signal.SIGINT)
+        out, err = watching.communicate(timeout=60)
+    assert watching.returncode == 0, err
+    reasons = {  # (the server's FATAL, or libpq's words when the socket closed before it was read)
+        "terminating connection due to administrator command",
+        "consuming input failed: server closed the connection unexpectedly",
+    }
+    lost = [
+        f"simdb: sync --watch feed: lost the connection to the database ({reason}); reconnecting,"
+        " 0.5 s to 30 s apart, and syncing what changed meanwhile"
+        for reason in reasons
+    ]
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(line in lost for line in lines), err
+    assert out.startswith("synced: ")

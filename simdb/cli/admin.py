@@ -19,6 +19,7 @@ from simdb.cli.common import (
     fingerprint_spec_option,
     jobs_option,
     json_option,
+    reconnector,
     show,
     signature_spec_option,
     spec_from_options,
@@ -345,7 +346,15 @@ def sync_(
     with database(ctx) as conn:
         if watch:
             try:
-                attach.watch(conn, name, interval, lambda report: show(report, as_json), jobs=jobs)
+                attach.watch(
+                    conn,
+                    name,
+                    interval,
+                    lambda report: show(report, as_json),
+                    jobs=jobs,
+                    connect=reconnector(ctx),
+                    say=lambda line: click.echo(f"simdb: sync --watch {name}: {line}", err=True),
+                )
             except KeyboardInterrupt:  # the documented way to stop watching: a normal end
                 return
         else:

@@ -54,6 +54,13 @@ def database(ctx: click.Context, *, create_schema: bool = False) -> Iterator[con
         yield conn
 
 
+def reconnector(ctx: click.Context) -> Callable[[], connection.Connection]:
+    """Connect again to the database `database` reached (sync --watch, after an outage)."""
+    settings: Settings = ctx.find_object(Settings) or Settings(None)
+    target = connection.resolve(settings.dsn, start_embedded=False)
+    return lambda: connection.connect(target)
+
+
 class Result(Protocol):
     """Anything a command prints: JSON for scripts, lines for people."""
 

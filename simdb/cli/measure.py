@@ -199,6 +199,13 @@ def calibrate_(
     "fill against ingest, near against simdb's own table and a query by hand, the triggers' cost "
     "to single-row writes, syncs, and the lag of sync --watch.",
 )
+@click.option(
+    "--writes-per-second",
+    type=click.FloatRange(0.1),
+    default=None,
+    help="--app-table: measure the lag of sync --watch while the application commits this many "
+    "single-row INSERTs a second, for 20 s [default: one commit at a time, 200 of them].",
+)
 @features_option
 @json_option
 @dsn_option
@@ -297,14 +304,28 @@ def _bench_distributed(
 
 
 def _bench_app_table(
-    ctx: click.Context, say: Callable[[str], None], *, rows: int, queries: int, **_: Any
+    ctx: click.Context,
+    say: Callable[[str], None],
+    *,
+    rows: int,
+    queries: int,
+    writes_per_second: float | None,
+    **_: Any,
 ) -> Result:
     """simdb bench --app-table: an index in an application's own table, beside its baselines."""
     from simdb.measure import apptable
 
+    paced = {} if writes_per_second is None else {"lags": max(1, round(writes_per_second * 20))}
     with database(ctx, create_schema=True) as conn:
         return apptable.bench_app_table(
-            conn, conn.info.dsn, rows=rows, queries=queries, jobs=os.cpu_count() or 1, progress=say
+            conn,
+            conn.info.dsn,
+            rows=rows,
+            queries=queries,
+            jobs=os.cpu_count() or 1,
+            progress=say,
+            writes_per_second=writes_per_second,
+            **paced,
         )
 
 

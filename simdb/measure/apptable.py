@@ -8,7 +8,9 @@ text) and a side table that follows `body` through triggers and a queue. In the 
   written by hand on the table (answers checked equal);
 - a single-row INSERT and UPDATE of the application with each index's triggers and with none;
 - a sync with nothing to do; one after inserts, updates and deletes, against a full re-read;
-- the lag from a commit to a findable row under `sync --watch`, and the table's reads while idle.
+- the lag from a commit to a findable row under `sync --watch`, and the table's reads while idle:
+  commits one after another, each once the last is found, or (`writes_per_second`) an application
+  that commits single-row inserts at a steady rate while a reader looks for each row.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ WORDS = 5000
 WATCH_INTERVAL = 30.0  # sync --watch's timer: the idle window measured ends before it fires
 IDLE_S = 5.0
 SETTLE_S = 12.0  # before the idle window: PostgreSQL reports an idle session's last reads within 10 s
+WRITERS = 4  # the application's connections that commit at --writes-per-second
 
 
 @dataclass
@@ -79,6 +82,8 @@ class AppTableBench:
     changes: int
     lags: int
     ways: list[Way]
+    writes_per_second: float | None = None  # the rate asked for the lag; None: one commit at a time
+    achieved_per_second: float | None = None  # the rate the application's commits reached (the lowest)
     machine: dict[str, object] = field(default_factory=machine)
 
     def as_dict(self) -> dict[str, object]:
@@ -100,6 +105,12 @@ class AppTableBench:
             f" triggers: INSERT {self.insert_plain_p50:.3f} ms, UPDATE of the text"
             f" {self.update_plain_p50:.3f} ms",
         ]
+        paced = ""
+        if self.writes_per_second is not None:
+            paced = (
+                f" while the application commits {self.writes_per_second:g} single-row INSERTs/s"
+                f" (reached {self.achieved_per_second or 0:.0f}/s)"
+            )
         for way in self.ways:
             lines += [
                 f"{way.label}: first fill {way.fill_s:.1f} s, {mb / way.fill_s:.1f} MB/s"
@@ -111,7 +122,7 @@ class AppTableBench:
                 f" {self.changes} inserts, {self.changes} text updates and {self.changes} deletes"
                 f" {way.sync_changes_s:.2f} s, {100 * way.sync_changes_s / way.full_s:.1f}% of a full"
                 f" re-read ({way.full_s:.1f} s); sync --watch, commit to findable over {self.lags}"
-                f" commits: p50 {way.lag_p50_s:.3f} s, p99 {way.lag_p99_s:.3f} s; reads of the table"
+                f" commits{paced}: p50 {way.lag_p50_s:.3f} s, p99 {way.lag_p99_s:.3f} s; reads of the table"
                 f" while idle for {IDLE_S:.0f} s: {way.idle_reads}",
             ]
         return lines
@@ -148,8 +159,10 @@ def bench_app_table(
     writes: int = 2000,
     changes: int = 1000,
     lags: int = 200,
+    writes_per_second: float | None = None,
 ) -> AppTableBench:
-    """Measure both ways into an application's table; see the module."""
+    """Measure both ways into an application's table; see the module. `writes_per_second`: the
+    lag is measured while the application commits at that rate (`lags` commits)."""
     rng = random.Random(0)  # noqa: S311 (texts and probes, not secrets)
     table = sql.Identifier(TABLE)
     with scratch(conn):
@@ -194,6 +207,7 @@ def bench_app_table(
         }
         written = _write_times(conn, rng, writes, triggers)
         ways = []
+        rates: list[float] = []
         for name, label, fill_s, temp_mb in (
             (IN_TABLE, "in its fp column", fill_in, temp_in),
             (SIDE, "side table with triggers", fill_side, temp_side),
@@ -204,7 +218,7 @@ def bench_app_table(
             _changes(conn, rng, changes)
             changed_s = _timed(lambda name=name: attach.sync(conn, name, jobs=jobs)) / 1000  # type: ignore[misc]
             full_s = _full_read_s(conn, name, fill_s, jobs)
-            lag, idle_reads = _watch_lag(conn, dsn, name, rng, lags)
+            lag, idle_reads = _watch_lag(conn, dsn, name, rng, lags, writes_per_second, rates)
             ways.append(
                 Way(
                     label=label,
@@ -238,6 +252,8 @@ def bench_app_table(
             changes=changes,
             lags=lags,
             ways=ways,
+            writes_per_second=writes_per_second,
+            achieved_per_second=min(rates) if rates else None,
         )
 
 
@@ -384,10 +400,17 @@ def _changes(conn: Connection, rng: random.Random, count: int) -> None:
 
 
 def _watch_lag(
-    conn: Connection, dsn: str, name: str, rng: random.Random, lags: int
+    conn: Connection,
+    dsn: str,
+    name: str,
+    rng: random.Random,
+    lags: int,
+    per_second: float | None = None,
+    rates: list[float] | None = None,
 ) -> tuple[list[float], int]:
     """Seconds from each commit of a new row to the row being found in index NAME by key, with
-    `sync --watch` running on connections of its own; and the table's reads while nothing is
+    `sync --watch` running on connections of its own (one commit at a time, or `per_second`:
+    paced commits, their rate reached added to `rates`); and the table's reads while nothing is
     written for IDLE_S seconds (from SETTLE_S after the last commit, before the timer fires)."""
     stop = threading.Event()
     started = threading.Event()
@@ -403,8 +426,12 @@ def _watch_lag(
     texts = list(_texts(rng, 20))
     insert = sql.SQL("INSERT INTO {} (body) VALUES (%s) RETURNING id::text").format(table)
     found = sql.SQL("SELECT 1 FROM {} WHERE key = %s").format(names.table(name))
-    lag = []
-    for _ in range(lags):
+    lag: list[float] = []
+    if per_second is not None:
+        lag, reached = _paced_lag(dsn, name, [rng.choice(texts) for _ in range(lags)], per_second)
+        if rates is not None:
+            rates.append(reached)
+    for _ in range(0 if per_second is not None else lags):
         row = conn.execute(insert, (rng.choice(texts),)).fetchone()
         key = str(row[0]) if row else ""
         committed = time.perf_counter()
@@ -419,6 +446,55 @@ def _watch_lag(
     conn.execute(sql.SQL("INSERT INTO {} (body) VALUES ('wake the watcher to stop it')").format(table))
     thread.join(60)
     return lag, idle_reads
+
+
+def _paced_lag(dsn: str, name: str, texts: list[str], per_second: float) -> tuple[list[float], float]:
+    """The application commits one single-row INSERT per text, `per_second` of them a second, from
+    WRITERS connections of its own (as an application's pool: one connection alone commits no
+    faster than its round trips allow), while a reader looks for the rows not found yet every
+    2 ms: seconds from each commit to its row being found, and the rate of commits reached."""
+    table = sql.Identifier(TABLE)
+    insert = sql.SQL("INSERT INTO {} (body) VALUES (%s) RETURNING id::text").format(table)
+    found = sql.SQL("SELECT key FROM {} WHERE key = ANY(%s)").format(names.table(name))
+    committed: dict[str, float] = {}
+    lag: list[float] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    began = time.perf_counter() + 0.5  # (once every writer is connected)
+
+    def writer(first: int) -> None:
+        with psycopg.connect(dsn, autocommit=True) as writing:
+            for number in range(first, len(texts), WRITERS):
+                pause = began + number / per_second - time.perf_counter()
+                if pause > 0:
+                    time.sleep(pause)
+                row = writing.execute(insert, (texts[number],), prepare=True).fetchone()
+                with lock:
+                    committed[str(row[0]) if row else ""] = time.perf_counter()
+
+    def reader() -> None:
+        with psycopg.connect(dsn, autocommit=True) as looking:
+            while not (done.is_set() and not committed):
+                with lock:
+                    waiting = list(committed)
+                if waiting:
+                    seen = [str(key) for (key,) in looking.execute(found, (waiting,), prepare=True)]
+                    now = time.perf_counter()
+                    with lock:
+                        lag.extend(now - committed.pop(key) for key in seen)
+                time.sleep(0.002)
+
+    looking = threading.Thread(target=reader, daemon=True)
+    looking.start()
+    writers = [threading.Thread(target=writer, args=(first,), daemon=True) for first in range(WRITERS)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    reached = len(texts) / (time.perf_counter() - began)
+    done.set()
+    looking.join(600)
+    return lag, reached
 
 
 def _reads(conn: Connection) -> int:

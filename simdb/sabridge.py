@@ -146,13 +146,22 @@ class Bridge:
         return _Cursor(self, dicts=row_factory is dict_row)
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A savepoint, as psycopg's transaction() is inside a transaction."""
+    def transaction(self, *, force_rollback: bool = False) -> Iterator[None]:
+        """A savepoint, as psycopg's transaction() is inside a transaction (rolled back at its end
+        with `force_rollback`, as psycopg's is)."""
         if self._bind is None:
             yield
             return
-        with self._bind.begin_nested():
+        savepoint = self._bind.begin_nested()
+        try:
             yield
+        except BaseException:
+            savepoint.rollback()
+            raise
+        if force_rollback:
+            savepoint.rollback()
+        else:
+            savepoint.commit()
 
     def run(self, text: str) -> tuple[list[str], Sequence[Any], int]:
         """Column names, rows and row count of one statement (a script: several, no rows)."""

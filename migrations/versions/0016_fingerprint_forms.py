@@ -5,9 +5,8 @@ Revision ID: 0016
 Revises: 0015
 """
 
-from alembic import op
-
 from simdb.resources import function_sql, sql_text
+from simdb.sabridge import migration_connection
 
 revision = "0016"
 down_revision = "0015"
@@ -45,14 +44,14 @@ ADDED = (
 
 
 def upgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for name, version in FUNCTIONS:
         raw.execute(function_sql(name, version))
     raw.execute(sql_text("comments/fingerprint_forms.v1.sql"))
 
 
 def downgrade() -> None:
-    raw = op.get_bind().connection.driver_connection
+    raw = migration_connection()
     for signature in ADDED:
         raw.execute(f"DROP FUNCTION {signature}")
     raw.execute(function_sql("permute", 1))

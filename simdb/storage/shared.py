@@ -45,7 +45,7 @@ def equivalents(conn: Connection, stored: InTable, made: Index) -> dict[str, str
     if not theirs:
         return {}
     statements = [statement.as_string(conn) for statement in stored.sketch_btrees(made, concurrently=False)]
-    asked = (conn.info.host, conn.info.port, conn.info.dbname, tuple(sorted(theirs)), tuple(statements))
+    asked = (conn.info.dbname, tuple(sorted(theirs)), tuple(statements))  # (the statements name the table)
     if asked not in _answers:  # (sync --watch asks at every fill: one temporary table per process)
         if len(_answers) >= ANSWERS:
             _answers.clear()

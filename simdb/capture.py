@@ -540,7 +540,7 @@ class _Work:
                 continue
             batch[row_key], sizes[row_key], hashes[row_key] = value, len(row_text.encode("utf-8")), row_hash
         if gone:
-            ingest.delete(self.conn, made, gone)
+            ingest.remove(self.conn, made, gone)
         if batch:
             ingest.count_stored(report, len(batch), ingest.store(self.conn, made, batch, sizes, hashes))
             if self.linked:

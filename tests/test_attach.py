@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import attach, fingerprint, intable, schema
+from simdb import attach, fingerprint, handle, index, ingest, intable, schema
 from simdb.bits import to_unsigned
+from simdb.errors import InvalidParameter
 from simdb.simhash import EmptyDocument, Features, fingerprint_bytes
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
@@ -497,3 +499,43 @@ def test_a_first_fill_hashes_texts_as_the_server_does_in_a_latin1_database(admin
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_writes_through_simdb_into_a_side_table_are_refused(
+    capsys: pytest.CaptureFixture[str], articles: Conn, tmp_path: Path
+) -> None:
+    """What ingest, delete or prune wrote into an index that follows a table, the next sync would
+    undo: each is refused in one line, and the index keeps the table's rows."""
+    simdb(capsys, "attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+    assert keys(articles) == ["1", "2", "3", "4"]
+    for n in range(3):
+        (tmp_path / f"{n}.txt").write_text(f"a document of its own, number {n}, about something")
+    hint = (
+        "(write public.articles (each sync then brings its rows here), or put documents in an index of"
+        " their own: `simdb create NAME`)"
+    )
+    for command in (
+        ["ingest", "arts", str(tmp_path)],
+        ["delete", "arts", "1"],
+        ["prune", "arts", "--older-than", "1s", "--yes"],
+    ):
+        assert simdb(capsys, *command) == (
+            1,
+            "",
+            f"simdb: error: {command[0]} does not write index 'arts': it follows"
+            f" public.articles.body, and each sync makes its rows those of that table {hint}\n",
+        )
+    made = index.get(articles, "arts")
+    with pytest.raises(InvalidParameter) as ingested:
+        ingest.ingest(articles, made, [])
+    with pytest.raises(InvalidParameter) as added:
+        handle.BoundIndex(articles, made).add({"x": "a document of its own"})
+    for refused, what in ((ingested, "ingest"), (added, "add")):
+        assert str(refused.value) == (
+            f"{what} does not write index 'arts': it follows public.articles.body, and each sync makes"
+            f" its rows those of that table {hint}"
+        )
+    assert keys(articles) == ["1", "2", "3", "4"]
+    articles.execute("DELETE FROM public.articles WHERE id = 3")  # a sync's own removal still works
+    assert simdb(capsys, "sync", "arts")[1].startswith("synced: 0 new, 0 updated, 1 removed,")
+    assert keys(articles) == ["1", "2", "4"]

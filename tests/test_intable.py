@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import attach, fingerprint, index, ingest, intable, query
+from simdb import attach, fingerprint, index, ingest, intable, query, schema
 from simdb.bits import to_signed
 from simdb.errors import IndexMismatch, InvalidParameter, SimdbError
 from simdb.modes import JaccardSpec, SimhashSpec
@@ -95,6 +95,51 @@ def test_a_text_change_clears_the_sketch_unless_the_write_sets_it_and_sync_refil
     assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}
 
 
+def test_a_write_that_sets_the_sketch_it_had_keeps_it(articles: Conn) -> None:
+    """An UPDATE that names the sketch column keeps the value it gives, even the one the row had
+    (an ORM saving every column after a punctuation-only edit); one that leaves it out clears it,
+    and one that sets it to NULL clears it too; one statement may do all three to its rows."""
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    attach.sync(articles, "arts")
+    before = _fingerprints(articles)
+    articles.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
+    assert _fingerprints(articles) == before
+    articles.execute(
+        "UPDATE public.articles SET body = body || '!',"
+        " fp = CASE id WHEN 1 THEN fp WHEN 2 THEN NULL ELSE fp END WHERE id IN (1, 2)"
+    )
+    articles.execute("UPDATE public.articles SET body = body || '?' WHERE id IN (1, 3)")
+    articles.execute("UPDATE public.articles SET fp = fp WHERE id = 1")  # (no text: nothing left over)
+    articles.execute("UPDATE public.articles SET body = 'a rewritten text' WHERE id = 1")
+    assert _fingerprints(articles) == {1: None, 2: None, 3: None, 4: None}
+    with articles.transaction():  # a later statement of the transaction is not taken for the first
+        articles.execute("UPDATE public.articles SET body = %s, fp = 7 WHERE id = 2", (BODY,))
+        articles.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 2")
+        articles.execute("UPDATE public.articles SET body = body || '.' WHERE id = 2")
+    assert _fingerprints(articles)[2] is None
+
+
+def test_the_migration_gives_an_older_index_the_trigger_that_keeps_a_sketch_written(empty_db: str) -> None:
+    """An index made before the claiming trigger (so, without it) gets it from the migration."""
+    schema.upgrade(empty_db, "0015")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
+        conn.execute("INSERT INTO public.articles (body) VALUES (%s), (%s)", (BODY, OTHER))
+        intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
+        conn.execute("DROP TRIGGER IF EXISTS simdb_arts_claim ON public.articles")  # as 0015 left it
+        attach.sync(conn, "arts")
+        conn.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
+        assert _fingerprints(conn)[1] is None  # the old trigger cleared what the write gave
+        attach.sync(conn, "arts")
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        before = _fingerprints(conn)
+        conn.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
+        conn.execute("UPDATE public.articles SET body = body || '.' WHERE id = 2")
+        assert _fingerprints(conn) == {1: before[1], 2: None}
+        assert before[1] is not None
+
+
 def test_sync_writes_no_stale_sketch_over_a_text_changed_meanwhile(articles: Conn, dsn: str) -> None:
     """The fill writes a sketch only where the text is still the one it sketched."""
     made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
@@ -149,8 +194,8 @@ def test_drop_removes_exactly_simdbs_objects(capsys: pytest.CaptureFixture[str],
     attach.sync(articles, "arts")
     assert _objects(articles) - before == {
         "index simdb_arts_key", "index simdb_arts_p0", "index simdb_arts_p1", "index simdb_arts_p2",
-        "index simdb_arts_p3", "index simdb_arts_unfilled", "trigger simdb_arts_clear",
-        "trigger simdb_arts_wake",
+        "index simdb_arts_p3", "index simdb_arts_unfilled", "trigger simdb_arts_claim",
+        "trigger simdb_arts_clear", "trigger simdb_arts_wake",
     }  # fmt: skip
     assert simdb(capsys, "drop", "arts", "--yes") == (0, "dropped index arts\n", "")
     assert _objects(articles) == before

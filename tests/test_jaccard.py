@@ -250,7 +250,7 @@ def test_migration_0015_gives_an_older_jaccard_index_the_one_array_query_keys(em
         assert "ARRAY(SELECT" not in catalog.near_sql(conn, "jac") and len(before) == 2
     schema.upgrade(empty_db)
     with psycopg.connect(empty_db, autocommit=True) as conn:
-        assert schema.current_revision(conn) == schema.HEAD == "0015"
+        assert schema.current_revision(conn) == schema.HEAD
         assert "ARRAY(SELECT" in catalog.near_sql(conn, "jac")
         found = conn.execute(
             "SELECT key, similarity FROM simdb.similar('jac', %s)", (made.to_sql(made.sketch(texts["d2"])),)

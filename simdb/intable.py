@@ -28,6 +28,7 @@ from simdb.simhash import DEFAULT_FEATURES, Features
 from simdb.storage import InTable
 
 BATCH = 2000
+VACUUMS = 10  # a fill vacuums the table each time it has written a tenth of it (_sketch_rows)
 
 
 def attach_in_table(
@@ -218,6 +219,7 @@ def fill(
         _refuse_readers(conn, made, stored)
         _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
         _ensure_btrees(conn, made, stored)
+        _vacuum_after(conn, made, report)
     return report
 
 
@@ -242,7 +244,17 @@ def refill(
     _refuse_readers(conn, target, stored)
     report = FillReport(target.name)
     _sketch_rows(conn, target, stored, report, progress, missing_only=False, jobs=jobs)
+    _vacuum_after(conn, target, report)
     return report
+
+
+def _vacuum_after(conn: Connection, made: Index, report: FillReport) -> None:
+    """VACUUM (ANALYZE) the table after a fill of a page or more: each row filled left its old
+    version behind (an UPDATE of an indexed column is never HOT), and until a VACUUM each sync
+    walks their dead entries in the partial B-tree of unfilled rows. Smaller fills (`sync --watch`
+    after a commit) are left to autovacuum. Only on an autocommit connection (ingest.vacuum)."""
+    if report.filled >= BATCH:
+        ingest.vacuum(conn, made)
 
 
 def _refuse_readers(conn: Connection, made: Index, stored: InTable) -> None:
@@ -296,11 +308,18 @@ def _sketch_rows(
     *,
     missing_only: bool,
     jobs: int = 1,
+    vacuums: int = VACUUMS,
 ) -> None:
     """Sketch the rows with text (`missing_only`: whose sketch is NULL, found by the partial
     B-tree) page by page in key order, by ingest's sketching threads (`jobs`), and write each
-    page in its own transaction."""
+    page in its own transaction. Each time it has written a `vacuums`-th of the table (and at
+    least a page), it vacuums the table (on an autocommit connection): every row written leaves
+    its old version behind (an UPDATE of an indexed column is never HOT), and the space a VACUUM
+    frees takes the rows written after it, so a fill of every row grows the table by about a
+    `vacuums`-th instead of doubling it."""
     key_type = _key_type(conn, stored)
+    every = max(BATCH, _estimated_rows(conn, stored) // vacuums) if vacuums else 0
+    since = 0
     pages = _pages(conn, stored, key_type, missing_only=missing_only)
     for documents, values in ingest.sketched(pages, made, jobs, progress):
         written = [
@@ -309,7 +328,20 @@ def _sketch_rows(
             if value is not None
         ]
         report.empty += len(documents) - len(written)
-        report.filled += _write(conn, made, stored, key_type, written, missing_only=missing_only)
+        done = _write(conn, made, stored, key_type, written, missing_only=missing_only)
+        report.filled, since = report.filled + done, since + done
+        if every and since >= every and conn.autocommit:
+            conn.execute(sql.SQL("VACUUM {}").format(stored.relation))
+            since = 0
+
+
+def _estimated_rows(conn: Connection, stored: InTable) -> int:
+    """The planner's estimate of the table's rows (0 where it has none yet)."""
+    row = conn.execute(
+        "SELECT reltuples FROM pg_catalog.pg_class WHERE oid = %s::regclass",
+        (stored.relation.as_string(conn),),
+    ).fetchone()
+    return max(0, int(row[0])) if row else 0
 
 
 def _pages(

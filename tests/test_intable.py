@@ -140,6 +140,32 @@ def test_the_migration_gives_an_older_index_the_trigger_that_keeps_a_sketch_writ
         assert before[1] is not None
 
 
+def test_a_fill_of_a_page_or_more_vacuums_the_table_and_a_small_one_does_not(conn: Conn) -> None:
+    """Each row a fill gives a sketch leaves a dead version behind: a fill vacuums the table each
+    time it has written a tenth of it (and at least a page, BATCH rows: here after its first page),
+    so later pages reuse the space, and at its end, so no dead entry is left for later syncs to
+    walk; a fill of fewer rows leaves them to autovacuum."""
+    conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
+    conn.execute(
+        "INSERT INTO public.articles (body) SELECT 'note ' || n || ' on topic ' || n %% 97"
+        " FROM generate_series(1, %s) AS n",
+        (intable.BATCH + 10,),
+    )
+    conn.execute("ALTER TABLE public.articles SET (autovacuum_enabled = off)")
+    vacuums = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'public.articles'::regclass"
+
+    def vacuumed() -> object:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return (conn.execute(vacuums).fetchone() or (None,))[0]
+
+    intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body", defer_btrees=True)
+    assert attach.sync(conn, "arts").as_dict() == {"filled": intable.BATCH + 10, "empty": 0}
+    assert vacuumed() == 2
+    conn.execute("UPDATE public.articles SET body = body || ' again' WHERE id <= 5")
+    assert attach.sync(conn, "arts").as_dict() == {"filled": 5, "empty": 0}
+    assert vacuumed() == 2  # (left to autovacuum)
+
+
 def test_sync_writes_no_stale_sketch_over_a_text_changed_meanwhile(articles: Conn, dsn: str) -> None:
     """The fill writes a sketch only where the text is still the one it sketched."""
     made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")

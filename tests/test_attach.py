@@ -327,6 +327,38 @@ def test_a_where_condition_may_look_at_its_row_alone(
     assert articles.execute("SELECT count(*) FROM simdb.arts").fetchone() == (3,)  # (published, with text)
 
 
+def test_a_where_condition_that_calls_a_volatile_function_is_refused(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """A condition run on every row at each sync must give the same answer for the same row and
+    change nothing: pg_sleep hung attach, set_config changed the session. Refused before anything
+    is made, for a side table and for an index in the table; stable functions (now()) are fine."""
+    articles.execute("ALTER TABLE public.articles ADD COLUMN fp bigint")
+    side = ("attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+    in_table = (*side, "--fingerprint-column", "fp")
+    hint = (
+        "(use the row's columns and immutable or stable functions, e.g. \"published AND lang = 'en'\";"
+        " a function of your own may be declared STABLE)"
+    )
+    for command, condition, called in (
+        (side, "pg_sleep(1) IS NOT NULL", "pg_sleep"),
+        (side, "published AND set_config('simdb.x', body, false) <> ''", "set_config"),
+        (in_table, "random() < 0.5 OR published", "random"),
+        (in_table, "id <> nextval('articles_id_seq') AND published", "nextval"),
+    ):
+        code, out, err = simdb(capsys, *command, "--where", condition)
+        assert (code, out, err) == (
+            1,
+            "",
+            f"simdb: error: the --where condition {condition!r} calls {called}(), which is volatile:"
+            f" it may answer otherwise for the same row, or change something {hint}\n",
+        )
+        assert _nothing_named(articles, "arts")
+    assert articles.execute("SELECT last_value FROM articles_id_seq").fetchone() == (5,)
+    assert simdb(capsys, *side, "--where", "published AND now() > '2000-01-01'")[0] == 0
+    assert keys(articles) == ["1", "2", "3"]
+
+
 def test_a_sync_after_the_table_or_a_column_went_says_so_and_changes_nothing(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:

@@ -625,6 +625,7 @@ class Status:
     failed: int | None = None  # queued rows that failed at least once
     oldest_pending_age: timedelta | None = None
     failures: list[tuple[str, int, str]] = field(default_factory=list)  # (key, attempts, last error)
+    wordless: int | None = None  # in an application's column: rows whose text has no words
 
     def as_dict(self) -> dict[str, object]:
         age = self.oldest_pending_age
@@ -637,6 +638,7 @@ class Status:
             "failed": self.failed,
             "oldest_pending_seconds": None if age is None else round(age.total_seconds(), 3),
             "failures": [{"key": key, "attempts": n, "error": error} for key, n, error in self.failures],
+            **({} if self.wordless is None else {"wordless": self.wordless}),
         }
 
     def lines(self) -> list[str]:
@@ -649,7 +651,8 @@ class Status:
                 ]
             return [
                 f"index {self.name} lives in {self.table}: {self.pending} rows with text have none yet"
-                f" (`simdb sync {self.name}` fills them; text without words stays without one)"
+                f" (`simdb sync {self.name}` fills them), {self.wordless} whose text has no words stay"
+                f" without one (as the last sync found them); last synced {synced}"
             ]
         if self.capture != TRIGGERS:
             return [
@@ -671,9 +674,13 @@ def status(conn: Connection, name: str) -> Status:
     index in the application's column, the rows a sync would fill."""
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
-        stored = made.storage
-        pending = intable.unfilled(conn, stored) if stored.text_column else None
-        return Status(name, f"{stored.label}.{stored.sketch_column}", IN_TABLE, None, pending)
+        stored, synced = made.storage, catalog.synced_at(conn, name)
+        label = f"{stored.label}.{stored.sketch_column}"
+        if not stored.text_column:
+            return Status(name, label, IN_TABLE, synced)
+        wordless = catalog.wordless(conn, name)
+        pending = max(0, intable.unfilled(conn, stored) - wordless)
+        return Status(name, label, IN_TABLE, synced, pending, wordless=wordless)
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(

@@ -9,6 +9,7 @@ found through a partial B-tree, so that it costs what changed, never a pass over
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -220,6 +221,7 @@ def fill(
         _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
         _ensure_btrees(conn, made, stored)
         _vacuum_after(conn, made, report)
+        _mark_filled(conn, made, report)
     return report
 
 
@@ -245,7 +247,16 @@ def refill(
     report = FillReport(target.name)
     _sketch_rows(conn, target, stored, report, progress, missing_only=False, jobs=jobs)
     _vacuum_after(conn, target, report)
+    _mark_filled(conn, target, report)
     return report
+
+
+def _mark_filled(conn: Connection, made: Index, report: FillReport) -> None:
+    """The fill read every row with text and no sketch (or every row with text): those it found
+    without words are all there are (catalog.mark_filled). A role that may write the column but
+    not simdb's catalog (not given `simdb grant --writer`) fills all the same, unrecorded."""
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
+        catalog.mark_filled(conn, made.name, report.empty, read=bool(report.filled or report.empty))
 
 
 def _vacuum_after(conn: Connection, made: Index, report: FillReport) -> None:

@@ -127,10 +127,12 @@ def test_the_migration_gives_an_older_index_the_trigger_that_keeps_a_sketch_writ
         conn.execute("INSERT INTO public.articles (body) VALUES (%s), (%s)", (BODY, OTHER))
         intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
         conn.execute("DROP TRIGGER IF EXISTS simdb_arts_claim ON public.articles")  # as 0015 left it
-        attach.sync(conn, "arts")
+        written = "UPDATE public.articles SET fp = %s WHERE id = %s"  # (as a sync of then would)
+        conn.execute(written, (to_signed(fingerprint(BODY)), 1))
+        conn.execute(written, (to_signed(fingerprint(OTHER)), 2))
         conn.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
         assert _fingerprints(conn)[1] is None  # the old trigger cleared what the write gave
-        attach.sync(conn, "arts")
+        conn.execute(written, (to_signed(fingerprint(BODY)), 1))
     schema.upgrade(empty_db)
     with psycopg.connect(empty_db, autocommit=True) as conn:
         before = _fingerprints(conn)
@@ -327,18 +329,35 @@ def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], 
     assert simdb(capsys, "status", "arts") == (
         0,
         "index arts lives in public.articles.fp: 3 rows with text have none yet (`simdb sync arts`"
-        " fills them; text without words stays without one)\n",
+        " fills them), 0 whose text has no words stay without one (as the last sync found them);"
+        " last synced never\n",
         "",
     )
-    attach.sync(articles, "arts")
+    attach.sync(articles, "arts")  # fills 2, finds row 3 without words: not pending, and synced
     code, out, _ = simdb(capsys, "status", "arts", "--json")
     shown = json.loads(out)
-    assert (code, shown["capture"], shown["table"], shown["pending"]) == (
+    synced = articles.execute("SELECT synced_at FROM simdb._sources WHERE index_name = 'arts'").fetchone()
+    assert synced is not None and synced[0] is not None
+    assert (code, shown["capture"], shown["table"], shown["pending"], shown["wordless"]) == (
         0,
         "column",
         "public.articles.fp",
+        0,
         1,
     )
+    assert shown["synced_at"] == synced[0].isoformat()
+    code, out, _ = simdb(capsys, "status", "arts")
+    assert (code, out) == (
+        0,
+        "index arts lives in public.articles.fp: 0 rows with text have none yet (`simdb sync arts`"
+        " fills them), 1 whose text has no words stay without one (as the last sync found them);"
+        f" last synced {synced[0].isoformat(timespec='seconds')}\n",
+    )
+    articles.execute("DELETE FROM public.articles WHERE id = 3")
+    attach.sync(articles, "arts")  # (reads nothing, and records that no row is without words now)
+    articles.execute("UPDATE public.articles SET body = 'new words' WHERE id = 1")
+    assert {k: v for k, v in json.loads(simdb(capsys, "status", "arts", "--json")[1]).items() if k in (
+        "pending", "wordless")} == {"pending": 1, "wordless": 0}  # fmt: skip
     intable.attach_in_table(articles, "bare", "public.articles", "id", "fp")
     assert simdb(capsys, "status", "bare") == (
         0,

@@ -1,10 +1,15 @@
-"""An UPDATE that names the sketch column keeps its value, even the one the row had.
+"""An UPDATE that names the sketch column keeps its value, even the one the row had; _sources
+records the rows with text and no words a fill found.
 
 Each index in an application's table with a text column gets the trigger that marks such a
 write (simdb_NAME_claim) and the clearing function that reads the mark: before, a write that set
 the sketch to the value it had (an ORM saving every column) was taken for one that left it out,
 and the sketch cleared. A table whose triggers the migrating role may not change is left as it
 was, with a warning naming it and the fix (its owner drops the index and attaches it again).
+
+_sources.wordless: a fill of an index in an application's column counts the rows whose text has
+no words (they keep no sketch), so that `simdb status` does not count them as rows to fill; the
+roles that may record a sync (UPDATE of synced_at) may record it too.
 
 Revision ID: attachA1
 Revises: 0015
@@ -14,6 +19,7 @@ import logging
 
 import psycopg
 from alembic import op
+from psycopg import sql
 
 from simdb import catalog, index
 
@@ -25,6 +31,14 @@ depends_on = None
 
 def upgrade() -> None:
     raw = op.get_bind().connection.driver_connection
+    raw.execute("ALTER TABLE simdb._sources ADD COLUMN wordless bigint")
+    writers = raw.execute(
+        "SELECT DISTINCT grantee FROM information_schema.column_privileges"
+        " WHERE table_schema = 'simdb' AND table_name = '_sources' AND column_name = 'synced_at'"
+        " AND privilege_type = 'UPDATE' AND grantee <> current_user AND grantee <> 'PUBLIC'"
+    ).fetchall()
+    for (role,) in writers:
+        raw.execute(sql.SQL("GRANT UPDATE (wordless) ON simdb._sources TO {}").format(sql.Identifier(role)))
     for name in catalog.index_names(raw):
         made = index.get(raw, name)
         try:
@@ -41,5 +55,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Nothing: the marking trigger and the clearing function that reads its mark keep working
-    with the schema before, and `simdb drop` removes both."""
+    """_sources.wordless goes; the marking trigger and the clearing function that reads its mark
+    stay (they keep working with the schema before, and `simdb drop` removes both)."""
+    raw = op.get_bind().connection.driver_connection
+    raw.execute("ALTER TABLE simdb._sources DROP COLUMN wordless")

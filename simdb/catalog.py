@@ -236,16 +236,16 @@ def mark_synced(conn: Connection, name: str) -> None:
     conn.execute(sql.SQL("UPDATE {} SET synced_at = now() WHERE index_name = %s").format(SOURCES), (name,))
 
 
-def mark_filled(conn: Connection, name: str, wordless: int, *, read: bool) -> None:
+def mark_filled(conn: Connection, name: str, wordless: int, *, filled: bool) -> None:
     """Record a fill of index NAME in an application's column and the rows it found whose text has
     no words (they keep no sketch, so `status` tells them from the rows a sync would fill): when
-    it read rows, is the first, or found another count (an idle fill writes nothing)."""
+    it filled rows, is the first, or found another count (an idle fill writes nothing)."""
     conn.execute(
         sql.SQL(
             "UPDATE {} SET synced_at = now(), wordless = %s WHERE index_name = %s"
             " AND (%s OR synced_at IS NULL OR wordless IS DISTINCT FROM %s)"
         ).format(SOURCES),
-        (wordless, name, read, wordless),
+        (wordless, name, filled, wordless),
     )
 
 

@@ -252,11 +252,11 @@ def refill(
 
 
 def _mark_filled(conn: Connection, made: Index, report: FillReport) -> None:
-    """The fill read every row with text and no sketch (or every row with text): those it found
+    """The fill read every row with text and no sketch (or every row with text), so those it found
     without words are all there are (catalog.mark_filled). A role that may write the column but
     not simdb's catalog (not given `simdb grant --writer`) fills all the same, unrecorded."""
     with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
-        catalog.mark_filled(conn, made.name, report.empty, read=bool(report.filled or report.empty))
+        catalog.mark_filled(conn, made.name, report.empty, filled=bool(report.filled))
 
 
 def _vacuum_after(conn: Connection, made: Index, report: FillReport) -> None:
@@ -323,13 +323,14 @@ def _sketch_rows(
 ) -> None:
     """Sketch the rows with text (`missing_only`: whose sketch is NULL, found by the partial
     B-tree) page by page in key order, by ingest's sketching threads (`jobs`), and write each
-    page in its own transaction. Each time it has written a `vacuums`-th of the table (and at
-    least a page), it vacuums the table (on an autocommit connection): every row written leaves
+    page in its own transaction. Each time it has written a `vacuums`-th of the table (of
+    `vacuums` pages or more), it vacuums the table (on an autocommit connection): every row written leaves
     its old version behind (an UPDATE of an indexed column is never HOT), and the space a VACUUM
     frees takes the rows written after it, so a fill of every row grows the table by about a
     `vacuums`-th instead of doubling it."""
     key_type = _key_type(conn, stored)
-    every = max(BATCH, _estimated_rows(conn, stored) // vacuums) if vacuums else 0
+    rows = _estimated_rows(conn, stored)  # (0 on Citus: the coordinator's table is an empty shell)
+    every = rows // vacuums if vacuums and rows >= vacuums * BATCH else 0
     since = 0
     pages = _pages(conn, stored, key_type, missing_only=missing_only)
     for documents, values in ingest.sketched(pages, made, jobs, progress):

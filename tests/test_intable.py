@@ -143,15 +143,15 @@ def test_the_migration_gives_an_older_index_the_trigger_that_keeps_a_sketch_writ
 
 
 def test_a_fill_of_a_page_or_more_vacuums_the_table_and_a_small_one_does_not(conn: Conn) -> None:
-    """Each row a fill gives a sketch leaves a dead version behind: a fill vacuums the table each
-    time it has written a tenth of it (and at least a page, BATCH rows: here after its first page),
-    so later pages reuse the space, and at its end, so no dead entry is left for later syncs to
-    walk; a fill of fewer rows leaves them to autovacuum."""
+    """Each row a fill gives a sketch leaves a dead version behind: a fill of a table of ten pages
+    (BATCH rows) or more vacuums it each time it has written a tenth of it, so later pages reuse
+    the space (the table grows by far less than double), and a fill of a page or more vacuums at
+    its end, so no dead entry is left for later syncs to walk; fewer rows are left to autovacuum."""
     conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
     conn.execute(
         "INSERT INTO public.articles (body) SELECT 'note ' || n || ' on topic ' || n %% 97"
         " FROM generate_series(1, %s) AS n",
-        (intable.BATCH + 10,),
+        (10 * intable.BATCH + 10,),
     )
     conn.execute("ALTER TABLE public.articles SET (autovacuum_enabled = off)")
     vacuums = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'public.articles'::regclass"
@@ -160,12 +160,15 @@ def test_a_fill_of_a_page_or_more_vacuums_the_table_and_a_small_one_does_not(con
         conn.execute("SELECT pg_stat_clear_snapshot()")
         return (conn.execute(vacuums).fetchone() or (None,))[0]
 
+    size = "SELECT pg_table_size('public.articles')"
     intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body", defer_btrees=True)
-    assert attach.sync(conn, "arts").as_dict() == {"filled": intable.BATCH + 10, "empty": 0}
-    assert vacuumed() == 2
+    before = (conn.execute(size).fetchone() or (0,))[0]
+    assert attach.sync(conn, "arts").as_dict() == {"filled": 10 * intable.BATCH + 10, "empty": 0}
+    assert vacuumed() == 6  # after each 2 pages of 2,000 rows (a tenth: 2,001 rows), and at the end
+    assert (conn.execute(size).fetchone() or (0,))[0] < 1.4 * before  # (2x without)
     conn.execute("UPDATE public.articles SET body = body || ' again' WHERE id <= 5")
     assert attach.sync(conn, "arts").as_dict() == {"filled": 5, "empty": 0}
-    assert vacuumed() == 2  # (left to autovacuum)
+    assert vacuumed() == 6  # (left to autovacuum)
 
 
 def test_sync_writes_no_stale_sketch_over_a_text_changed_meanwhile(articles: Conn, dsn: str) -> None:

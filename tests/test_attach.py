@@ -359,6 +359,29 @@ def test_a_where_condition_that_calls_a_volatile_function_is_refused(
     assert keys(articles) == ["1", "2", "3"]
 
 
+def test_an_attach_whose_first_sync_fails_leaves_nothing(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """A --where condition that fails on one row (here row 3) fails attach's first sync: the index
+    is dropped again, for a side table and for an index in the table (its triggers and B-trees)."""
+    articles.execute("ALTER TABLE public.articles ADD COLUMN fp bigint")
+    triggers = "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.articles'::regclass"
+    btrees = "SELECT count(*) FROM pg_indexes WHERE tablename = 'articles'"
+    before = articles.execute(triggers).fetchone(), articles.execute(btrees).fetchone()
+    side = ("attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+    condition = "100 / (id - 3) <> 0"
+    for command in (side, (*side, "--fingerprint-column", "fp")):
+        code, _, err = simdb(capsys, *command, "--where", condition)
+        assert (code, err) == (
+            1,
+            "simdb: error: the first sync of index 'arts' failed, so the index was dropped again:"
+            " division by zero (fix what failed (a --where condition that fails on some row?), then"
+            " attach again)\n",
+        )
+        assert _nothing_named(articles, "arts")
+        assert (articles.execute(triggers).fetchone(), articles.execute(btrees).fetchone()) == before
+
+
 def test_a_sync_after_the_table_or_a_column_went_says_so_and_changes_nothing(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:

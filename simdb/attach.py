@@ -24,7 +24,7 @@ from psycopg import sql
 from simdb import catalog, ingest, intable, placement, tables
 from simdb import index as indexes
 from simdb.connection import Connection
-from simdb.errors import IndexMismatch, InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter, during_interrupt
 from simdb.modes import Index, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.readers import Document
@@ -285,7 +285,8 @@ def first_sync(
     except BaseException as error:
         with contextlib.suppress(psycopg.Error):
             indexes.drop(conn, name)
-        if isinstance(error, psycopg.Error) and not isinstance(error, psycopg.OperationalError):
+        lost = isinstance(error, psycopg.OperationalError) or during_interrupt(error)
+        if isinstance(error, psycopg.Error) and not lost:
             raise InvalidParameter(
                 f"the first sync of index {name!r} failed, so the index was dropped again:"
                 f" {str(error).splitlines()[0]}",

@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import attach, index, ingest, intable
+from simdb import attach, index, ingest, intable, schema
 from simdb.errors import PermissionDenied
 
 
@@ -188,3 +188,23 @@ def test_a_writer_fills_an_index_in_the_table_and_records_the_sync(
     with _as_role(dsn, reader) as session:  # (a reader of the catalog: fills, unrecorded)
         assert attach.sync(session, "notes").as_dict() == {"filled": 1, "empty": 1}
     assert conn.execute(recorded).fetchone() == (False, None)
+
+
+def test_the_migration_lets_a_writer_of_before_record_the_rows_without_words(empty_db: str) -> None:
+    """A role that could record a sync (UPDATE of _sources.synced_at) before the column of rows
+    without words existed may record that too after the migration, so its fills keep recording."""
+    schema.upgrade(empty_db, "0015")
+    writer = f"simdb_old_writer_{os.getpid()}"
+    column = "SELECT has_column_privilege(%s, 'simdb._sources', 'wordless', 'UPDATE')"
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(writer)))
+        conn.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(writer)))
+        try:
+            conn.execute(
+                sql.SQL("GRANT UPDATE (synced_at) ON simdb._sources TO {}").format(sql.Identifier(writer))
+            )
+            schema.upgrade(empty_db)
+            assert conn.execute(column, (writer,)).fetchone() == (True,)
+        finally:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(writer)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(writer)))

@@ -179,8 +179,10 @@ async def store(
     *,
     new_keys: bool = False,
 ) -> tuple[int, int]:
-    """ingest.store: upsert {key: sketch} in one transaction; returns (inserted, updated)."""
+    """ingest.store: upsert {key: sketch} in one transaction; returns (inserted, updated). An
+    index that follows an application's table refuses it, as ingest does (storage.refuse_writes)."""
     made = await resolve(conn, index)
+    made.storage.refuse_writes(made, "store")
     cursor = conn.cursor()
     plan = ingest.upsert_plan(made, cursor, batch, sizes, hashes, extensions, mtimes)
     if new_keys and made.placement.bulk_writes:

@@ -12,6 +12,7 @@ asked for, never added by default.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from psycopg import sql
 from simdb import catalog, ingest, intable, placement, reconnect, tables
 from simdb import index as indexes
 from simdb.connection import Connection
-from simdb.errors import IndexMismatch, InvalidParameter
+from simdb.errors import IndexMismatch, InvalidParameter, during_interrupt
 from simdb.modes import Index, Spec
 from simdb.planner import DEFAULT_EXPECTED_ROWS
 from simdb.readers import Document
@@ -267,6 +268,31 @@ def sync(
     from simdb import capture  # (capture builds on this module)
 
     return capture.sync(conn, name, progress, full=full, jobs=jobs, loaded=made)
+
+
+def first_sync(
+    conn: Connection,
+    name: str,
+    progress: Callable[[int], object] | None = None,
+    *,
+    jobs: int = 1,
+) -> Synced:
+    """The sync that completes an attach (`sync`): if it fails (the database refuses a row, a
+    --where condition fails on one, Ctrl-C), index NAME is dropped again, so that a failed attach
+    leaves nothing half-made behind, and attaching again starts afresh."""
+    try:
+        return sync(conn, name, progress, jobs=jobs)
+    except BaseException as error:
+        with contextlib.suppress(psycopg.Error):
+            indexes.drop(conn, name)
+        lost = isinstance(error, psycopg.OperationalError) or during_interrupt(error)
+        if isinstance(error, psycopg.Error) and not lost:
+            raise InvalidParameter(
+                f"the first sync of index {name!r} failed, so the index was dropped again:"
+                f" {str(error).splitlines()[0]}",
+                "fix what failed (a --where condition that fails on some row?), then attach again",
+            ) from error
+        raise
 
 
 def compare(

@@ -540,7 +540,7 @@ class _Work:
                 continue
             batch[row_key], sizes[row_key], hashes[row_key] = value, len(row_text.encode("utf-8")), row_hash
         if gone:
-            ingest.delete(self.conn, made, gone)
+            ingest.remove(self.conn, made, gone)
         if batch:
             ingest.count_stored(report, len(batch), ingest.store(self.conn, made, batch, sizes, hashes))
             if self.linked:
@@ -626,6 +626,7 @@ class Status:
     oldest_pending_age: timedelta | None = None
     failures: list[tuple[str, int, str]] = field(default_factory=list)  # (key, attempts, last error)
     unchecked: int = 0  # in the application's column: sketches from before the attach, not checked yet
+    wordless: int | None = None  # in an application's column: rows whose text has no words
 
     def as_dict(self) -> dict[str, object]:
         age = self.oldest_pending_age
@@ -638,6 +639,7 @@ class Status:
             "failed": self.failed,
             "oldest_pending_seconds": None if age is None else round(age.total_seconds(), 3),
             "failures": [{"key": key, "attempts": n, "error": error} for key, n, error in self.failures],
+            **({} if self.wordless is None else {"wordless": self.wordless}),
         }
         if self.capture == IN_TABLE and self.pending is not None:  # (of pending: sketches to check)
             shown["unchecked"] = self.unchecked
@@ -651,16 +653,16 @@ class Status:
                     f"index {self.name} lives in {self.table}, which the application writes: each"
                     " write is searchable in its own transaction (nothing to sync)"
                 ]
-            if self.unchecked:
-                return [
-                    f"index {self.name} lives in {self.table}: {self.pending - self.unchecked} rows with"
-                    f" text have none yet, and {self.unchecked} sketches it held when attached are not"
-                    f" checked against their text yet (`simdb sync {self.name}` fills and checks them;"
-                    " text without words stays without one)"
-                ]
+            waiting = (
+                f"{self.pending - self.unchecked} rows with text have none yet, and {self.unchecked}"
+                " sketches it held when attached are not checked against their text yet"
+                f" (`simdb sync {self.name}` fills and checks them)"
+                if self.unchecked
+                else f"{self.pending} rows with text have none yet (`simdb sync {self.name}` fills them)"
+            )
             return [
-                f"index {self.name} lives in {self.table}: {self.pending} rows with text have none yet"
-                f" (`simdb sync {self.name}` fills them; text without words stays without one)"
+                f"index {self.name} lives in {self.table}: {waiting}, {self.wordless} whose text has no"
+                f" words stay without one (as the last sync found them); last synced {synced}"
             ]
         if self.capture != TRIGGERS:
             return [
@@ -682,14 +684,13 @@ def status(conn: Connection, name: str) -> Status:
     index in the application's column, the rows a sync would fill."""
     made = indexes.get(conn, name)
     if isinstance(made.storage, InTable):
-        stored = made.storage
+        stored, synced = made.storage, catalog.synced_at(conn, name)
+        label = f"{stored.label}.{stored.sketch_column}"
         if not stored.text_column:
-            return Status(name, f"{stored.label}.{stored.sketch_column}", IN_TABLE, None)
-        unchecked = intable.unchecked(conn, name, stored)
-        pending = intable.unfilled(conn, stored) + unchecked
-        return Status(
-            name, f"{stored.label}.{stored.sketch_column}", IN_TABLE, None, pending, unchecked=unchecked
-        )
+            return Status(name, label, IN_TABLE, synced)
+        wordless, unchecked = catalog.wordless(conn, name), intable.unchecked(conn, name, stored)
+        pending = max(0, intable.unfilled(conn, stored) - wordless) + unchecked
+        return Status(name, label, IN_TABLE, synced, pending, unchecked=unchecked, wordless=wordless)
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(

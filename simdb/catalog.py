@@ -253,6 +253,27 @@ def mark_synced(conn: Connection, name: str) -> None:
     conn.execute(sql.SQL("UPDATE {} SET synced_at = now() WHERE index_name = %s").format(SOURCES), (name,))
 
 
+def mark_filled(conn: Connection, name: str, wordless: int, *, filled: bool) -> None:
+    """Record a fill of index NAME in an application's column and the rows it found whose text has
+    no words (they keep no sketch, so `status` tells them from the rows a sync would fill): when
+    it filled rows, is the first, or found another count (an idle fill writes nothing)."""
+    conn.execute(
+        sql.SQL(
+            "UPDATE {} SET synced_at = now(), wordless = %s WHERE index_name = %s"
+            " AND (%s OR synced_at IS NULL OR wordless IS DISTINCT FROM %s)"
+        ).format(SOURCES),
+        (wordless, name, filled, wordless),
+    )
+
+
+def wordless(conn: Connection, name: str) -> int:
+    """The rows with text and no words the last fill of index NAME found (0 before any)."""
+    row = conn.execute(
+        sql.SQL("SELECT coalesce(wordless, 0) FROM {} WHERE index_name = %s").format(SOURCES), (name,)
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def readable_tables() -> list[sql.Identifier]:
     """The catalog tables a reader role needs to SELECT (to load an index's parameters)."""
     return [INDEXES, TABLES, SOURCES, in_schema(VERSION_TABLE)]
@@ -260,8 +281,8 @@ def readable_tables() -> list[sql.Identifier]:
 
 def sync_grants(role: sql.Identifier) -> list[sql.Composed]:
     """What a writer role needs of the catalog to sync an attached index: read the source it
-    follows, and record when it synced (that column only)."""
+    follows, and record when it synced (those columns only)."""
     return [
         sql.SQL("GRANT SELECT ON {} TO {}").format(SOURCES, role),
-        sql.SQL("GRANT UPDATE (synced_at) ON {} TO {}").format(SOURCES, role),
+        sql.SQL("GRANT UPDATE (synced_at, wordless) ON {} TO {}").format(SOURCES, role),
     ]

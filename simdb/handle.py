@@ -56,7 +56,9 @@ class BoundIndex:
         return query.near_key(self.conn, self.index, key, k, min_similarity=min_similarity, limit=limit)
 
     def add(self, documents: Mapping[str, Document]) -> tuple[int, int]:
-        """Store {key: text or sketch} in one transaction; returns (inserted, updated)."""
+        """Store {key: text or sketch} in one transaction; returns (inserted, updated). Refused
+        where simdb does not write the index's rows itself (an attached index)."""
+        self.index.storage.refuse_writes(self.index, "add")
         return ingest.store(
             self.conn, self.index, {key: sketch_of(self.index, value) for key, value in documents.items()}
         )

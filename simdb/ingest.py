@@ -243,7 +243,7 @@ def _ingest(
         began = time.perf_counter()
         with conn.transaction() if (drop_empty and empty) or keep_text else contextlib.nullcontext():
             if drop_empty and empty:
-                delete(conn, index, empty)
+                remove(conn, index, empty)
             if batch:
                 stored = store(conn, index, batch, sizes, hashes, extensions, mtimes, new_keys=new_keys)
                 count_stored(report, len(batch), stored)
@@ -654,8 +654,16 @@ def vacuum(conn: Connection, index: Index) -> None:
 
 
 def delete(conn: Connection, index: Index, keys: Iterable[str]) -> int:
-    """Remove the rows of these keys in one transaction; returns how many existed."""
-    writes, wanted = delete_writes(index, keys)
+    """Remove the rows of these keys in one transaction; returns how many existed. Refused where
+    simdb does not write the index's rows itself (storage.refuse_writes)."""
+    index.storage.refuse_writes(index, "delete")
+    return remove(conn, index, keys)
+
+
+def remove(conn: Connection, index: Index, keys: Iterable[str]) -> int:
+    """`delete` without asking the storage: how simdb's own writers (a sync of a side table, a
+    batch dropping rows that lost their text) remove rows."""
+    writes, wanted = _key_deletes(index, keys)
     with conn.transaction():
         cursor = writes.run(conn, (wanted,))
         if texts.keeps(conn, index):
@@ -667,6 +675,10 @@ def delete_writes(index: Index, keys: Iterable[str]) -> tuple[Writes, list[str]]
     """`delete`'s statements and the write's one parameter, the sorted keys; refused where simdb
     does not write the index's rows."""
     index.storage.refuse_writes(index, "delete")
+    return _key_deletes(index, keys)
+
+
+def _key_deletes(index: Index, keys: Iterable[str]) -> tuple[Writes, list[str]]:
     return index.placement.delete_writes(index, sql.SQL("key = ANY(%s)")), sorted(set(keys))
 
 

@@ -12,6 +12,7 @@ differ, as `sync --full` does; the catalog's synced_at records that this was don
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from simdb.storage import InTable
 from simdb.storage.shared import equivalents
 
 BATCH = 2000
+VACUUMS = 10  # a fill vacuums the table each time it has written a tenth of it (_sketch_rows)
 
 
 def attach_in_table(
@@ -80,8 +82,6 @@ def attach_in_table(
         if concurrently:  # (inside a caller's transaction, its rollback undoes everything)
             indexes.drop(conn, name)
         raise
-    if stored.text_column and not _holds_sketches(conn, stored):
-        catalog.mark_synced(conn, name)  # (nothing to check: the first fill fills, as any other)
     if conn.autocommit:
         conn.execute(sql.SQL("ANALYZE {}").format(stored.relation))
     return indexes.get(conn, name)
@@ -266,11 +266,14 @@ def fill(
     if stored.text_column:
         _require_columns(conn, made, stored)
         _refuse_readers(conn, made, stored)
-        if catalog.synced_at(conn, made.name) is None:  # sketches from before the attach: check them
+        if catalog.synced_at(conn, made.name) is None and _holds_sketches(conn, stored):
+            # sketches from before the attach (never synced since): check them
             _check_rows(conn, made, stored, report, progress, jobs=jobs)
         else:
             _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
         _ensure_btrees(conn, made, stored)
+        _vacuum_after(conn, made, report)
+        _mark_filled(conn, made, report)
     return report
 
 
@@ -295,6 +298,8 @@ def refill(
     _refuse_readers(conn, target, stored)
     report = FillReport(target.name)
     _check_rows(conn, target, stored, report, progress, jobs=jobs)
+    _vacuum_after(conn, target, report)
+    _mark_filled(conn, target, report)
     return report
 
 
@@ -309,8 +314,8 @@ def _check_rows(
 ) -> None:
     """Sketch every row with text and write the sketches that differ from the stored ones (a row
     whose sketch matches is not rewritten: no dead tuple, no B-tree entry); clear the sketches of
-    rows whose text is NULL or has no words; then record in the catalog that the column was
-    checked (synced_at)."""
+    rows whose text is NULL or has no words. The caller records the check (_mark_filled sets
+    synced_at)."""
     report.checked = True
     _sketch_rows(conn, made, stored, report, progress, missing_only=False, jobs=jobs)
     conditions = [
@@ -319,14 +324,29 @@ def _check_rows(
     ]
     if stored.condition:
         conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
-    with conn.transaction():
-        cleared = conn.execute(
-            sql.SQL("UPDATE {} AS t SET {} = NULL WHERE {}").format(
-                stored.relation, sql.Identifier(stored.sketch_column), sql.SQL(" AND ").join(conditions)
-            )
+    cleared = conn.execute(
+        sql.SQL("UPDATE {} AS t SET {} = NULL WHERE {}").format(
+            stored.relation, sql.Identifier(stored.sketch_column), sql.SQL(" AND ").join(conditions)
         )
-        report.cleared += cleared.rowcount
-        catalog.mark_synced(conn, made.name)
+    )
+    report.cleared += cleared.rowcount
+
+
+def _mark_filled(conn: Connection, made: Index, report: FillReport) -> None:
+    """The fill read every row with text and no sketch (or every row with text), so those it found
+    without words are all there are (catalog.mark_filled). A role that may write the column but
+    not simdb's catalog (not given `simdb grant --writer`) fills all the same, unrecorded."""
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
+        catalog.mark_filled(conn, made.name, report.empty, filled=bool(report.filled or report.checked))
+
+
+def _vacuum_after(conn: Connection, made: Index, report: FillReport) -> None:
+    """VACUUM (ANALYZE) the table after a fill of a page or more: each row filled left its old
+    version behind (an UPDATE of an indexed column is never HOT), and until a VACUUM each sync
+    walks their dead entries in the partial B-tree of unfilled rows. Smaller fills (`sync --watch`
+    after a commit) are left to autovacuum. Only on an autocommit connection (ingest.vacuum)."""
+    if report.filled >= BATCH:
+        ingest.vacuum(conn, made)
 
 
 def _refuse_readers(conn: Connection, made: Index, stored: InTable) -> None:
@@ -380,12 +400,20 @@ def _sketch_rows(
     *,
     missing_only: bool,
     jobs: int = 1,
+    vacuums: int = VACUUMS,
 ) -> None:
     """Sketch the rows with text (`missing_only`: whose sketch is NULL, found by the partial
     B-tree) page by page in key order, by ingest's sketching threads (`jobs`), and write each
     page in its own transaction. Otherwise (a check of every row) only the sketches that differ
-    are written, and a row whose text has no words loses a sketch it has."""
+    are written, and a row whose text has no words loses a sketch it has. Each time it has
+    written a `vacuums`-th of the table (of `vacuums` pages or more), it vacuums the table (on an
+    autocommit connection): every row written leaves its old version behind (an UPDATE of an
+    indexed column is never HOT), and the space a VACUUM frees takes the rows written after it,
+    so a fill of every row grows the table by about a `vacuums`-th instead of doubling it."""
     key_type = _key_type(conn, stored)
+    rows = _estimated_rows(conn, stored)  # (0 on Citus: the coordinator's table is an empty shell)
+    every = rows // vacuums if vacuums and rows >= vacuums * BATCH else 0
+    since = 0
     pages = _pages(conn, stored, key_type, missing_only=missing_only)
     for documents, values in ingest.sketched(pages, made, jobs, progress):
         hashed = [
@@ -400,6 +428,19 @@ def _sketch_rows(
         report.filled += filled
         report.cleared += cleared
         report.unchanged += len(documents) - empty - filled if not missing_only else 0
+        since += filled
+        if every and since >= every and conn.autocommit:
+            conn.execute(sql.SQL("VACUUM {}").format(stored.relation))
+            since = 0
+
+
+def _estimated_rows(conn: Connection, stored: InTable) -> int:
+    """The planner's estimate of the table's rows (0 where it has none yet)."""
+    row = conn.execute(
+        "SELECT reltuples FROM pg_catalog.pg_class WHERE oid = %s::regclass",
+        (stored.relation.as_string(conn),),
+    ).fetchone()
+    return max(0, int(row[0])) if row else 0
 
 
 def _pages(

@@ -160,6 +160,18 @@ def clear_function(index: str) -> sql.Identifier:
     return internal(f"{index}__clear")
 
 
+def claim_function(index: str) -> sql.Identifier:
+    """simdb_internal."NAME__claim"(): the trigger that marks a sketch the same write set, for the
+    clearing one to keep."""
+    return internal(f"{index}__claim")
+
+
+def claim_setting(index: str) -> str:
+    """The transaction's setting by which the claiming trigger tells the clearing one (simdb.NAME's
+    own, so that two indexes on one table never read each other's)."""
+    return f"simdb.claimed_{index}"
+
+
 def wake_function(index: str) -> sql.Identifier:
     """simdb_internal."NAME__wake"(): the trigger that wakes `simdb sync --watch` (NOTIFY)."""
     return internal(f"{index}__wake")
@@ -246,6 +258,6 @@ def owned_objects(index: str) -> list[sql.Composed]:
         *(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function) for function in functions(index)),
         *(  # (CASCADE: their triggers, on the application's table under whatever name it has now)
             sql.SQL("DROP FUNCTION IF EXISTS {}() CASCADE").format(function)
-            for function in (clear_function(index), wake_function(index))
+            for function in (clear_function(index), claim_function(index), wake_function(index))
         ),
     ]

@@ -87,10 +87,17 @@ def _bad_condition(condition: str, why: str) -> InvalidParameter:
     )
 
 
+# The functions a stored expression calls, as its node tree names them: a function call's funcid,
+# an operator's opfuncid (also of DISTINCT, NULLIF and `op ANY (array)`).
+_CALLED = r":(?:funcid|opfuncid) (\d+)"
+
+
 def check_row_alone(conn: Connection, source: SourceRow, label: str) -> None:
     """Refuse a --where condition that looks beyond the row (a subquery, an aggregate, another
-    table): PostgreSQL decides, as it does for a CHECK constraint, on an empty temporary copy of
-    the table's columns (the user's table is neither locked nor changed)."""
+    table) or calls a volatile function (pg_sleep, set_config, random, nextval: it may answer
+    otherwise for the same row, or change something at each sync): PostgreSQL decides, as it does
+    for a CHECK constraint, on an empty temporary copy of the table's columns (the user's table is
+    neither locked nor changed), and the constraint's expression names the functions it calls."""
     probe = sql.Identifier(source.table)  # (the copy has the table's name: `articles.lang` still works)
     try:
         with conn.transaction() as transaction:
@@ -104,6 +111,21 @@ def check_row_alone(conn: Connection, source: SourceRow, label: str) -> None:
                     probe, sql.SQL(source.condition or "")
                 )
             )
+            volatile = conn.execute(
+                "SELECT p.proname::text FROM pg_catalog.pg_constraint AS c"
+                " CROSS JOIN LATERAL regexp_matches(c.conbin::text, %s, 'g') AS called (id)"
+                " JOIN pg_catalog.pg_proc AS p ON p.oid = called.id[1]::oid"
+                " WHERE c.conrelid = %s::regclass AND c.contype = 'c' AND p.provolatile = 'v'"
+                " ORDER BY position(p.proname IN pg_get_constraintdef(c.oid)), 1 LIMIT 1",
+                (_CALLED, sql.Identifier("pg_temp", source.table).as_string(conn)),
+            ).fetchone()
+            if volatile is not None:
+                raise InvalidParameter(
+                    f"the --where condition {source.condition!r} calls {volatile[0]}(), which is"
+                    " volatile: it may answer otherwise for the same row, or change something",
+                    "use the row's columns and immutable or stable functions, e.g. \"published AND lang"
+                    " = 'en'\"; a function of your own may be declared STABLE",
+                )
             raise psycopg.Rollback(transaction)
     except psycopg.Error as error:
         reason = str(error).splitlines()[0].replace(" in check constraint", "")

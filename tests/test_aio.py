@@ -187,6 +187,10 @@ def test_aio_on_an_index_in_the_applications_table(conn: Conn, dsn: str) -> None
     report, near = asyncio.run(side())
     assert report == {"added": 2, "updated": 0, "unchanged": 0, "removed": 0, "empty": 0}
     assert near == expected
+    with pytest.raises(InvalidParameter, match="store does not write index 'side'"):
+        run_async(dsn, lambda aconn: aio.store(aconn, "side", {"x": 1}))
+    with pytest.raises(InvalidParameter, match="store does not write index 'arts'"):
+        run_async(dsn, lambda aconn: aio.store(aconn, "arts", {"x": 1}))
     with simdb.connect(dsn) as db:  # the sync handle: nothing left to do
         again = db.index("side").sync().as_dict()
         assert (again["added"], again["updated"], again["removed"], again["queued"]) == (0, 0, 0, 0)

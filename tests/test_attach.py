@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import attach, fingerprint, intable, schema
+from simdb import attach, fingerprint, handle, index, ingest, intable, schema
 from simdb.bits import to_unsigned
+from simdb.errors import InvalidParameter
 from simdb.simhash import EmptyDocument, Features, fingerprint_bytes
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
@@ -325,6 +327,61 @@ def test_a_where_condition_may_look_at_its_row_alone(
     assert articles.execute("SELECT count(*) FROM simdb.arts").fetchone() == (3,)  # (published, with text)
 
 
+def test_a_where_condition_that_calls_a_volatile_function_is_refused(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """A condition run on every row at each sync must give the same answer for the same row and
+    change nothing: pg_sleep hung attach, set_config changed the session. Refused before anything
+    is made, for a side table and for an index in the table; stable functions (now()) are fine."""
+    articles.execute("ALTER TABLE public.articles ADD COLUMN fp bigint")
+    side = ("attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+    in_table = (*side, "--fingerprint-column", "fp")
+    hint = (
+        "(use the row's columns and immutable or stable functions, e.g. \"published AND lang = 'en'\";"
+        " a function of your own may be declared STABLE)"
+    )
+    for command, condition, called in (
+        (side, "pg_sleep(1) IS NOT NULL", "pg_sleep"),
+        (side, "published AND set_config('simdb.x', body, false) <> ''", "set_config"),
+        (in_table, "random() < 0.5 OR published", "random"),
+        (in_table, "id <> nextval('articles_id_seq') AND published", "nextval"),
+    ):
+        code, out, err = simdb(capsys, *command, "--where", condition)
+        assert (code, out, err) == (
+            1,
+            "",
+            f"simdb: error: the --where condition {condition!r} calls {called}(), which is volatile:"
+            f" it may answer otherwise for the same row, or change something {hint}\n",
+        )
+        assert _nothing_named(articles, "arts")
+    assert articles.execute("SELECT last_value FROM articles_id_seq").fetchone() == (5,)
+    assert simdb(capsys, *side, "--where", "published AND now() > '2000-01-01'")[0] == 0
+    assert keys(articles) == ["1", "2", "3"]
+
+
+def test_an_attach_whose_first_sync_fails_leaves_nothing(
+    capsys: pytest.CaptureFixture[str], articles: Conn
+) -> None:
+    """A --where condition that fails on one row (here row 3) fails attach's first sync: the index
+    is dropped again, for a side table and for an index in the table (its triggers and B-trees)."""
+    articles.execute("ALTER TABLE public.articles ADD COLUMN fp bigint")
+    triggers = "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.articles'::regclass"
+    btrees = "SELECT count(*) FROM pg_indexes WHERE tablename = 'articles'"
+    before = articles.execute(triggers).fetchone(), articles.execute(btrees).fetchone()
+    side = ("attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+    condition = "100 / (id - 3) <> 0"
+    for command in (side, (*side, "--fingerprint-column", "fp")):
+        code, _, err = simdb(capsys, *command, "--where", condition)
+        assert (code, err) == (
+            1,
+            "simdb: error: the first sync of index 'arts' failed, so the index was dropped again:"
+            " division by zero (fix what failed (a --where condition that fails on some row?), then"
+            " attach again)\n",
+        )
+        assert _nothing_named(articles, "arts")
+        assert (articles.execute(triggers).fetchone(), articles.execute(btrees).fetchone()) == before
+
+
 def test_a_sync_after_the_table_or_a_column_went_says_so_and_changes_nothing(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:
@@ -497,3 +554,43 @@ def test_a_first_fill_hashes_texts_as_the_server_does_in_a_latin1_database(admin
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_writes_through_simdb_into_a_side_table_are_refused(
+    capsys: pytest.CaptureFixture[str], articles: Conn, tmp_path: Path
+) -> None:
+    """What ingest, delete or prune wrote into an index that follows a table, the next sync would
+    undo: each is refused in one line, and the index keeps the table's rows."""
+    simdb(capsys, "attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
+    assert keys(articles) == ["1", "2", "3", "4"]
+    for n in range(3):
+        (tmp_path / f"{n}.txt").write_text(f"a document of its own, number {n}, about something")
+    hint = (
+        "(write public.articles (each sync then brings its rows here), or put documents in an index of"
+        " their own: `simdb create NAME`)"
+    )
+    for command in (
+        ["ingest", "arts", str(tmp_path)],
+        ["delete", "arts", "1"],
+        ["prune", "arts", "--older-than", "1s", "--yes"],
+    ):
+        assert simdb(capsys, *command) == (
+            1,
+            "",
+            f"simdb: error: {command[0]} does not write index 'arts': it follows"
+            f" public.articles.body, and each sync makes its rows those of that table {hint}\n",
+        )
+    made = index.get(articles, "arts")
+    with pytest.raises(InvalidParameter) as ingested:
+        ingest.ingest(articles, made, [])
+    with pytest.raises(InvalidParameter) as added:
+        handle.BoundIndex(articles, made).add({"x": "a document of its own"})
+    for refused, what in ((ingested, "ingest"), (added, "add")):
+        assert str(refused.value) == (
+            f"{what} does not write index 'arts': it follows public.articles.body, and each sync makes"
+            f" its rows those of that table {hint}"
+        )
+    assert keys(articles) == ["1", "2", "3", "4"]
+    articles.execute("DELETE FROM public.articles WHERE id = 3")  # a sync's own removal still works
+    assert simdb(capsys, "sync", "arts")[1].startswith("synced: 0 new, 0 updated, 1 removed,")
+    assert keys(articles) == ["1", "2", "4"]

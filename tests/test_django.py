@@ -426,7 +426,7 @@ def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> Non
 
         Article.objects.filter(pk=article.pk).update(body=second)
         assert Article.objects.get(pk=article.pk).fingerprint is None
-        assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0, "unchanged": 0, "cleared": 0}
+        assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}  # (no sketch left to check)
     assert Article.objects.get(pk=article.pk).fingerprint == simdb.fingerprint(second)
     assert near_ids(simdb.fingerprint(second)) == [article.pk]
 

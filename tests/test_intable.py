@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import attach, fingerprint, index, ingest, intable, query
+from simdb import attach, fingerprint, index, ingest, intable, query, schema
 from simdb.bits import to_signed
 from simdb.errors import IndexMismatch, InvalidParameter, SimdbError
 from simdb.modes import JaccardSpec, SimhashSpec
@@ -95,6 +95,82 @@ def test_a_text_change_clears_the_sketch_unless_the_write_sets_it_and_sync_refil
     assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}
 
 
+def test_a_write_that_sets_the_sketch_it_had_keeps_it(articles: Conn) -> None:
+    """An UPDATE that names the sketch column keeps the value it gives, even the one the row had
+    (an ORM saving every column after a punctuation-only edit); one that leaves it out clears it,
+    and one that sets it to NULL clears it too; one statement may do all three to its rows."""
+    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    attach.sync(articles, "arts")
+    before = _fingerprints(articles)
+    articles.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
+    assert _fingerprints(articles) == before
+    articles.execute(
+        "UPDATE public.articles SET body = body || '!',"
+        " fp = CASE id WHEN 1 THEN fp WHEN 2 THEN NULL ELSE fp END WHERE id IN (1, 2)"
+    )
+    articles.execute("UPDATE public.articles SET body = body || '?' WHERE id IN (1, 3)")
+    articles.execute("UPDATE public.articles SET fp = fp WHERE id = 1")  # (no text: nothing left over)
+    articles.execute("UPDATE public.articles SET body = 'a rewritten text' WHERE id = 1")
+    assert _fingerprints(articles) == {1: None, 2: None, 3: None, 4: None}
+    with articles.transaction():  # a later statement of the transaction is not taken for the first
+        articles.execute("UPDATE public.articles SET body = %s, fp = 7 WHERE id = 2", (BODY,))
+        articles.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 2")
+        articles.execute("UPDATE public.articles SET body = body || '.' WHERE id = 2")
+    assert _fingerprints(articles)[2] is None
+
+
+def test_the_migration_gives_an_older_index_the_trigger_that_keeps_a_sketch_written(empty_db: str) -> None:
+    """An index made before the claiming trigger (so, without it) gets it from the migration."""
+    schema.upgrade(empty_db, "0015")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
+        conn.execute("INSERT INTO public.articles (body) VALUES (%s), (%s)", (BODY, OTHER))
+        intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
+        conn.execute("DROP TRIGGER IF EXISTS simdb_arts_claim ON public.articles")  # as 0015 left it
+        written = "UPDATE public.articles SET fp = %s WHERE id = %s"  # (as a sync of then would)
+        conn.execute(written, (to_signed(fingerprint(BODY)), 1))
+        conn.execute(written, (to_signed(fingerprint(OTHER)), 2))
+        conn.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
+        assert _fingerprints(conn)[1] is None  # the old trigger cleared what the write gave
+        conn.execute(written, (to_signed(fingerprint(BODY)), 1))
+    schema.upgrade(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        before = _fingerprints(conn)
+        conn.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
+        conn.execute("UPDATE public.articles SET body = body || '.' WHERE id = 2")
+        assert _fingerprints(conn) == {1: before[1], 2: None}
+        assert before[1] is not None
+
+
+def test_a_fill_of_a_page_or_more_vacuums_the_table_and_a_small_one_does_not(conn: Conn) -> None:
+    """Each row a fill gives a sketch leaves a dead version behind: a fill of a table of ten pages
+    (BATCH rows) or more vacuums it each time it has written a tenth of it, so later pages reuse
+    the space (the table grows by far less than double), and a fill of a page or more vacuums at
+    its end, so no dead entry is left for later syncs to walk; fewer rows are left to autovacuum."""
+    conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
+    conn.execute(
+        "INSERT INTO public.articles (body) SELECT 'note ' || n || ' on topic ' || n %% 97"
+        " FROM generate_series(1, %s) AS n",
+        (10 * intable.BATCH + 10,),
+    )
+    conn.execute("ALTER TABLE public.articles SET (autovacuum_enabled = off)")
+    vacuums = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'public.articles'::regclass"
+
+    def vacuumed() -> object:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return (conn.execute(vacuums).fetchone() or (None,))[0]
+
+    size = "SELECT pg_table_size('public.articles')"
+    intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body", defer_btrees=True)
+    before = (conn.execute(size).fetchone() or (0,))[0]
+    assert attach.sync(conn, "arts").as_dict() == {"filled": 10 * intable.BATCH + 10, "empty": 0}
+    assert vacuumed() == 6  # after each 2 pages of 2,000 rows (a tenth: 2,001 rows), and at the end
+    assert (conn.execute(size).fetchone() or (0,))[0] < 1.4 * before  # (2x without)
+    conn.execute("UPDATE public.articles SET body = body || ' again' WHERE id <= 5")
+    assert attach.sync(conn, "arts").as_dict() == {"filled": 5, "empty": 0}
+    assert vacuumed() == 6  # (left to autovacuum)
+
+
 def test_sync_writes_no_stale_sketch_over_a_text_changed_meanwhile(articles: Conn, dsn: str) -> None:
     """The fill writes a sketch only where the text is still the one it sketched."""
     made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
@@ -149,8 +225,8 @@ def test_drop_removes_exactly_simdbs_objects(capsys: pytest.CaptureFixture[str],
     attach.sync(articles, "arts")
     assert _objects(articles) - before == {
         "index simdb_arts_key", "index simdb_arts_p0", "index simdb_arts_p1", "index simdb_arts_p2",
-        "index simdb_arts_p3", "index simdb_arts_unfilled", "trigger simdb_arts_clear",
-        "trigger simdb_arts_wake",
+        "index simdb_arts_p3", "index simdb_arts_unfilled", "trigger simdb_arts_claim",
+        "trigger simdb_arts_clear", "trigger simdb_arts_wake",
     }  # fmt: skip
     assert simdb(capsys, "drop", "arts", "--yes") == (0, "dropped index arts\n", "")
     assert _objects(articles) == before
@@ -256,18 +332,35 @@ def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], 
     assert simdb(capsys, "status", "arts") == (
         0,
         "index arts lives in public.articles.fp: 3 rows with text have none yet (`simdb sync arts`"
-        " fills them; text without words stays without one)\n",
+        " fills them), 0 whose text has no words stay without one (as the last sync found them);"
+        " last synced never\n",
         "",
     )
-    attach.sync(articles, "arts")
+    attach.sync(articles, "arts")  # fills 2, finds row 3 without words: not pending, and synced
     code, out, _ = simdb(capsys, "status", "arts", "--json")
     shown = json.loads(out)
-    assert (code, shown["capture"], shown["table"], shown["pending"]) == (
+    synced = articles.execute("SELECT synced_at FROM simdb._sources WHERE index_name = 'arts'").fetchone()
+    assert synced is not None and synced[0] is not None
+    assert (code, shown["capture"], shown["table"], shown["pending"], shown["wordless"]) == (
         0,
         "column",
         "public.articles.fp",
+        0,
         1,
     )
+    assert shown["synced_at"] == synced[0].isoformat()
+    code, out, _ = simdb(capsys, "status", "arts")
+    assert (code, out) == (
+        0,
+        "index arts lives in public.articles.fp: 0 rows with text have none yet (`simdb sync arts`"
+        " fills them), 1 whose text has no words stay without one (as the last sync found them);"
+        f" last synced {synced[0].isoformat(timespec='seconds')}\n",
+    )
+    articles.execute("DELETE FROM public.articles WHERE id = 3")
+    attach.sync(articles, "arts")  # (reads nothing, and records that no row is without words now)
+    articles.execute("UPDATE public.articles SET body = 'new words' WHERE id = 1")
+    assert {k: v for k, v in json.loads(simdb(capsys, "status", "arts", "--json")[1]).items() if k in (
+        "pending", "wordless")} == {"pending": 1, "wordless": 0}  # fmt: skip
     intable.attach_in_table(articles, "bare", "public.articles", "id", "fp")
     assert simdb(capsys, "status", "bare") == (
         0,
@@ -461,7 +554,8 @@ def test_attaching_again_checks_the_sketches_the_column_holds_and_rewrites_only_
         0,
         "index arts lives in public.articles.fp: 1 rows with text have none yet, and 4 sketches"
         " it held when attached are not checked against their text yet (`simdb sync arts` fills"
-        " and checks them; text without words stays without one)\n",
+        " and checks them), 0 whose text has no words stay without one (as the last sync found"
+        " them); last synced never\n",
         "",
     )
     assert simdb(capsys, "sync", "arts") == (
@@ -482,5 +576,6 @@ def test_attaching_again_checks_the_sketches_the_column_holds_and_rewrites_only_
     assert after[2] == before[2] and after[4] == before[4]  # unchanged rows: not rewritten
     assert all(after[key] != before[key] for key in (1, 3, 5, 6))
     code, out, _ = simdb(capsys, "status", "arts", "--json")
-    assert (code, json.loads(out)["pending"], json.loads(out)["unchecked"]) == (0, 1, 0)  # row 5: no words
+    shown = json.loads(out)
+    assert (code, shown["pending"], shown["unchecked"], shown["wordless"]) == (0, 0, 0, 1)  # row 5: no words
     assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}  # checked once, not again

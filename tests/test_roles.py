@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import attach, index, ingest
+from simdb import attach, index, ingest, intable, schema
 from simdb.errors import PermissionDenied
 
 
@@ -164,3 +164,47 @@ def test_a_writer_syncs_an_attached_index_and_a_reader_cannot(
         f" --writer {reader}`)"
     )
     assert conn.execute("SELECT count(*) FROM simdb.notes__queue").fetchone() == (1,)  # still queued
+
+
+def test_a_writer_fills_an_index_in_the_table_and_records_the_sync(
+    dsn: str, conn: Conn, roles: tuple[str, str]
+) -> None:
+    """A writer's fill records when it ran and the rows without words it found (status reads
+    them), in the catalog columns it was granted; a role that may only write the column fills too."""
+    reader, writer = roles
+    conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text, fp bigint)")
+    conn.execute("INSERT INTO public.notes VALUES (1, 'the first note of a long list of notes'), (2, '')")
+    intable.attach_in_table(conn, "notes", "public.notes", "id", "fp", "body")
+    index.grant(conn, "notes", writer, writer=True)
+    index.grant(conn, "notes", reader)
+    conn.execute(sql.SQL("GRANT SELECT, UPDATE (fp) ON public.notes TO {}").format(sql.Identifier(writer)))
+    conn.execute(sql.SQL("GRANT SELECT, UPDATE (fp) ON public.notes TO {}").format(sql.Identifier(reader)))
+    recorded = "SELECT synced_at IS NOT NULL, wordless FROM simdb._sources WHERE index_name = 'notes'"
+    with _as_role(dsn, writer) as session:
+        assert attach.sync(session, "notes").as_dict() == {"filled": 1, "empty": 1}
+    assert conn.execute(recorded).fetchone() == (True, 1)
+    conn.execute("UPDATE public.notes SET fp = NULL, body = 'a note rewritten with other words' WHERE id = 1")
+    conn.execute("UPDATE simdb._sources SET synced_at = NULL, wordless = NULL")
+    with _as_role(dsn, reader) as session:  # (a reader of the catalog: fills, unrecorded)
+        assert attach.sync(session, "notes").as_dict() == {"filled": 1, "empty": 1}
+    assert conn.execute(recorded).fetchone() == (False, None)
+
+
+def test_the_migration_lets_a_writer_of_before_record_the_rows_without_words(empty_db: str) -> None:
+    """A role that could record a sync (UPDATE of _sources.synced_at) before the column of rows
+    without words existed may record that too after the migration, so its fills keep recording."""
+    schema.upgrade(empty_db, "0015")
+    writer = f"simdb_old_writer_{os.getpid()}"
+    column = "SELECT has_column_privilege(%s, 'simdb._sources', 'wordless', 'UPDATE')"
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(writer)))
+        conn.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(writer)))
+        try:
+            conn.execute(
+                sql.SQL("GRANT UPDATE (synced_at) ON simdb._sources TO {}").format(sql.Identifier(writer))
+            )
+            schema.upgrade(empty_db)
+            assert conn.execute(column, (writer,)).fetchone() == (True,)
+        finally:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(writer)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(writer)))

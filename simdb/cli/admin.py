@@ -302,7 +302,7 @@ def attach_(
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync and text_column:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.sync(conn, name, done, jobs=jobs), as_json)
+                show(attach.first_sync(conn, name, done, jobs=jobs), as_json)
 
 
 @click.command(name="sync")

@@ -202,7 +202,9 @@ def bench_app_table(
         progress(f"{writes} single-row INSERTs and UPDATEs with each index's triggers and with none")
         triggers: dict[str, list[sql.Identifier]] = {
             "none": [],
-            IN_TABLE: [sql.Identifier(names.app_trigger_name(IN_TABLE, what)) for what in ("clear", "wake")],
+            IN_TABLE: [
+                sql.Identifier(names.app_trigger_name(IN_TABLE, what)) for what in ("claim", "clear", "wake")
+            ],
             SIDE: [names.capture_trigger(SIDE, event) for event in names.CAPTURE_EVENTS],
         }
         written = _write_times(conn, rng, writes, triggers)

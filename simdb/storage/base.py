@@ -99,6 +99,10 @@ class Storage(ABC):
     def refuse_writes(self, made: Index, what: str) -> None:  # noqa: B027 (most kinds take writes)
         """Raise if simdb must not write this index's rows itself (`what`: the command)."""
 
+    def renew(self, conn: Connection, made: Index) -> None:  # noqa: B027 (most kinds have nothing there)
+        """Remake, as this simdb makes them, the objects an older one made outside simdb's schemas
+        (triggers on the application's table); in the caller's transaction (a migration's)."""
+
     def describe(self) -> str:
         """A few words for `simdb list`: where the rows are ('' for simdb's own table)."""
         return ""

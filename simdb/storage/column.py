@@ -143,34 +143,13 @@ class InTable(Storage):
         return statements
 
     def _create_triggers(self, conn: Connection, made: Index) -> None:
-        """BEFORE UPDATE OF the text column, for each row whose text changed and whose sketch the
-        same write left as it was: clear the sketch (the next sync refills it). AFTER INSERT or
-        UPDATE OF the text, once per statement: wake `sync --watch` (NOTIFY, delivered at commit).
-        A sync's own writes set only the sketch, so they fire neither.
-
-        The clearing function finds the sketch column by its number (the trigger's argument), as
-        the trigger's WHEN clause does, so that a renamed column never fails the application's
-        writes (a sync then says the column is gone)."""
-        text, sketch = sql.Identifier(self.text_column or ""), sql.Identifier(self.sketch_column)
-        clear, wake = names.clear_function(made.name), names.wake_function(made.name)
-        distributed = made.placement.kind != "local"
-        # A shard's columns may be numbered apart from its table's (columns dropped before it was
-        # distributed): there the function is given the column's name (a renamed column is then
-        # left as it is, and a sync says it is gone).
-        column = sql.SQL("TG_ARGV[0]" if distributed else NUMBERED_COLUMN)
-        conn.execute(
-            sql.SQL(
-                "CREATE FUNCTION {clear}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-                " NEW := jsonb_populate_record(NEW, jsonb_build_object({column}, NULL)); RETURN NEW; END $$"
-            ).format(clear=clear, column=column)
-        )
-        number = conn.execute(
-            "SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
-            (self.relation.as_string(conn), self.sketch_column),
-        ).fetchone()
-        argument = self.sketch_column if distributed else str(number[0] if number else 0)
-        if distributed:
-            conn.execute(UNSAFE_TRIGGERS)
+        """The clearing triggers (install_clearing); and AFTER INSERT or UPDATE OF the text, once
+        per statement: wake `sync --watch` (NOTIFY, delivered at commit). A sync's own writes set
+        only the sketch, so they fire none of them."""
+        self.install_clearing(conn, made)
+        if made.placement.kind != "local":
+            return
+        wake = names.wake_function(made.name)
         conn.execute(
             sql.SQL(
                 "CREATE FUNCTION {wake}() RETURNS trigger LANGUAGE plpgsql AS $$"
@@ -179,31 +158,90 @@ class InTable(Storage):
         )
         conn.execute(
             sql.SQL(
-                "CREATE TRIGGER {name} BEFORE UPDATE OF {text} ON {table} FOR EACH ROW"
-                " WHEN (NEW.{text} IS DISTINCT FROM OLD.{text} AND NEW.{sketch} IS NOT DISTINCT FROM"
-                " OLD.{sketch}) EXECUTE FUNCTION {clear}({number})"
-            ).format(
-                name=sql.Identifier(names.app_trigger_name(made.name, "clear")),
-                text=text,
-                sketch=sketch,
-                table=self.relation,
-                clear=clear,
-                number=sql.Literal(argument),
-            )
-        )
-        if distributed:
-            return
-        conn.execute(
-            sql.SQL(
                 "CREATE TRIGGER {name} AFTER INSERT OR UPDATE OF {text} ON {table}"
                 " FOR EACH STATEMENT EXECUTE FUNCTION {wake}()"
             ).format(
                 name=sql.Identifier(names.app_trigger_name(made.name, "wake")),
-                text=text,
+                text=sql.Identifier(self.text_column or ""),
                 table=self.relation,
                 wake=wake,
             )
         )
+
+    def install_clearing(self, conn: Connection, made: Index, *, again: bool = False) -> None:
+        """BEFORE UPDATE OF the text, for each row whose text changed and whose sketch the same
+        write left as it was: clear the sketch (the next sync refills it), unless the write named
+        the sketch column (an ORM saving every column after an edit that left the sketch as it
+        was): a trigger BEFORE UPDATE OF the sketch, on the same rows, marks that first (in a
+        transaction setting the clearing trigger reads and resets; triggers fire in the order of
+        their names, and simdb_NAME_claim comes before simdb_NAME_clear). `again`: the functions
+        are replaced and the marking trigger made anew, on an index made without it.
+
+        The clearing function finds the sketch column by its number (the trigger's argument), as
+        the trigger's WHEN clause does, so that a renamed column never fails the application's
+        writes (a sync then says the column is gone)."""
+        text, sketch = sql.Identifier(self.text_column or ""), sql.Identifier(self.sketch_column)
+        clear, claim = names.clear_function(made.name), names.claim_function(made.name)
+        flag = sql.Literal(names.claim_setting(made.name))
+        distributed = made.placement.kind != "local"
+        # A shard's columns may be numbered apart from its table's (columns dropped before it was
+        # distributed): there the function is given the column's name (a renamed column is then
+        # left as it is, and a sync says it is gone).
+        column = sql.SQL("TG_ARGV[0]" if distributed else NUMBERED_COLUMN)
+        conn.execute(
+            sql.SQL(
+                "CREATE OR REPLACE FUNCTION {clear}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF current_setting({flag}, true) = 'on' THEN PERFORM set_config({flag}, '', true);"
+                " RETURN NEW; END IF;"
+                " NEW := jsonb_populate_record(NEW, jsonb_build_object({column}, NULL)); RETURN NEW; END $$"
+            ).format(clear=clear, flag=flag, column=column)
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE OR REPLACE FUNCTION {claim}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " PERFORM set_config({flag}, 'on', true); RETURN NEW; END $$"
+            ).format(claim=claim, flag=flag)
+        )
+        number = conn.execute(
+            "SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+            (self.relation.as_string(conn), self.sketch_column),
+        ).fetchone()
+        argument = self.sketch_column if distributed else str(number[0] if number else 0)
+        if distributed:
+            conn.execute(UNSAFE_TRIGGERS)
+        claimed = sql.Identifier(names.app_trigger_name(made.name, "claim"))
+        if again:
+            conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(claimed, self.relation))
+        changed = sql.SQL(
+            "NEW.{text} IS DISTINCT FROM OLD.{text} AND NEW.{sketch} IS NOT DISTINCT FROM OLD.{sketch}"
+        ).format(text=text, sketch=sketch)
+        conn.execute(
+            sql.SQL(
+                "CREATE TRIGGER {name} BEFORE UPDATE OF {sketch} ON {table} FOR EACH ROW"
+                " WHEN ({changed}) EXECUTE FUNCTION {claim}()"
+            ).format(name=claimed, sketch=sketch, table=self.relation, changed=changed, claim=claim)
+        )
+        if again:
+            return
+        conn.execute(
+            sql.SQL(
+                "CREATE TRIGGER {name} BEFORE UPDATE OF {text} ON {table} FOR EACH ROW"
+                " WHEN ({changed}) EXECUTE FUNCTION {clear}({number})"
+            ).format(
+                name=sql.Identifier(names.app_trigger_name(made.name, "clear")),
+                text=text,
+                table=self.relation,
+                changed=changed,
+                clear=clear,
+                number=sql.Literal(argument),
+            )
+        )
+
+    def renew(self, conn: Connection, made: Index) -> None:
+        """The clearing triggers of an index made before a write that names the sketch column kept
+        it (install_clearing)."""
+        if self.text_column:
+            self.install_clearing(conn, made, again=True)
 
     def btree_names(self, made: Index) -> list[str]:
         """The names every B-tree simdb may put on the table has (in the table's schema)."""
@@ -214,7 +252,7 @@ class InTable(Storage):
         column made them: Citus refuses even DROP TRIGGER IF EXISTS on a distributed table), by
         their names, so nothing of the application's is touched (names.owned_objects drops the
         trigger functions after)."""
-        triggers = ("clear", "wake") if self.text_column else ()
+        triggers = ("claim", "clear", "wake") if self.text_column else ()
         unsafe = [UNSAFE_TRIGGERS] if triggers and made.placement.kind != "local" else []
         return [
             *unsafe,

@@ -4,9 +4,13 @@ the application's key and text columns (simdb.attach; the application's table is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from simdb.errors import InvalidParameter
 from simdb.storage.base import OwnTable, TextSource
+
+if TYPE_CHECKING:
+    from simdb.modes import Index
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,16 @@ class SideTable(OwnTable):
 
     def describe(self) -> str:
         return f"follows {self.schema}.{self.table}.{self.text_column}"
+
+    def refuse_writes(self, made: Index, what: str) -> None:
+        """Each sync makes the rows those of the table (a compare removes keys it lacks), so what
+        ingest, delete or prune wrote would last only until then: refused, as for the column kind."""
+        raise InvalidParameter(
+            f"{what} does not write index {made.name!r}: it follows {self.schema}.{self.table}"
+            f".{self.text_column}, and each sync makes its rows those of that table",
+            f"write {self.schema}.{self.table} (each sync then brings its rows here), or put documents"
+            " in an index of their own: `simdb create NAME`",
+        )
 
     def text_source(self) -> TextSource:
         return TextSource(self.schema, self.table, self.key_column, self.text_column)

@@ -181,30 +181,37 @@ class Sketches:
 
 
 def default_simhash(s: Sketches) -> set[Pair]:
+    """simdb's default today: SimHash spec v2, 64 bits, within 3 bits."""
     return s.near("simhash", 3)
 
 
 def plain_simhash(s: Sketches) -> set[Pair]:
+    """The hand-written baseline: a textbook set SimHash of word n-grams, within 3 bits."""
     return s.near("plain", 3)
 
 
 def simhash_k6(s: Sketches) -> set[Pair]:
+    """Spec v2 searched twice as far: within 6 bits (more tables, shorter prefixes)."""
     return s.near("simhash", 6)
 
 
 def two_simhashes(s: Sketches) -> set[Pair]:
+    """Two independent 64-bit SimHashes (the halves of spec v2 at 128 bits), either within 3."""
     return s.near("simhash", 3) | s.near("second_simhash", 3)
 
 
 def onebit_k3(s: Sketches) -> set[Pair]:
+    """One-bit MinHash (simdb.onebit, seed 0) as the 64-bit fingerprint, within 3 bits."""
     return s.near("onebit", 3)
 
 
 def two_onebits(s: Sketches) -> set[Pair]:
+    """Two one-bit MinHashes (seeds 0 and 1), either within 3 bits: LSH's OR of two tables."""
     return s.near("onebit", 3) | s.near("second_onebit", 3)
 
 
 def jaccard_bands(s: Sketches) -> set[Pair]:
+    """The jaccard mode at threshold 0.8, as its index works: a shared band key, then its check."""
     return lsh_pairs(s.signatures, LSH_THRESHOLD)
 
 
@@ -412,10 +419,11 @@ def bench_edits(
 
 
 def _hashes(text: str, features: Features) -> UInt64Array:
-    """The document's shingle hashes; one empty shingle set is an error of the folder's files."""
+    """The document's shingle hashes. None is empty (a drawn document has a word character and
+    its copies keep their words); should one be, a lone 0 stands in rather than a shifted corpus."""
     try:
         return feature_hashes(text, features)
-    except EmptyDocument:  # (drawn documents have a word character; a copy keeps its words)
+    except EmptyDocument:
         return np.zeros(1, dtype=np.uint64)
 
 

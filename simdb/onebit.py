@@ -1,8 +1,10 @@
 """One-bit MinHash fingerprint, spec v1: a 64-bit fingerprint for Hamming search whose bits are
 the lowest bits of 64 MinHash values (b-bit minwise hashing with b = 1, Li and König 2010).
 
-Pure code (numpy and xxhash). Not yet an index's fingerprint: issue 40 measures it beside
-SimHash (simdb.measure.edits) before any index stores it.
+Pure code (numpy, xxhash and the jaccard mode's compiled minima, simdb.minhash). It is fingerprint
+spec v3 of the simhash mode (`simdb create NAME --fingerprint-spec 3`): simhash.fingerprints
+dispatches spec 3 to fingerprints() here, whose 64 bits are seed 0's and whose 128 bits are
+seeds 0 and 1's side by side (bit i from MinHash value i, i = 0..127).
 
 Spec v1, for a document and a seed s (0 <= s < MAX_SEED):
 
@@ -25,19 +27,22 @@ angle / pi, two to three times as often near J = 0.95.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import xxhash
 
 from simdb.errors import InvalidParameter
+from simdb.minhash import document_signatures
 from simdb.onetext import fmix64
 from simdb.simhash import (
     DEFAULT_FEATURES,
+    WIDTHS,
     Content,
     EmptyDocument,
     Features,
     UInt64Array,
+    check_bits,
     document_shingles,
     empty,
 )
@@ -46,8 +51,6 @@ ONEBIT_SPEC_VERSION = 1
 BITS = 64
 MAX_SEED = 1 << 26  # 64 * (s + 1) permutation numbers must fit in 4 bytes
 _ROWS = 4096  # shingles mixed at once: a 4096 x 64 block of uint64 (2 MiB) bounds the memory
-_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
-_POSITIONS = np.arange(BITS, dtype=np.uint64)
 
 
 def check_seed(seed: int) -> int:
@@ -83,10 +86,14 @@ def minima(pieces: Iterable[UInt64Array], seed: int = 0) -> UInt64Array | None:
 
 
 def from_minima(values: UInt64Array) -> int:
-    """Step 3: the fingerprint whose bit j is the lowest bit of values[j] (64 values)."""
-    if len(values) != BITS:
-        raise InvalidParameter(f"{len(values)} MinHash values given", f"give exactly {BITS}")
-    return int(np.bitwise_or.reduce((np.asarray(values, dtype=np.uint64) & np.uint64(1)) << _POSITIONS))
+    """Step 3: the fingerprint whose bit j is the lowest bit of values[j] (64 values, or 128 for
+    fingerprint spec v3's 128 bits)."""
+    if len(values) not in WIDTHS:
+        raise InvalidParameter(
+            f"{len(values)} MinHash values given", f"give {' or '.join(map(str, WIDTHS))}, one per bit"
+        )
+    lowest = (np.asarray(values, dtype=np.uint64) & np.uint64(1)).astype(np.uint8)
+    return int.from_bytes(np.packbits(lowest, bitorder="little").tobytes(), "little")
 
 
 def onebit(shingles: UInt64Array, seed: int = 0) -> int:
@@ -105,3 +112,14 @@ def onebit_fingerprint(content: Content, features: Features = DEFAULT_FEATURES, 
     if values is None:
         raise empty(features)
     return from_minima(values)
+
+
+def fingerprints(
+    contents: Sequence[Content], features: Features = DEFAULT_FEATURES, bits: int = BITS
+) -> list[int | None]:
+    """Fingerprint spec v3 of the simhash mode, for each document (None: no shingles): bit i is
+    the lowest bit of MinHash value i, i = 0..bits-1 (64: seed 0's fingerprint; 128: seed 0's,
+    then seed 1's in the high half). The minima are the jaccard mode's plain signature (signature
+    spec v1), so a batch of short texts takes one compiled call and a long one goes in pieces."""
+    found = document_signatures(contents, features, check_bits(bits), spec=1)
+    return [None if values is None else from_minima(values) for values in found]

@@ -1,5 +1,6 @@
 """One-bit MinHash fingerprint spec v1 (issue 40): known answers, the spec read loop by loop, and
-the law that a bit differs with probability about (1 - J) / 2."""
+the law that a bit differs with probability about (1 - J) / 2; and fingerprint spec v3 of the
+simhash mode, which is that fingerprint at 64 bits (seed 0) and 128 bits (seeds 0 and 1)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,15 @@ from simdb.errors import InvalidParameter
 from simdb.measure.edits import reflowed
 from simdb.minhash import signature
 from simdb.onebit import BITS, from_minima, onebit, onebit_fingerprint
-from simdb.simhash import EmptyDocument, Features, feature_hashes
+from simdb.simhash import (
+    DEFAULT_FEATURES,
+    EmptyDocument,
+    Features,
+    feature_hashes,
+    fingerprint,
+    fingerprints,
+    simhash,
+)
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog",
@@ -35,6 +44,19 @@ KNOWN = {
 }
 KNOWN_BYTES = 0x837D5B490BF653DA  # BYTES, bytes:4 features, seed 0
 
+# Fingerprint spec v3 (pinned: a change here is a new fingerprint spec version): 64 bits are seed
+# 0's one-bit MinHash, 128 bits the lowest bits of MinHash values 0..127 (seed 1's in the high half).
+KNOWN_SPEC3 = {
+    (TEXTS[0], 64): 0xBB1CE4E62564CB30,
+    (TEXTS[0], 128): 0xCFEAD033252721EC_BB1CE4E62564CB30,
+    (TEXTS[1], 64): 0x811FE95EB4FA6A37,
+    (TEXTS[1], 128): 0x999662FF236D4534_811FE95EB4FA6A37,
+    (TEXTS[2], 64): 0x0F9F480CC0755DAF,
+    (TEXTS[2], 128): 0x7692FE7777DA76C8_0F9F480CC0755DAF,
+}
+KNOWN_SPEC3_BYTES = 0xFFBA6E5D09139FCB_837D5B490BF653DA  # BYTES, bytes:4 features, 128 bits
+KNOWN_SPEC3_CHARS = 0x122BFC36570D3589_45E9AD92D50F2AA9  # TEXTS[1], char:5 features, 128 bits
+
 
 def _reference(shingles: set[int], seed: int) -> int:
     """The spec loop by loop: bit j is the lowest bit of MinHash value 64 * seed + j."""
@@ -53,6 +75,46 @@ def test_known_answers_equal_the_plain_reading_of_the_spec() -> None:
         assert _reference(set(feature_hashes(text).tolist()), seed) == expected
     shingles = set(feature_hashes(BYTES, Features("bytes", 4)).tolist())
     assert _reference(shingles, 0) == KNOWN_BYTES
+
+
+def test_spec3_known_answers() -> None:
+    for (text, bits), expected in KNOWN_SPEC3.items():
+        assert fingerprint(text, spec=3, bits=bits) == expected
+    assert fingerprint(BYTES, Features("bytes", 4), spec=3, bits=128) == KNOWN_SPEC3_BYTES
+    assert fingerprint(TEXTS[1], Features("char", 5), spec=3, bits=128) == KNOWN_SPEC3_CHARS
+
+
+def test_spec3_is_the_plain_reading_of_the_spec_at_both_widths() -> None:
+    """Bit i is the lowest bit of MinHash value i: seed 0's fingerprint, then seed 1's."""
+    cases = [(text, DEFAULT_FEATURES) for text in TEXTS] + [
+        (BYTES, Features("bytes", 4)),
+        (TEXTS[1], Features("char", 5)),
+    ]
+    for content, features in cases:
+        shingles = set(feature_hashes(content, features).tolist())
+        low, high = _reference(shingles, 0), _reference(shingles, 1)
+        assert fingerprint(content, features, spec=3) == low
+        assert fingerprint(content, features, spec=3, bits=128) == low | high << 64
+    assert KNOWN_SPEC3[(TEXTS[0], 128)] == KNOWN[(TEXTS[0], 0)] | KNOWN[(TEXTS[0], 1)] << 64
+
+
+def test_spec3_of_a_batch_equals_each_document_alone() -> None:
+    """One compiled call for short texts, pieces for a long one, None for no words: the same
+    fingerprints as onebit_fingerprint of each document."""
+    rng = np.random.default_rng(3)
+    long_text = " ".join(f"w{value}" for value in rng.integers(0, 50_000, size=400_000))
+    batch = [*TEXTS, long_text, TEXTS[0] + " and one more word"]
+    for bits in (64, 128):
+        found = fingerprints([*batch, "  ... !!! "], spec=3, bits=bits)
+        assert found[-1] is None
+        for content, value in zip(batch, found, strict=False):
+            low = onebit_fingerprint(content)
+            assert value == (low if bits == 64 else low | onebit_fingerprint(content, seed=1) << 64)
+
+
+def test_spec3_is_no_simhash_of_hashes() -> None:
+    with pytest.raises(InvalidParameter, match="fingerprint spec 3 is not a SimHash"):
+        simhash(feature_hashes(TEXTS[0]), spec=3)
 
 
 def test_seeds_0_and_1_are_the_lowest_bits_of_the_jaccard_signature() -> None:

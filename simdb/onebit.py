@@ -32,11 +32,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import xxhash
 
+from simdb import onetext
 from simdb.errors import InvalidParameter
 from simdb.minhash import document_signatures
 from simdb.onetext import fmix64
 from simdb.simhash import (
+    ASCII_WORDS,
     DEFAULT_FEATURES,
+    SHINGLE_MULTIPLIER,
     WIDTHS,
     Content,
     EmptyDocument,
@@ -45,6 +48,9 @@ from simdb.simhash import (
     check_bits,
     document_shingles,
     empty,
+    in_pieces,
+    unit_text,
+    without_kernels,
 )
 
 ONEBIT_SPEC_VERSION = 1
@@ -120,6 +126,28 @@ def fingerprints(
     """Fingerprint spec v3 of the simhash mode, for each document (None: no shingles): bit i is
     the lowest bit of MinHash value i, i = 0..bits-1 (64: seed 0's fingerprint; 128: seed 0's,
     then seed 1's in the high half). The minima are the jaccard mode's plain signature (signature
-    spec v1), so a batch of short texts takes one compiled call and a long one goes in pieces."""
-    found = document_signatures(contents, features, check_bits(bits), spec=1)
+    spec v1), so a batch of short texts takes one compiled call and a long one goes in pieces;
+    a query's one short text is hashed in numpy, without loading the kernels (_one_short_text)."""
+    check_bits(bits)
+    alone = _one_short_text(contents, features)
+    if alone is not None:
+        return [in_numpy(alone, features, bits)]
+    found = document_signatures(contents, features, bits, spec=1)
     return [None if values is None else from_minima(values) for values in found]
+
+
+def _one_short_text(contents: Sequence[Content], features: Features) -> bytes | None:
+    """The unit text of the only document, if simhash.without_kernels would hash it in numpy."""
+    if len(contents) != 1 or not isinstance(contents[0], str) or in_pieces(contents[0], features):
+        return None
+    text = unit_text(contents[0], features)
+    return text if without_kernels([text]) else None
+
+
+def in_numpy(text: bytes, features: Features, bits: int = BITS) -> int | None:
+    """fingerprints() of one unit text (simhash.unit_text) in numpy and the xxhash package, with
+    the shingles of simdb.onetext: the same value, without loading the compiled kernels."""
+    hashes = onetext.shingles(text, features.kind == "char", ASCII_WORDS, features.n, SHINGLE_MULTIPLIER)
+    seeds = [minima([hashes], seed) for seed in range(check_bits(bits) // BITS)]
+    least = [values for values in seeds if values is not None]  # all, or none: no shingles
+    return from_minima(np.concatenate(least)) if least else None

@@ -493,10 +493,16 @@ BitCounts = Callable[
 ]  # kernels.bit_counts and onetext.bit_counts
 
 
+def without_kernels(texts: list[bytes]) -> bool:
+    """Whether these unit texts are hashed in numpy (simdb.onetext) rather than by the compiled
+    kernels: one short text in a process that has not loaded them (a query's start-up skips numba;
+    the values are the same)."""
+    return len(texts) == 1 and len(texts[0]) <= onetext.LIMIT and "simdb.kernels" not in sys.modules
+
+
 def _bit_counts(texts: list[bytes]) -> BitCounts:
-    """Where step 3-5's counters come from: the compiled kernels, or numpy for one short text in
-    a process that has not loaded them (a query's start-up skips numba; the values are the same)."""
-    if len(texts) == 1 and len(texts[0]) <= onetext.LIMIT and "simdb.kernels" not in sys.modules:
+    """Where step 3-5's counters come from: the compiled kernels, or numpy (without_kernels)."""
+    if without_kernels(texts):
         return onetext.bit_counts
     from simdb import kernels
 

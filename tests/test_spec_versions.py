@@ -93,7 +93,7 @@ def test_library_ingest_into_an_index_uses_its_spec(conn: Conn, spec: int, bits:
 
 
 def test_a_spec3_index_finds_a_one_word_edit_that_spec2_misses(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path
 ) -> None:
     assert hamming(fingerprint(PROSE, spec=3), fingerprint(EDITED, spec=3)) == 1
     assert hamming(fingerprint(PROSE, spec=2), fingerprint(EDITED, spec=2)) == 6

@@ -577,15 +577,40 @@ def byte_histogram(values: UInt64Array, words: int, wide_key: np.uint64) -> npt.
     return counts
 
 
+_MINIMA_BLOCK = 2048  # values taken through all the permutations at a time (16 KiB: in L1 cache)
+
+
+@_inline
+def _fmix64_after_first_shift(h: np.uint64) -> np.uint64:
+    """fmix64 less its first step, h ^ (h >> 33) (which minima applies to values and seeds apart)."""
+    h *= FMIX_C1
+    h ^= h >> np.uint64(33)
+    h *= FMIX_C2
+    return h ^ (h >> np.uint64(33))
+
+
 @_compiled
 def minima(values: UInt64Array, seeds: UInt64Array) -> UInt64Array:
-    """For each seed, the least fmix64(value XOR seed) over the values (MinHash's signature)."""
+    """For each seed, the least fmix64(value XOR seed) over the values (MinHash's signature).
+
+    A block of values at a time, seed by seed, so that the inner loop is a minimum over an array,
+    which the compiler vectorises (twice as fast as seed by seed for each value: one-bit MinHash,
+    fingerprint spec v3, spends most of its time here). fmix64's first step is linear in XOR:
+    (v ^ s) ^ ((v ^ s) >> 33) = (v ^ v >> 33) ^ (s ^ s >> 33), so it is done once per value and seed.
+    """
     out = np.full(len(seeds), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
-    for value in values:
+    block = np.empty(min(len(values), _MINIMA_BLOCK), dtype=np.uint64)
+    for start in range(0, len(values), _MINIMA_BLOCK):
+        size = min(_MINIMA_BLOCK, len(values) - start)
+        for at in range(size):
+            value = values[start + at]
+            block[at] = value ^ (value >> np.uint64(33))
         for position in range(len(seeds)):
-            mixed = _fmix64(value ^ seeds[position])
-            if mixed < out[position]:
-                out[position] = mixed
+            seed = seeds[position] ^ (seeds[position] >> np.uint64(33))
+            least = out[position]
+            for at in range(size):
+                least = min(least, _fmix64_after_first_shift(block[at] ^ seed))
+            out[position] = least
     return out
 
 

@@ -54,6 +54,13 @@ def _shingles(units: UInt64Array, n: int, multiplier: np.uint64) -> UInt64Array:
     return fmix64(acc)
 
 
+def shingles(text: bytes, chars: bool, mapping: bytes, n: int, multiplier: np.uint64) -> UInt64Array:
+    """The shingle hashes of one unit text, as kernels.shingles gives them from its units (none
+    for a text without units): what one-bit MinHash (simdb.onebit) takes the minima of."""
+    units = _units(text, chars, mapping)
+    return _shingles(units, n, multiplier) if len(units) else units
+
+
 def bit_counts(
     texts: list[bytes],
     chars: bool,

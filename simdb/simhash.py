@@ -1,5 +1,5 @@
 """SimHash fingerprint specs: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 or
-128 bits.
+128 bits; and the one dispatch from a spec version to the code that computes it (FINGERPRINTERS).
 
 Spec v1 weighs each shingle by its number of occurrences; spec v2 (the default for new indexes)
 counts each distinct shingle once, so the fingerprint tracks the overlap of shingle sets
@@ -7,7 +7,8 @@ counts each distinct shingle once, so the fingerprint tracks the overlap of shin
 Steps 1-4 are the same in both. A 128-bit fingerprint keeps the 64-bit one as its low half and
 folds a second word per shingle, fmix64(hash XOR WIDE_KEY), into its high half. A long document
 is hashed a piece at a time, in memory bounded whatever its length (see PIECE), with the same
-fingerprint.
+fingerprint. Spec v3 is no SimHash: the same steps 1-4, then the lowest bits of MinHash values
+(one-bit MinHash, simdb.onebit), chosen with --fingerprint-spec 3.
 
 Pure code (numpy, xxhash and the compiled loops of simdb.kernels; simdb.onetext for one short
 text while the kernels are not loaded), so it is fast to test and easy
@@ -17,6 +18,7 @@ check it against a plain loop-by-loop reading of the spec.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import unicodedata
@@ -31,8 +33,8 @@ import xxhash
 from simdb import onetext
 from simdb.errors import InvalidParameter
 
-SPEC_VERSIONS = (1, 2)
-SPEC_VERSION = 2  # the newest, which new indexes use
+SPEC_VERSION = 2  # the default of new indexes (SPEC_VERSIONS, at the end: all that FINGERPRINTERS computes)
+SIMHASH_SPECS = (1, 2)  # the spec versions that are SimHashes (simhash() of shingle hashes)
 WIDTHS = (64, 128)  # fingerprint widths in bits; 64 is the default
 WORD = 64  # bits of one shingle hash
 
@@ -259,9 +261,10 @@ def _next_range(prefix: int, depth: int, held: int, limit: int) -> tuple[int, in
     return prefix, depth
 
 
-def _counts(content: Content, features: Features, spec: int, bits: int) -> Counts:
-    """Step 5's counters of a document, under fingerprint spec `spec`, a piece at a time."""
-    if spec == 1:
+def _counts(content: Content, features: Features, distinct: bool, bits: int) -> Counts:
+    """Step 5's counters of a document, a piece at a time: of every shingle occurrence (spec v1),
+    or of each `distinct` shingle once (spec v2)."""
+    if not distinct:
         return _counted(document_shingles(content, features)(), bits)
     if features.binary:  # the byte n-grams' hashes computed as they are collected
         n = features.n
@@ -288,8 +291,14 @@ def check_bits(bits: int) -> int:
 
 
 def simhash(hashes: UInt64Array, spec: int = SPEC_VERSION, bits: int = 64) -> int:
-    """Step 5: the `bits`-bit fingerprint of a document's shingle hashes, under fingerprint spec `spec`."""
-    pieces = [hashes] if check_spec(spec) == 1 else distinct_ranges(lambda: [hashes])
+    """Step 5: the `bits`-bit SimHash of a document's shingle hashes, under fingerprint spec `spec`
+    (v1 or v2; spec v3 of shingle hashes is onebit.onebit)."""
+    if check_spec(spec) not in SIMHASH_SPECS:
+        raise InvalidParameter(
+            f"fingerprint spec {spec} is not a SimHash",
+            "use spec 1 or 2 here; a one-bit MinHash (spec 3) of shingle hashes is simdb.onebit.onebit",
+        )
+    pieces = [hashes] if spec == 1 else distinct_ranges(lambda: [hashes])
     return fold(*_counted(pieces, check_bits(bits)))
 
 
@@ -466,8 +475,8 @@ def sorted_out(
 def fingerprint(
     content: Content, features: Features = DEFAULT_FEATURES, spec: int = SPEC_VERSION, bits: int = 64
 ) -> int:
-    """The unsigned `bits`-bit SimHash (64 or 128) of a document under fingerprint spec `spec` (v2
-    by default); raises EmptyDocument if it has no shingles.
+    """The unsigned `bits`-bit fingerprint (64 or 128) of a document under fingerprint spec `spec`
+    (v2, SimHash, by default; v3 one-bit MinHash); raises EmptyDocument if it has no shingles.
 
     Text goes through the features; raw bytes (a file read for bytes:N) need bytes features,
     and bytes features take text as its UTF-8 bytes.
@@ -484,10 +493,16 @@ BitCounts = Callable[
 ]  # kernels.bit_counts and onetext.bit_counts
 
 
+def without_kernels(texts: list[bytes]) -> bool:
+    """Whether these unit texts are hashed in numpy (simdb.onetext) rather than by the compiled
+    kernels: one short text in a process that has not loaded them (a query's start-up skips numba;
+    the values are the same)."""
+    return len(texts) == 1 and len(texts[0]) <= onetext.LIMIT and "simdb.kernels" not in sys.modules
+
+
 def _bit_counts(texts: list[bytes]) -> BitCounts:
-    """Where step 3-5's counters come from: the compiled kernels, or numpy for one short text in
-    a process that has not loaded them (a query's start-up skips numba; the values are the same)."""
-    if len(texts) == 1 and len(texts[0]) <= onetext.LIMIT and "simdb.kernels" not in sys.modules:
+    """Where step 3-5's counters come from: the compiled kernels, or numpy (without_kernels)."""
+    if without_kernels(texts):
         return onetext.bit_counts
     from simdb import kernels
 
@@ -500,17 +515,23 @@ def fingerprints(
     spec: int = SPEC_VERSION,
     bits: int = 64,
 ) -> list[int | None]:
-    """fingerprint() of each document, None where it has no shingles.
+    """fingerprint() of each document, None where it has no shingles: the fingerprinter of
+    `spec` (FINGERPRINTERS), which every path that fingerprints a document goes through."""
+    return FINGERPRINTERS[check_spec(spec)](contents, features, check_bits(bits))
+
+
+def _simhashes(
+    contents: Sequence[Content], features: Features, bits: int, *, distinct: bool
+) -> list[int | None]:
+    """SimHash specs v1 (every shingle occurrence) and v2 (`distinct`: each distinct shingle once).
 
     Text features take one compiled call for all the documents (steps 3-5), which runs outside
     the GIL: threads that each fingerprint a part of a batch use every core. Bytes features,
     long texts and streams are hashed a piece at a time (the same fingerprints, in bounded memory).
     """
-    check_spec(spec)
-    check_bits(bits)
 
     def alone(content: Content) -> int | None:
-        ones, total = _counts(content, features, spec, bits)
+        ones, total = _counts(content, features, distinct, bits)
         return fold(ones, total) if total else None
 
     found, whole, texts = sorted_out(contents, features, alone)
@@ -522,7 +543,7 @@ def fingerprints(
         ASCII_WORDS,
         features.n,
         SHINGLE_MULTIPLIER,
-        spec == 2,  # v2 counts each distinct shingle once, v1 every occurrence
+        distinct,
         bits // WORD,
         WIDE_KEY,
     )
@@ -530,3 +551,22 @@ def fingerprints(
     for at, row, total in zip(whole, majority, totals, strict=True):
         found[at] = int.from_bytes(row.tobytes(), "little") if total else None
     return found
+
+
+def _onebit_minhashes(contents: Sequence[Content], features: Features, bits: int) -> list[int | None]:
+    """Spec v3, one-bit MinHash: simdb.onebit (imported here: it builds on this module's steps 1-4)."""
+    from simdb import onebit
+
+    return onebit.fingerprints(contents, features, bits)
+
+
+Fingerprinter = Callable[[Sequence[Content], Features, int], list[int | None]]
+
+# Fingerprint spec version -> what computes it (documents, features, bits). A new spec is an
+# entry here; the catalog records an index's version and every path fingerprints through this.
+FINGERPRINTERS: dict[int, Fingerprinter] = {
+    1: functools.partial(_simhashes, distinct=False),
+    2: functools.partial(_simhashes, distinct=True),
+    3: _onebit_minhashes,
+}
+SPEC_VERSIONS = tuple(FINGERPRINTERS)

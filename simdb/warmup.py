@@ -26,9 +26,10 @@ def warm() -> None:
     """Compile (or load) every kernel that fingerprints, signatures and all pairs call."""
     documents = [_SHORT, _LONG]
     for features in _FEATURES:
-        for spec in (1, 2):
-            for bits in (64, 128):
+        for spec in simhash.SPEC_VERSIONS:
+            for bits in simhash.WIDTHS:
                 simhash.fingerprints(documents, features, spec, bits)
+        for spec in (1, 2):
             minhash.document_signatures(documents, features, minhash.DEFAULT_PERMUTATIONS, spec)
     pairing.load_kernels()
 

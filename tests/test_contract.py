@@ -167,6 +167,19 @@ class Simhash128Oracle(SimhashOracle):
     described = "within 6 bits"
 
 
+class SimhashV3Oracle(SimhashOracle):
+    """An index of fingerprint spec v3 (one-bit MinHash): the planted fingerprints, and the ones it
+    makes of jaccard_corpus()'s documents, whose lightly edited copies fall within k."""
+
+    spec = SimhashSpec(max_distance=3, fingerprint_spec=3)
+    probes = ("g0_base", "g7_d3", "g31_d4", "r17", "d3", "d5_e02")
+
+    def rows(self, made: Index) -> dict[str, Sketch]:
+        texts = jaccard_corpus()
+        sketches = zip(texts, made.sketches(list(texts.values())), strict=True)
+        return {**super().rows(made), **{key: value for key, value in sketches if value is not None}}
+
+
 class JaccardOracle(Oracle):
     """The MinHash signatures of jaccard_corpus(): a pair is near when it shares a band key and its
     estimated Jaccard reaches the cutoff."""
@@ -225,6 +238,7 @@ class JaccardV1Oracle(JaccardOracle):
 ORACLES = {
     "simhash": SimhashOracle,
     "simhash128": Simhash128Oracle,
+    "simhash_v3": SimhashV3Oracle,
     "jaccard": JaccardOracle,
     "jaccard_v1": JaccardV1Oracle,
 }

@@ -192,6 +192,18 @@ def test_makemigrations_sees_no_change(migrated: str) -> None:
     assert FingerprintField(**kwargs).deconstruct()[3] == kwargs
 
 
+def test_a_field_of_spec_3_computes_one_bit_minhash() -> None:
+    text = "one-bit MinHash keeps the lowest bit of each of the first MinHash values of a document"
+    for bits in (64, 128):
+        field = FingerprintField(source="body", bits=bits, fingerprint_spec=3)
+        assert (
+            field.compute(text)
+            == simdb.fingerprint(text, spec=3, bits=bits)
+            != simdb.fingerprint(text, bits=bits)
+        )
+        assert field.deconstruct()[3]["fingerprint_spec"] == 3
+
+
 def test_a_source_that_is_no_field_fails_the_checks() -> None:
     from django.db import models
     from django.test.utils import isolate_apps
@@ -212,6 +224,8 @@ def test_a_source_that_is_no_field_fails_the_checks() -> None:
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(InvalidParameter, match="width 96"):
         FingerprintField(bits=96)
+    with pytest.raises(InvalidParameter, match=r"unknown fingerprint spec 4 \(use one of 1, 2, 3\)"):
+        FingerprintField(fingerprint_spec=4)
     with pytest.raises(InvalidParameter, match="one field"):
         SimhashIndex(fields=["a", "b"], name="two")
     with pytest.raises(simdb.SimdbError):

@@ -62,8 +62,8 @@ def test_every_option_has_help_and_the_summaries_are_whole_sentences(
     listed = " ".join(out.split("Commands:\n")[1].split())  # as words, however it is wrapped
     assert code == 0 and "..." not in listed
     assert (
-        "fingerprint Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 "
-        "bits) of a text, or its MinHash sketch (spec v3: the band keys for --threshold, then a 64-word check)."
+        "fingerprint Print the 64-bit fingerprint (SimHash spec v2 unless --fingerprint-spec 1, or one-bit "
+        "MinHash with 3; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for --threshold, then a 64-word check)."
     ) in listed
     assert "bytes:N" in simdb(capsys, "fingerprint", "--help")[1]
 

@@ -12,7 +12,8 @@ from reference import reference_fingerprint
 
 from simdb import kernels
 from simdb.measure import previous
-from simdb.minhash import document_signature, document_signatures, sketch
+from simdb.minhash import document_signature, document_signatures, seeds, sketch
+from simdb.onebit import minima, permutation_seeds
 from simdb.simhash import EmptyDocument, Features, feature_hashes, fingerprint, fingerprints, token_text
 
 
@@ -103,6 +104,20 @@ def test_many_signatures_in_one_call_equal_each_document_alone(
             expected.append(None)
     found = document_signatures(texts, features, 64, spec)
     assert [None if value is None else value.tolist() for value in found] == expected
+
+
+def test_minima_equal_the_numpy_one_bit_minhash_across_blocks() -> None:
+    """kernels.minima (a block of values at a time, seed by seed) against onebit.minima (numpy's
+    fmix64 over a value-by-seed matrix): equal at sizes around the block's, over 64 and 128 seeds."""
+    rng = np.random.default_rng(40)
+    block = kernels._MINIMA_BLOCK
+    for size in (1, 2, 63, block - 1, block, block + 1, 3 * block + 5):
+        values = rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
+        for seed in (0, 1):
+            assert kernels.minima(values, permutation_seeds(seed)).tolist() == minima([values], seed).tolist()
+        both = kernels.minima(values, seeds(128)).tolist()
+        assert both == minima([values], 0).tolist() + minima([values], 1).tolist()
+    assert kernels.minima(np.zeros(0, dtype=np.uint64), seeds(64)).tolist() == [2**64 - 1] * 64
 
 
 @settings(max_examples=150, deadline=None)

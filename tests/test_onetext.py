@@ -1,5 +1,6 @@
 """simdb.onetext (one short text in numpy, for a query's start-up) against the compiled kernels:
-the same counters, so the same fingerprints, for every feature kind, spec and width."""
+the same counters, so the same fingerprints, for every feature kind, spec and width; and the same
+shingles, so the same one-bit MinHash (fingerprint spec v3)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,16 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdb import kernels, onetext
-from simdb.simhash import ASCII_WORDS, SHINGLE_MULTIPLIER, WIDE_KEY, Features, unit_text
+from simdb import kernels, onebit, onetext
+from simdb.simhash import (
+    ASCII_WORDS,
+    SHINGLE_MULTIPLIER,
+    WIDE_KEY,
+    Features,
+    fingerprint,
+    fingerprints,
+    unit_text,
+)
 
 _TEXT = st.text(alphabet=st.sampled_from("ab cd\tÉé ß ﬁ\u0301 x_1,.\n漢字🙂"), max_size=200)
 
@@ -36,6 +45,16 @@ def test_onetext_counts_as_the_kernels_do(
     assert np.array_equal(ones, expected_ones)
 
 
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, st.sampled_from(["word", "char"]), st.integers(1, 6), st.sampled_from([64, 128]))
+def test_spec3_of_one_short_text_in_numpy_equals_the_kernels(text: str, kind: str, n: int, bits: int) -> None:
+    features = Features(kind, n)
+    assert (
+        onebit.in_numpy(unit_text(text, features), features, bits)
+        == fingerprints([text], features, 3, bits)[0]
+    )
+
+
 def test_a_short_text_is_fingerprinted_without_loading_numba() -> None:
     """`simdb fingerprint --text` (and a query by text, which fingerprints the same way) reads
     numba and the kernels' machine code only for longer texts."""
@@ -58,3 +77,10 @@ def test_a_short_text_is_fingerprinted_without_loading_numba() -> None:
         check=True,
     )
     assert loaded.stdout.splitlines()[-1] == "['numba', 'simdb.kernels']", loaded.stdout
+    spec3 = subprocess.run(
+        [sys.executable, "-c", probe, "fingerprint", "--text", "hello world", "--fingerprint-spec", "3"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert spec3.stdout.splitlines() == [f"{fingerprint('hello world', spec=3):016x}", "[]"], spec3.stdout

@@ -67,3 +67,57 @@ def test_bytes_quality_counts_files_sharing_a_fingerprint(
     assert methods["simdb spec v1"]["unrelated_at_zero"] == 45
     v2 = {fingerprint_bytes((tmp_path / f"f{n}.bin").read_bytes(), 4, 2) for n in range(10)}
     assert methods["simdb spec v2"]["largest_share"] == pytest.approx(1 / len(v2))
+
+
+def _words_text(rng: random.Random, size: int) -> str:
+    """Text of random words, about `size` bytes: lines of 10 words, paragraphs of 5 lines."""
+    lines: list[str] = []
+    while sum(len(line) + 1 for line in lines) < size:
+        lines.append(" ".join(f"w{rng.randrange(3000)}" for _ in range(10)))
+        if len(lines) % 6 == 5:
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def test_planted_edits_report_every_kind_band_and_method(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from simdb.measure.edits import BANDS, KINDS, METHODS
+
+    rng = random.Random(4)
+    for number, size in enumerate([1500, 1600, 1700, 5000, 6000, 7000, 15_000, 20_000, 25_000, 300]):
+        (tmp_path / f"f{number}.txt").write_text(_words_text(rng, size))
+    (tmp_path / "marks.txt").write_text("-- !! ..\n" * 200)  # 1.8 KB without a word: not drawn
+    code, out, _ = simdb(capsys, "bench", "--edits", str(tmp_path), "--sample", "2", "--json")
+    assert code == 0
+    result = json.loads(out)
+    names = [name for name, _, _ in BANDS]
+    assert result["files_read"] == 11 and result["copies"] == 6 * len(KINDS)
+    assert result["threshold"] == 0.5 and result["seed"] == 0 and result["features"] == "word:3"
+    assert [(name, band["files"], band["in_folder"]) for name, band in result["bands"].items()] == [
+        (name, 2, 3) for name in names
+    ]
+    assert set(result["machine"]) == {"cpu", "cores", "python", "os"}
+    assert list(result["planted_jaccard"]) == list(KINDS)
+    assert result["similar_pairs"] >= 6 * 28  # each file and its 7 copies
+    assert [m["method"] for m in result["methods"]] == list(METHODS)
+    for method in result["methods"]:
+        assert list(method["recall"]) == list(KINDS)
+        assert list(method["recall_band"]) == list(method["precision_by_band"]) == names
+        assert all(list(by_kind) == list(KINDS) for by_kind in method["recall_by_band"].values())
+        assert all(0 <= value <= 1 for value in [*method["recall"].values(), method["precision"]])
+
+    code, out, _ = simdb(capsys, "bench", "--edits", str(tmp_path), "--sample", "2", "--threshold", "0.9")
+    assert code == 0
+    assert out.splitlines()[0] == (
+        f"planted edits in {tmp_path}: 6 files of 11 read, one copy per kind each (42 copies), "
+        "word:3 shingles, seed 0"
+    )
+    assert "pairs reported at exact Jaccard >= 0.9" in out.splitlines()[2]
+
+    code, _, err = simdb(capsys, "bench", "--edits", str(tmp_path), "--features", "bytes:4")
+    assert code == 1
+    assert (
+        err
+        == "simdb: error: --edits plants edits in text, not bytes:4 features (use word:N or char:N features)\n"
+    )

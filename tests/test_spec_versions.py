@@ -1,4 +1,5 @@
-"""Fingerprint specs side by side: v1 indexes keep answering with v1, new indexes use v2."""
+"""Fingerprint specs side by side: v1 indexes keep answering with v1, new indexes use v2, and an
+index created with v3 (one-bit MinHash) fingerprints everything under v3."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from support import Conn, simdb
 
 from simdb import attach, index, ingest, query
-from simdb.bits import to_hex, to_unsigned
+from simdb.bits import hamming, to_hex, to_unsigned
 from simdb.errors import IndexMismatch
 from simdb.modes import JaccardSpec, SimhashSpec
 from simdb.readers import Document
@@ -19,6 +20,21 @@ from simdb.simhash import fingerprint
 # Repeated shingles, so the two specs give different fingerprints.
 TEXT = "to be or not to be " * 20 + " ".join(f"line{i} of the play" for i in range(60))
 COPY = TEXT.replace("line30 ", "verse30 ", 1)
+
+# Prose with one word replaced: 1 bit apart under spec v3, 6 under spec v2 (pinned in the test).
+PROSE = (
+    "A near-duplicate is a copy that someone changed a little: a word replaced, a line added, "
+    "a sentence moved or the whitespace reflowed. Search engines drop such copies from their "
+    "results, archives keep one of each, and teachers look for them in essays. SimHash gives a "
+    "document a fingerprint of sixty-four bits that moves a few bits when the text changes a "
+    "little, so that copies are found by counting the bits in which two fingerprints differ. "
+    "Manku, Jain and Das Sarma showed in 2007 how to find every fingerprint within three bits of a "
+    "query among billions: cut the bits into blocks, and keep one sorted table per choice of "
+    "blocks, so that one of the tables agrees with the query on a long prefix. MinHash estimates "
+    "the Jaccard similarity of two sets of shingles, and its lowest bits make a fingerprint whose "
+    "bits differ less often than those of a SimHash when a single word is edited."
+)
+EDITED = PROSE.replace("teachers", "editors")
 
 
 def stored(conn: Conn, name: str) -> dict[str, int]:
@@ -60,23 +76,77 @@ def test_v1_and_v2_indexes_side_by_side(
     assert simdb(capsys, "fingerprint", "--text", TEXT) == (0, to_hex(fingerprint(TEXT, spec=2)) + "\n", "")
 
 
-def test_library_ingest_into_a_v1_index_uses_v1(conn: Conn) -> None:
-    made = index.create(conn, "old", SimhashSpec(fingerprint_spec=1))
-    assert made.spec_version == 1 and index.get(conn, "old").spec_version == 1
-    ingest.ingest(conn, index.get(conn, "old"), [Document("a", TEXT, 0)])
-    assert stored(conn, "old") == {"a": fingerprint(TEXT, spec=1)}
+@pytest.mark.parametrize(("spec", "bits"), [(1, 64), (3, 64), (3, 128)])
+def test_library_ingest_into_an_index_uses_its_spec(conn: Conn, spec: int, bits: int) -> None:
+    made = index.create(conn, "old", SimhashSpec(fingerprint_spec=spec, bits=bits))
+    assert made.spec_version == spec and index.get(conn, "old").spec_version == spec
+    ingest.ingest(conn, index.get(conn, "old"), [Document("a", TEXT, 0), Document("b", COPY, 0)])
+    expected = {"a": fingerprint(TEXT, spec=spec, bits=bits), "b": fingerprint(COPY, spec=spec, bits=bits)}
+    if bits == 64:
+        assert stored(conn, "old") == expected
+    assert index.get(conn, "old").sketch(TEXT) == expected["a"] != fingerprint(TEXT, spec=2, bits=bits)
+    found = query.near(conn, index.get(conn, "old"), expected["a"])
+    assert [(m.key, m.distance) for m in found] == [
+        ("a", 0),
+        ("b", (expected["a"] ^ expected["b"]).bit_count()),
+    ]
+
+
+def test_a_spec3_index_finds_a_one_word_edit_that_spec2_misses(
+    capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path
+) -> None:
+    assert hamming(fingerprint(PROSE, spec=3), fingerprint(EDITED, spec=3)) == 1
+    assert hamming(fingerprint(PROSE, spec=2), fingerprint(EDITED, spec=2)) == 6
+    (tmp_path / "a.txt").write_text(PROSE)
+    (tmp_path / "b.txt").write_text(EDITED)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    assert simdb(capsys, "create", "edits", "--fingerprint-spec", "3") == (
+        0,
+        "created simhash index edits: 64-bit fingerprints, max distance 3, 4 blocks, 4 tables "
+        '(prefix 16 bits), features word:3, spec v3; SQL: simdb."edits"\n',
+        "",
+    )
+    assert simdb(capsys, "create", "plain") == (
+        0,
+        "created simhash index plain: 64-bit fingerprints, max distance 3, 4 blocks, 4 tables "
+        '(prefix 16 bits), features word:3, spec v2; SQL: simdb."plain"\n',
+        "",
+    )
+    for name in ("edits", "plain"):
+        code, out, _ = simdb(capsys, "ingest", name, str(tmp_path))
+        assert code == 0 and out.startswith("ingested 2 documents: 2 new,")
+    assert simdb(capsys, "query", "edits", "--file", str(a)) == (
+        0,
+        f"distance  key\n       0  {a}\n       1  {b}\n",
+        "",
+    )
+    assert simdb(capsys, "query", "edits", "--text", EDITED) == (
+        0,
+        f"distance  key\n       0  {b}\n       1  {a}\n",
+        "",
+    )
+    assert simdb(capsys, "query", "plain", "--file", str(a)) == (0, f"distance  key\n       0  {a}\n", "")
+    code, out, _ = simdb(capsys, "list")
+    assert code == 0 and [line.split()[4] for line in out.splitlines()[1:]] == ["v3", "v2"]
+    assert simdb(capsys, "fingerprint", "--text", PROSE, "--fingerprint-spec", "3") == (
+        0,
+        to_hex(fingerprint(PROSE, spec=3)) + "\n",
+        "",
+    )
+    # v3 is a choice, not an older spec: reindex leaves it (v1 indexes move to the default, v2)
+    assert simdb(capsys, "reindex", "edits") == (0, "index edits already uses spec v3; nothing to do\n", "")
 
 
 def test_unknown_specs_are_refused(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
-    code, _, err = simdb(capsys, "create", "x", "--fingerprint-spec", "3")
-    assert (code, err) == (1, "simdb: error: unknown fingerprint spec 3 (use one of 1, 2)\n")
+    code, _, err = simdb(capsys, "create", "x", "--fingerprint-spec", "4")
+    assert (code, err) == (1, "simdb: error: unknown fingerprint spec 4 (use one of 1, 2, 3)\n")
     code, _, err = simdb(capsys, "create", "x", "--mode", "jaccard", "--fingerprint-spec", "1")
     assert code == 2 and "--fingerprint-spec applies to --mode simhash only" in err
     assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)
 
     index.create(conn, "future")
-    conn.execute("UPDATE simdb._indexes SET spec_version = 3 WHERE name = 'future'")
-    with pytest.raises(IndexMismatch, match="spec v3; this simdb makes 64/128-bit values of spec v1/v2"):
+    conn.execute("UPDATE simdb._indexes SET spec_version = 4 WHERE name = 'future'")
+    with pytest.raises(IndexMismatch, match="spec v4; this simdb makes 64/128-bit values of spec v1/v2/v3"):
         index.get(conn, "future")
 
 

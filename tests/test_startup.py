@@ -45,7 +45,13 @@ def test_the_first_compile_is_announced_once_and_a_warm_cache_is_quiet(tmp_path:
     assert "schema is at revision" in init.stdout and "kernels are compiled" in init.stdout
     assert _run(tmp_path, "-m", "simdb.warmup").stderr == ""  # the same kernels, loaded from the cache
     for features in ("word:3", "char:5", "bytes:4"):
-        for extra in ([], ["--bits", "128"], ["--fingerprint-spec", "1"], ["--mode", "jaccard"]):
+        for extra in (
+            [],
+            ["--bits", "128"],
+            ["--fingerprint-spec", "1"],
+            ["--fingerprint-spec", "3", "--bits", "128"],
+            ["--mode", "jaccard"],
+        ):
             later = _fingerprint(tmp_path, "--features", features, *extra)
             assert later.stderr == "", (features, extra, later.stderr)
 

@@ -220,8 +220,9 @@ fingerprint_spec_option = click.option(
     "--fingerprint-spec",
     type=int,
     default=None,
-    help=f"simhash: fingerprint spec version, 1 or 2 [default: {SPEC_VERSION}]; "
-    "1 only to match fingerprints made under spec v1.",
+    help=f"simhash: fingerprint spec version, 1, 2 or 3 [default: {SPEC_VERSION}]; 3 is one-bit "
+    "MinHash (finds more copies with a word or a line changed), 1 only to match fingerprints made "
+    "under spec v1.",
 )
 
 

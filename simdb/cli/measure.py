@@ -126,7 +126,11 @@ def calibrate_(
     help="jaccard: real text to plant edits in (repeatable). Default: this Python's standard library.",
 )
 @click.option(
-    "--sample", type=click.IntRange(2), default=5000, show_default=True, help="jaccard: documents read."
+    "--sample",
+    type=click.IntRange(2),
+    default=5000,
+    show_default=True,
+    help="jaccard: documents read; --edits: files drawn per size band (default 300).",
 )
 @click.option(
     "--copies",
@@ -181,6 +185,16 @@ def calibrate_(
     "(--sample, --copies, --max-edit).",
 )
 @click.option(
+    "--edits",
+    "edits_path",
+    metavar="FOLDER",
+    help="Planted single edits instead: a word, a line, a sentence, 3 words, 1% of words, a "
+    "paragraph moved, a reflow, planted in --sample files (default 300) per size band of the text "
+    "below FOLDER; recall by kind and band and precision at Jaccard >= --threshold (default 0.5) of "
+    "SimHash, one-bit MinHash and the jaccard mode (--seed; no database needed).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="--edits: the random seed.")
+@click.option(
     "--distributed",
     is_flag=True,
     help="On a Citus coordinator: the same rows on one server, distributed by key and by prefix, "
@@ -225,7 +239,12 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
     distributed by key, and in tables distributed by prefix (Manku's layout), side by side.
     --quality PATH...: sketch quality on your folders (k = 0..6 at 64 bits, 0..16 at 128) against
     exact shingle Jaccard.
+    --edits FOLDER: planted single edits (no database): recall by kind of edit and size band,
+    precision over all pairs, of SimHash, one-bit MinHash and the jaccard mode.
     """
+    if options["edits_path"]:
+        show(_bench_edits(ctx, progress_say(as_json), **options), as_json)
+        return
     if options["quality_paths"] or options["planted_paths"]:
         show(_bench_quality(progress_say(as_json), **options), as_json)
         return
@@ -398,6 +417,34 @@ def _bench_quality(
             yield f"{path} + {len(planted)} edited copies", originals + planted
 
     return quality.quality(corpora(), parsed, threshold)
+
+
+def _bench_edits(
+    ctx: click.Context,
+    say: Callable[[str], None],
+    *,
+    edits_path: str,
+    features: str,
+    sample: int,
+    threshold: float,
+    seed: int,
+    **_: Any,
+) -> Result:
+    """simdb bench --edits: planted single edits, every fingerprint's recall and precision."""
+    from simdb.measure import edits
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+
+    return edits.bench_edits(
+        text_documents((edits_path,)),
+        edits_path,
+        Features.parse(features),
+        sample if given("sample") else edits.DEFAULT_SAMPLE,
+        threshold if given("threshold") else edits.DEFAULT_PRECISION_THRESHOLD,
+        seed,
+        say,
+    )
 
 
 COMMANDS = [calibrate_, bench_]

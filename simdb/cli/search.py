@@ -302,8 +302,9 @@ def fingerprint_(
     features: str,
     as_json: bool,
 ) -> None:
-    """Print the 64-bit SimHash (spec v2 unless --fingerprint-spec 1; --bits 128 for 128 bits) of
-    a text, or its MinHash sketch (spec v3: the band keys for --threshold, then a 64-word check).
+    """Print the 64-bit fingerprint (SimHash spec v2 unless --fingerprint-spec 1, or one-bit MinHash
+    with 3; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for
+    --threshold, then a 64-word check).
 
     The signature is printed as a PostgreSQL array of signed bigints, ready for
     simdb.similar('NAME', '{...}') or an INSERT into a jaccard index.

@@ -26,7 +26,7 @@ from simdb.minhash import (
 )
 from simdb.modes.jaccard import JaccardIndex as JaccardLayout
 from simdb.modes.widths import Width, width
-from simdb.simhash import SPEC_VERSION, Features, fingerprints
+from simdb.simhash import SPEC_VERSION, Features, check_spec, fingerprints
 
 
 class SourcedField(models.Field):
@@ -124,7 +124,7 @@ class FingerprintField(SourcedField):
         self.bits = bits
         self.features = features
         self.parsed_features = Features.parse(features)
-        self.fingerprint_spec = fingerprint_spec
+        self.fingerprint_spec = check_spec(fingerprint_spec)  # InvalidParameter unless 1, 2 or 3
         super().__init__(*args, source=source, **kwargs)
 
     def deconstruct(self) -> Any:

@@ -50,8 +50,8 @@ PAIRS_MAX_DISTANCE = sql.SQL("$1")  # the only parameter of the pairs statement
 class SimhashSpec(Spec):
     """Exact search within `max_distance` bits; `blocks` overrides the planner, which plans for
     the index's expected rows and its `workload` (online, batch or both). `fingerprint_spec`:
-    the SimHash spec version (v2 unless fingerprints must match ones made under v1); `bits`: the
-    fingerprint's width, 64 or 128."""
+    the fingerprint spec version (v2 SimHash unless fingerprints must match ones made under v1;
+    v3 one-bit MinHash, which finds more edited copies); `bits`: the fingerprint's width, 64 or 128."""
 
     max_distance: int = DEFAULT_MAX_DISTANCE
     blocks: int | None = None
@@ -144,7 +144,8 @@ class SimhashIndex(Index):
         return self.fingerprint_spec
 
     def upgraded(self) -> Self | None:
-        if self.fingerprint_spec == SPEC_VERSION:
+        """v1 moves to the default, v2; v3 (one-bit MinHash, newer than the default) is a choice kept."""
+        if self.fingerprint_spec >= SPEC_VERSION:
             return None
         return dataclasses.replace(self, fingerprint_spec=SPEC_VERSION)
 

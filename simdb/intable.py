@@ -92,12 +92,12 @@ def _holds_sketches(conn: Connection, stored: InTable) -> bool:
     conditions = [sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column))]
     if stored.condition:
         conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
-    row = conn.execute(
-        sql.SQL("SELECT EXISTS (SELECT FROM {} AS t WHERE {})").format(
+    row = conn.execute(  # (not SELECT EXISTS (...): Citus cannot plan that on a distributed table)
+        sql.SQL("SELECT true FROM {} AS t WHERE {} LIMIT 1").format(
             stored.relation, sql.SQL(" AND ").join(conditions)
         )
     ).fetchone()
-    return bool(row and row[0])
+    return row is not None
 
 
 def _may_build_concurrently(conn: Connection) -> bool:

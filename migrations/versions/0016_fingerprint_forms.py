@@ -1,4 +1,6 @@
-"""simdb.hamming, to_hex and permute take a fingerprint in every form simdb.near takes; permute
+"""Fingerprint functions take every form simdb.near takes; permute checks splits.
+
+simdb.hamming, to_hex and permute take a fingerprint in every form simdb.near takes; permute
 refuses block widths and orders that are not a split of 64 bits.
 
 Revision ID: 0016

@@ -1,4 +1,6 @@
-"""An UPDATE that names the sketch column keeps its value, even the one the row had; _sources
+"""A write naming the sketch column keeps it; _sources counts rows without words.
+
+An UPDATE that names the sketch column keeps its value, even the one the row had; _sources
 records the rows with text and no words a fill found.
 
 Each index in an application's table with a text column gets the trigger that marks such a

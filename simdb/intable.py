@@ -87,11 +87,26 @@ def attach_in_table(
     return indexes.get(conn, name)
 
 
+def _rows(stored: InTable, *conditions: sql.Composable) -> list[sql.Composable]:
+    """The conditions on the table's rows (aliased t), and the index's --where condition."""
+    if stored.condition:
+        return [*conditions, sql.SQL("({})").format(sql.SQL(stored.condition))]
+    return list(conditions)
+
+
+def _count(conn: Connection, stored: InTable, *conditions: sql.Composable) -> int:
+    """How many of the table's rows (meeting --where) meet the conditions."""
+    row = conn.execute(
+        sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(
+            stored.relation, sql.SQL(" AND ").join(_rows(stored, *conditions))
+        )
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def _holds_sketches(conn: Connection, stored: InTable) -> bool:
     """Whether any row (meeting --where) has a sketch already: one the index did not make."""
-    conditions = [sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column))]
-    if stored.condition:
-        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    conditions = _rows(stored, sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column)))
     row = conn.execute(  # (not SELECT EXISTS (...): Citus cannot plan that on a distributed table)
         sql.SQL("SELECT true FROM {} AS t WHERE {} LIMIT 1").format(
             stored.relation, sql.SQL(" AND ").join(conditions)
@@ -318,12 +333,11 @@ def _check_rows(
     synced_at)."""
     report.checked = True
     _sketch_rows(conn, made, stored, report, progress, missing_only=False, jobs=jobs)
-    conditions = [
+    conditions = _rows(
+        stored,
         sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.text_column or "")),
         sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column)),
-    ]
-    if stored.condition:
-        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    )
     cleared = conn.execute(
         sql.SQL("UPDATE {} AS t SET {} = NULL WHERE {}").format(
             stored.relation, sql.Identifier(stored.sketch_column), sql.SQL(" AND ").join(conditions)
@@ -449,11 +463,8 @@ def _pages(
     """The rows with text (`missing_only`: and no sketch) as documents (key as text, the text, its
     MD5), page by page in key order: each page a statement of its own after the last key read."""
     key, text = sql.Identifier(stored.key_column), sql.Identifier(stored.text_column or "")
-    conditions = [sql.SQL("t.{} IS NOT NULL").format(text)]
-    if missing_only:
-        conditions.append(sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)))
-    if stored.condition:
-        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
+    missing = [sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column))] if missing_only else []
+    conditions = _rows(stored, sql.SQL("t.{} IS NOT NULL").format(text), *missing)
     here = tables.md5_here(conn)
     page = sql.SQL(
         "SELECT t.{key}::text, t.{text}, {hashed} FROM {table} AS t WHERE {conditions}"
@@ -555,18 +566,12 @@ def _write(
 def unfilled(conn: Connection, stored: InTable) -> int:
     """Rows with text (meeting --where) and no sketch: what the next sync reads (found by the
     partial B-tree; text without words stays without a sketch, so it is counted each time)."""
-    conditions = [
+    return _count(
+        conn,
+        stored,
         sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.sketch_column)),
         sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.text_column or "")),
-    ]
-    if stored.condition:
-        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
-    row = conn.execute(
-        sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(
-            stored.relation, sql.SQL(" AND ").join(conditions)
-        )
-    ).fetchone()
-    return 0 if row is None else int(row[0])
+    )
 
 
 def unchecked(conn: Connection, name: str, stored: InTable) -> int:
@@ -574,15 +579,7 @@ def unchecked(conn: Connection, name: str, stored: InTable) -> int:
     checked against their text yet: the next sync sketches every row and checks them."""
     if not stored.text_column or catalog.synced_at(conn, name) is not None:
         return 0
-    conditions = [sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column))]
-    if stored.condition:
-        conditions.append(sql.SQL("({})").format(sql.SQL(stored.condition)))
-    row = conn.execute(
-        sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(
-            stored.relation, sql.SQL(" AND ").join(conditions)
-        )
-    ).fetchone()
-    return 0 if row is None else int(row[0])
+    return _count(conn, stored, sql.SQL("t.{} IS NOT NULL").format(sql.Identifier(stored.sketch_column)))
 
 
 def _key_type(conn: Connection, stored: InTable) -> str:

@@ -18,7 +18,6 @@ from simdb.errors import InvalidParameter
 MAX_TABLES = 64
 MAX_DISTANCES = {64: 8, 128: 16}  # the largest k served exactly, by fingerprint width
 MAX_DISTANCE = MAX_DISTANCES[64]
-DEFAULT_MAX_DISTANCE = 3
 KEY_BITS = 64  # a table's B-tree key (the leading bits of its permuted value) is one bigint
 
 

@@ -7,7 +7,7 @@ indexes, in one transaction each, through the catalog.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -124,15 +124,21 @@ def loading(name: str) -> catalog.Reads[Index]:
     return dataclasses.replace(made, placement=stored.placement_of(found, name), storage=stored)
 
 
-def get_or_create(conn: Connection, name: str) -> Index:
-    """The index NAME, created with default settings if it does not exist yet."""
+def get_or_create(
+    conn: Connection, name: str, spec: Spec | None = None, created: Callable[[Index], object] | None = None
+) -> Index:
+    """The index NAME, created with `spec` (default: SimhashSpec()) if it does not exist yet, then
+    passed to `created` (`ingest --create` says what the new index finds)."""
     try:
         return get(conn, name)
     except IndexNotFound:
         try:
-            return create(conn, name)
+            made = create(conn, name, spec)
         except IndexExists:  # created by a concurrent process in the meantime
             return get(conn, name)
+        if created is not None:
+            created(made)
+        return made
 
 
 @dataclass(frozen=True)
@@ -145,12 +151,14 @@ class Summary:
     def as_dict(self) -> dict[str, object]:
         return {**self.index.as_dict(), "rows": self.rows}
 
-    def line(self) -> str:
+    def lines(self) -> list[str]:
+        """The index's row of the table, and what it finds on the line below."""
         made = self.index
-        return (
+        return [
             f"{made.name:<20} {made.mode:<8} {self.rows:>10}  {made.features!s:<8} "
-            f"v{made.spec_version:<3}  {made.summary}{_semicolon(made.whereabouts)}"
-        )
+            f"v{made.spec_version:<3}  {made.summary}{_semicolon(made.whereabouts)}",
+            f"{'':<20} {made.finds}",
+        ]
 
 
 def _semicolon(text: str) -> str:
@@ -168,7 +176,7 @@ class Listing:
 
     def lines(self) -> list[str]:
         header = f"{'name':<20} {'mode':<8} {'rows':>10}  {'features':<8} {'spec':<4}  parameters"
-        return [header, *(summary.line() for summary in self.summaries)]
+        return [header, *(line for summary in self.summaries for line in summary.lines())]
 
 
 def list_indexes(conn: Connection) -> list[Summary]:

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import sql
 
 from simdb.connection import Connection
@@ -209,3 +210,33 @@ def found_sketch(index: Index, key: str, found: Stored | None) -> Sketch:
     if found is None:
         raise InputError(f"index {index.name!r} has no key {key!r}", "check the key")
     return found.sketch
+
+
+NEAREST_TIMEOUT_MS = 2000  # a scan for the nearest row beyond reach gives up after this
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The row nearest a sketch whatever its score, and the Jaccard similarity the score estimates."""
+
+    key: str
+    score: Any
+    jaccard: float
+
+
+def nearest(conn: Connection, index: Index, value: Sketch, leave_out: str | None = None) -> Nearest | None:
+    """The row nearest `value` beyond the index's reach too (a scan of its rows, given up after
+    NEAREST_TIMEOUT_MS), other than `leave_out`; None if the mode has no such scan, the index no
+    other row, or the scan takes longer. `query` says it when nothing is within reach."""
+    scan = index.nearest_scan()
+    if scan is None:
+        return None
+    try:
+        with conn.transaction():
+            conn.execute("SELECT set_config('statement_timeout', %s, true)", (str(NEAREST_TIMEOUT_MS),))
+            row = conn.execute(scan, (index.to_sql(value), leave_out)).fetchone()
+    except psycopg.errors.QueryCanceled:
+        return None
+    if row is None:
+        return None
+    return Nearest(row[0], row[1], index.jaccard_at(row[1]))

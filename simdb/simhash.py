@@ -1,14 +1,14 @@
-"""SimHash fingerprint specs: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 or
-128 bits; and the one dispatch from a spec version to the code that computes it (FINGERPRINTERS).
+"""Fingerprint specs: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 or 128
+bits; and the one table of spec versions and what computes each (FINGERPRINT_SPECS).
 
-Spec v1 weighs each shingle by its number of occurrences; spec v2 (the default for new indexes)
+Spec v1 weighs each shingle by its number of occurrences; spec v2 (SimHash)
 counts each distinct shingle once, so the fingerprint tracks the overlap of shingle sets
 (Jaccard) and a few frequent shingles (markup, runs of zero bytes) cannot decide every bit.
 Steps 1-4 are the same in both. A 128-bit fingerprint keeps the 64-bit one as its low half and
 folds a second word per shingle, fmix64(hash XOR WIDE_KEY), into its high half. A long document
 is hashed a piece at a time, in memory bounded whatever its length (see PIECE), with the same
-fingerprint. Spec v3 is no SimHash: the same steps 1-4, then the lowest bits of MinHash values
-(one-bit MinHash, simdb.onebit), chosen with --fingerprint-spec 3.
+fingerprint. Spec v3, what `simdb create` gives a new index, is no SimHash: the same steps 1-4,
+then the lowest bits of MinHash values (one-bit MinHash, simdb.onebit).
 
 Pure code (numpy, xxhash and the compiled loops of simdb.kernels; simdb.onetext for one short
 text while the kernels are not loaded), so it is fast to test and easy
@@ -19,6 +19,7 @@ check it against a plain loop-by-loop reading of the spec.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import sys
 import unicodedata
@@ -33,7 +34,11 @@ import xxhash
 from simdb import onetext
 from simdb.errors import InvalidParameter
 
-SPEC_VERSION = 2  # the default of new indexes (SPEC_VERSIONS, at the end: all that FINGERPRINTERS computes)
+# The library's default spec: what fingerprint() computes and SimhashSpec() makes, SimHash v2. It
+# stays, so that code and migrations written before keep their meaning; the CLI gives a new
+# index NEW_INDEX_SPEC (SPEC_VERSIONS, at the end: all there are).
+SPEC_VERSION = 2
+NEW_INDEX_SPEC = 3  # one-bit MinHash: `simdb create`, `ingest --create`, `attach`, `simdb fingerprint`
 SIMHASH_SPECS = (1, 2)  # the spec versions that are SimHashes (simhash() of shingle hashes)
 WIDTHS = (64, 128)  # fingerprint widths in bits; 64 is the default
 WORD = 64  # bits of one shingle hash
@@ -307,7 +312,7 @@ _BYTE_HASHES = np.array([xxhash.xxh3_64_intdigest(bytes([value])) for value in r
 
 
 def fingerprint_bytes(data: bytes, n: int = 4, spec: int = SPEC_VERSION, bits: int = 64) -> int:
-    """SimHash of raw content with bytes:N features (byte n-grams), for any file, text or not.
+    """The fingerprint of raw content with bytes:N features (byte n-grams), for any file, text or not.
 
     Units are the bytes; unit hash = xxh3_64 of the single byte; shingles and the fold are as
     for text. Hashed a piece at a time, like any long document (see PIECE).
@@ -475,8 +480,10 @@ def sorted_out(
 def fingerprint(
     content: Content, features: Features = DEFAULT_FEATURES, spec: int = SPEC_VERSION, bits: int = 64
 ) -> int:
-    """The unsigned `bits`-bit fingerprint (64 or 128) of a document under fingerprint spec `spec`
-    (v2, SimHash, by default; v3 one-bit MinHash); raises EmptyDocument if it has no shingles.
+    """The unsigned `bits`-bit fingerprint (64 or 128) of a document under fingerprint spec `spec`;
+    raises EmptyDocument if it has no shingles. The default is v2, SimHash, as before (a column an
+    application fills keeps its spec); `simdb create` makes v3 indexes, one-bit MinHash: pass
+    spec=3 for theirs, or let the index compute it (index.sketch).
 
     Text goes through the features; raw bytes (a file read for bytes:N) need bytes features,
     and bytes features take text as its UTF-8 bytes.
@@ -516,8 +523,8 @@ def fingerprints(
     bits: int = 64,
 ) -> list[int | None]:
     """fingerprint() of each document, None where it has no shingles: the fingerprinter of
-    `spec` (FINGERPRINTERS), which every path that fingerprints a document goes through."""
-    return FINGERPRINTERS[check_spec(spec)](contents, features, check_bits(bits))
+    `spec` (FINGERPRINT_SPECS), which every path that fingerprints a document goes through."""
+    return FINGERPRINT_SPECS[check_spec(spec)].compute(contents, features, check_bits(bits))
 
 
 def _simhashes(
@@ -562,11 +569,39 @@ def _onebit_minhashes(contents: Sequence[Content], features: Features, bits: int
 
 Fingerprinter = Callable[[Sequence[Content], Features, int], list[int | None]]
 
-# Fingerprint spec version -> what computes it (documents, features, bits). A new spec is an
-# entry here; the catalog records an index's version and every path fingerprints through this.
-FINGERPRINTERS: dict[int, Fingerprinter] = {
-    1: functools.partial(_simhashes, distinct=False),
-    2: functools.partial(_simhashes, distinct=True),
-    3: _onebit_minhashes,
+
+def _simhash_difference(jaccard: float) -> float:
+    """A SimHash bit differs with probability angle / pi; of two sets of equal size at Jaccard J,
+    each shingle weighing 1, the cosine is 2J / (1 + J)."""
+    return math.acos(min(1.0, 2 * jaccard / (1 + jaccard))) / math.pi
+
+
+def _onebit_difference(jaccard: float) -> float:
+    """A one-bit MinHash bit differs with probability (1 - J) / 2 (simdb.onebit)."""
+    return (1 - jaccard) / 2
+
+
+@dataclass(frozen=True)
+class FingerprintSpec:
+    """One fingerprint spec version: its name, what computes it (documents, features, bits), the k
+    a new index of it searches by default, and the chance that a bit of two documents'
+    fingerprints differs at a Jaccard similarity J of their shingles (what simdb.reach reads)."""
+
+    name: str
+    compute: Fingerprinter
+    max_distance: int
+    bit_difference: Callable[[float], float]
+
+
+# Fingerprint spec version -> what it is. A new spec is an entry here; the catalog records an
+# index's version and every path fingerprints through this. SimHash at k = 3 finds close copies
+# (a changed word in documents over ~10 KB); one-bit MinHash moves a third as many bits for an
+# edit and searches within 5, so it finds a changed line in documents over ~2 KB (README,
+# "Single edits": the figures behind the choice).
+FINGERPRINT_SPECS: dict[int, FingerprintSpec] = {
+    1: FingerprintSpec("SimHash v1", functools.partial(_simhashes, distinct=False), 3, _simhash_difference),
+    2: FingerprintSpec("SimHash", functools.partial(_simhashes, distinct=True), 3, _simhash_difference),
+    3: FingerprintSpec("one-bit MinHash", _onebit_minhashes, 5, _onebit_difference),
 }
-SPEC_VERSIONS = tuple(FINGERPRINTERS)
+SPEC_VERSIONS = tuple(FINGERPRINT_SPECS)
+DEFAULT_MAX_DISTANCE = FINGERPRINT_SPECS[NEW_INDEX_SPEC].max_distance  # the k of `simdb create`

@@ -50,8 +50,9 @@ def rows(conn: Conn, name: str) -> list[tuple[object, ...]]:
 
 
 def fresh(conn: Conn, condition: str | None = None) -> list[tuple[object, ...]]:
-    """The rows a new attach of public.docs (by snapshot) holds now."""
-    attach.attach(conn, "fresh", "public.docs", "id", "body", condition, triggers=False)
+    """The rows a new attach of public.docs (by snapshot) holds now, of index live's spec."""
+    spec = index.get(conn, "live").spec
+    attach.attach(conn, "fresh", "public.docs", "id", "body", condition, spec, triggers=False)
     attach.sync(conn, "fresh")
     made = rows(conn, "fresh")
     index.drop(conn, "fresh")

@@ -120,7 +120,9 @@ def _answers_equal_brute_force(conn: Conn, capsys: pytest.CaptureFixture[str], m
     assert batch.clusters(conn, made).groups == groups
     code, out, _ = simdb(capsys, "dedup", "docs", "--keep", "first")
     kept = [line.split(",")[1] for line in out.splitlines()[1:] if line.endswith(",keep")]
-    assert code == 0 and sorted(kept) == sorted(group[0] for group in groups)
+    added = dict(conn.execute("SELECT key, added_at FROM simdb.docs").fetchall())
+    first = [min(group, key=lambda key: (added[key], key)) for group in groups]  # earliest added
+    assert code == 0 and sorted(kept) == sorted(first)
     code, out, _ = simdb(capsys, "export", "docs")
     assert code == 0 and len(out.splitlines()) == len(sketches) + 1
 

@@ -13,7 +13,7 @@ from support import Conn, simdb, untimed
 from simdb import readers
 from simdb.bits import to_hex
 from simdb.errors import InputError
-from simdb.simhash import fingerprint
+from simdb.simhash import NEW_INDEX_SPEC, fingerprint
 
 BASE = " ".join(f"alpha{i % 31} beta{i % 7} gamma{i}" for i in range(300))
 
@@ -35,10 +35,20 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def test_fingerprint_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert simdb(capsys, "fingerprint", "--text", "hello world") == (0, "ba9b091b33c2300c\n", "")
+    # the default index's fingerprint, one-bit MinHash (spec v3); SimHash with --fingerprint-spec 2
+    assert simdb(capsys, "fingerprint", "--text", "hello world") == (0, "6cf5d058dba6b100\n", "")
+    assert simdb(capsys, "fingerprint", "--text", "hello world", "--fingerprint-spec", "2") == (
+        0,
+        "ba9b091b33c2300c\n",
+        "",
+    )
     file = tmp_path / "f.txt"
     file.write_text("The quick brown fox jumps over the lazy dog", encoding="utf-8")
-    assert simdb(capsys, "fingerprint", "--file", str(file)) == (0, "a70392059ddfcbce\n", "")
+    assert simdb(capsys, "fingerprint", "--file", str(file)) == (0, "bb1ce4e62564cb30\n", "")
+    assert (
+        simdb(capsys, "fingerprint", "--file", str(file), "--fingerprint-spec", "2")[1]
+        == "a70392059ddfcbce\n"
+    )
     code, _, err = simdb(capsys, "fingerprint", "--text", "...")
     assert (code, err) == (
         1,
@@ -62,7 +72,7 @@ def test_folder_ingest_and_query(
 ) -> None:
     code, out, _ = simdb(capsys, "create", "docs")
     assert code == 0 and out.startswith(
-        "created simhash index docs: 64-bit fingerprints, max distance 3, 4 blocks, 4 tables"
+        "created simhash index docs: 64-bit one-bit MinHash, max distance 5, 7 blocks, 21 tables"
     )
     code, out, _ = simdb(capsys, "ingest", "docs", str(corpus))
     assert (code, untimed(out)) == (
@@ -86,7 +96,7 @@ def test_folder_ingest_and_query(
     assert code == 0
     assert out.splitlines() == ["distance  key", f"       0  {corpus / 'b.txt'}"]
 
-    value = fingerprint(BASE)
+    value = fingerprint(BASE, spec=NEW_INDEX_SPEC)
     code, out, _ = simdb(capsys, "query", "docs", "--fingerprint", to_hex(value), "--json")
     assert [m["key"] for m in json.loads(out)] == keys
 
@@ -97,14 +107,15 @@ def test_folder_ingest_and_query(
             "mode": "simhash",
             "rows": 3,
             "features": "word:3",
-            "spec_version": 2,
+            "spec_version": 3,
+            "finds": "finds 9 in 10 copies at Jaccard >= 0.90 (a changed line in documents over 1.4 KB)",
             "placement": "local",
             "storage": "own",
             "bits": 64,
-            "max_distance": 3,
-            "blocks": 4,
-            "tables": 4,
-            "prefix_bits": [16, 16, 16, 16],
+            "max_distance": 5,
+            "blocks": 7,
+            "tables": 21,
+            "prefix_bits": [19] * 6 + [18] * 15,
         }
     ]
 
@@ -236,7 +247,9 @@ def test_encoding_binary_and_unreadable_files(
         "ingested 1 documents: 1 new, 0 updated, 0 unchanged; skipped 2 (1 binary, 1 unreadable); "
         "1 had invalid UTF-8 replaced by U+FFFD\n",
     )
-    expected = fingerprint("café crème brûlée à la carte".encode("latin-1").decode("utf-8", "replace"))
+    expected = fingerprint(
+        "café crème brûlée à la carte".encode("latin-1").decode("utf-8", "replace"), spec=NEW_INDEX_SPEC
+    )
     assert [(k, v & (2**64 - 1)) for k, v in rows(conn)] == [(str(folder / "latin1.txt"), expected)]
 
 
@@ -481,7 +494,9 @@ def test_parallel_ingest_equals_serial(
     )
     assert rows(conn, "serial") == rows(conn, "parallel")
     stored = {key: value & (2**64 - 1) for key, value in rows(conn, "parallel")}
-    assert stored["k299"] == fingerprint("a later record with an earlier key replaces it")
+    assert stored["k299"] == fingerprint(
+        "a later record with an earlier key replaces it", spec=NEW_INDEX_SPEC
+    )
 
 
 def test_dsn_is_accepted_after_the_command(

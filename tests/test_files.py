@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb, untimed
 
-from simdb.simhash import fingerprint_bytes
+from simdb.simhash import NEW_INDEX_SPEC, fingerprint_bytes
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_bytes_index_finds_binary_near_duplicates(
     assert keys("--same-extension", "--size-ratio", "1.5") == ["a.bin", "a_patched.bin"]
     assert simdb(capsys, "query", "files", "--text", "x", "--same-extension")[0] == 2
     code, out, _ = simdb(capsys, "fingerprint", "--file", str(binaries / "a.bin"), "--features", "bytes:4")
-    assert out == f"{fingerprint_bytes((binaries / 'a.bin').read_bytes(), 4):016x}\n"
+    assert out == f"{fingerprint_bytes((binaries / 'a.bin').read_bytes(), 4, NEW_INDEX_SPEC):016x}\n"
 
 
 def test_pairs_filters(capsys: pytest.CaptureFixture[str], conn: Conn, binaries: Path) -> None:

@@ -62,8 +62,9 @@ def test_every_option_has_help_and_the_summaries_are_whole_sentences(
     listed = " ".join(out.split("Commands:\n")[1].split())  # as words, however it is wrapped
     assert code == 0 and "..." not in listed
     assert (
-        "fingerprint Print the 64-bit fingerprint (SimHash spec v2 unless --fingerprint-spec 1, or one-bit "
-        "MinHash with 3; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for --threshold, then a 64-word check)."
+        "fingerprint Print the 64-bit fingerprint (one-bit MinHash, spec v3, unless --fingerprint-spec 2 for "
+        "SimHash; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for "
+        "--threshold, then a 64-word check)."
     ) in listed
     assert "bytes:N" in simdb(capsys, "fingerprint", "--help")[1]
 
@@ -82,7 +83,7 @@ def test_hints_suggest_only_what_can_be_done(
     binary.write_bytes(b"\x7fELF\x00\x00\x01")
     cases = {
         ("query", "docs", "--text", "a b c", "-k", "-1"): "max distance -1 is negative (give a distance "
-        "from 0 to 3 (bits))",
+        "from 0 to 5 (bits))",
         ("query", "near", "--text", "a b c", "--threshold", "1.5"): "min similarity 1.5 is not a Jaccard "
         "similarity (give a value from 0.8 (the index's threshold) to 1)",
         ("drop", "nosuch", "--yes"): "no index named 'nosuch' (check the name and the database: "
@@ -112,7 +113,7 @@ def test_result_commands_take_json(capsys: pytest.CaptureFixture[str], dsn: str,
     code, out, _ = simdb(capsys, "fingerprint", "--text", "hello world", "--json")
     assert (code, json.loads(out)) == (
         0,
-        {"source": "--text", "mode": "simhash", "fingerprint": "ba9b091b33c2300c"},
+        {"source": "--text", "mode": "simhash", "fingerprint": "6cf5d058dba6b100"},
     )
     code, out, _ = simdb(capsys, "export", "docs", "--json")
     assert code == 0 and [row["key"] for row in json.loads(out)] == ["k0", "k1", "k2"]

@@ -54,16 +54,18 @@ def test_attach_fills_the_column_and_every_face_answers_with_the_table_key(
         "synced: 3 sketches filled, 0 rows whose text has no words (left without one);"
         " rows with a sketch were not read"
     )
-    stored = _fingerprints(articles)
-    assert stored[1] == to_signed(fingerprint(BODY)) and stored[3] == to_signed(fingerprint(OTHER))
+    stored = _fingerprints(articles)  # (`simdb attach` makes a one-bit MinHash index)
+    assert stored[1] == to_signed(fingerprint(BODY, spec=3)) and stored[3] == to_signed(
+        fingerprint(OTHER, spec=3)
+    )
     assert stored[4] is None  # NULL text: nothing to fingerprint
     assert _near(articles, "1")[0] == ("1", 0)
-    near = query.near(articles, index.get(articles, "arts"), fingerprint(BODY))
+    near = query.near(articles, index.get(articles, "arts"), fingerprint(BODY, spec=3))
     assert [match.key for match in near][:1] == ["1"]
     joined = articles.execute(
         "SELECT a.id, n.distance FROM simdb.near('arts', %s::bigint) AS n JOIN public.articles AS a"
         " ON a.id = n.key::bigint ORDER BY n.distance, a.id LIMIT 1",
-        (to_signed(fingerprint(BODY)),),
+        (to_signed(fingerprint(BODY, spec=3)),),
     ).fetchall()
     assert joined == [(1, 0)]
 
@@ -564,13 +566,13 @@ def test_attaching_again_checks_the_sketches_the_column_holds_and_rewrites_only_
         " words (left without one); 1 rows whose sketch matched their text were not rewritten\n",
         "",
     )
-    assert _fingerprints(articles) == {
-        1: to_signed(fingerprint(OTHER + " changed")),
-        2: to_signed(fingerprint(BODY + " extra")),
+    assert _fingerprints(articles) == {  # (`simdb attach` makes a one-bit MinHash index)
+        1: to_signed(fingerprint(OTHER + " changed", spec=3)),
+        2: to_signed(fingerprint(BODY + " extra", spec=3)),
         3: None,
         4: None,
         5: None,
-        6: to_signed(fingerprint(BODY)),
+        6: to_signed(fingerprint(BODY, spec=3)),
     }
     after = _row_versions(articles)
     assert after[2] == before[2] and after[4] == before[4]  # unchanged rows: not rewritten

@@ -101,7 +101,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
     assert (code, out) == (
         0,
         "created jaccard index docs: threshold 0.75, 128 permutations, 18 bands of 7 rows, features word:3, "
-        "spec v3; "
+        "spec v3; it finds pairs at Jaccard >= 0.75 (as 128 MinHash values estimate it); "
         'SQL: simdb."docs"\n',
     )
     assert simdb(capsys, "ingest", "docs", str(tmp_path))[0] == 0
@@ -139,6 +139,7 @@ def test_cli_on_a_jaccard_index(capsys: pytest.CaptureFixture[str], dsn: str, tm
             "rows": 5,
             "features": "word:3",
             "spec_version": 3,
+            "finds": "finds pairs at Jaccard >= 0.75 (as 128 MinHash values estimate it)",
             "placement": "local",
             "storage": "own",
             "threshold": 0.75,
@@ -281,7 +282,7 @@ def test_evaluation_scores_both_modes_against_exact_jaccard(conn: Conn) -> None:
         "jaccard v3",
         "jaccard v2",
         "jaccard v1",
-        "simhash v2",
+        "simhash v3",
         "hand-written",
     )
     # the hand-written band table verifies like signature spec v1 with the same bands: same pairs
@@ -301,7 +302,7 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
     code, out, _ = simdb(capsys, *args, "--padding-rows", "100", "--json")
     figures = json.loads(out)
     assert code == 0 and figures["documents"] == 70 and figures["padding_rows"] == 100
-    modes = ["jaccard v3", "jaccard v2", "jaccard v1", "simhash v2", "hand-written"]
+    modes = ["jaccard v3", "jaccard v2", "jaccard v1", "simhash v3", "hand-written"]
     assert [m["mode"] for m in figures["modes"]] == modes
     assert all(
         m["padding_pairs"] == 0 and m["bytes_per_row"] > 0 < m["server_p50_ms"] and m["bulk_seconds"] > 0

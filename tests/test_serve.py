@@ -36,7 +36,8 @@ LOCAL = "http://127.0.0.1"
 def corpus(capsys: pytest.CaptureFixture[str], dsn: str, tmp_path: Path) -> dict[str, str]:
     """Index docs: the planted near-duplicates as files (k = 6); returns {key: text}."""
     keys = write_folder(tmp_path / "docs")
-    assert simdb(capsys, "create", "docs", "--max-distance", "6")[0] == 0
+    # SimHash (spec 2): the distances below are of its fingerprints
+    assert simdb(capsys, "create", "docs", "--max-distance", "6", "--fingerprint-spec", "2")[0] == 0
     assert simdb(capsys, "ingest", "docs", str(tmp_path / "docs"))[0] == 0
     return keys
 

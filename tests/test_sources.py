@@ -15,7 +15,7 @@ from simdb import index, ingest
 from simdb.bits import to_signed
 from simdb.errors import InvalidParameter
 from simdb.modes.simhash import SimhashSpec
-from simdb.simhash import fingerprint
+from simdb.simhash import NEW_INDEX_SPEC, fingerprint
 
 TEXT = " ".join(f"word{number}" for number in range(200))
 
@@ -127,8 +127,12 @@ def test_gzip_and_utf16_files_are_read_as_text(
     }
     for name, (text, extension) in expected.items():
         size = (folder / name).stat().st_size
-        assert stored[str(folder / name)] == (to_signed(fingerprint(text)), size, extension), name
-    assert stored["r1"][0] == to_signed(fingerprint(TEXT + " record"))
+        assert stored[str(folder / name)] == (
+            to_signed(fingerprint(text, spec=NEW_INDEX_SPEC)),
+            size,
+            extension,
+        ), name
+    assert stored["r1"][0] == to_signed(fingerprint(TEXT + " record", spec=NEW_INDEX_SPEC))
     (folder / "broken.txt.gz").write_bytes(gzip.compress(TEXT.encode())[:100])  # cut short
     code, out, err = simdb(capsys, "ingest", "docs", str(folder))
     assert (code, out) == (1, "") and err == (
@@ -202,5 +206,8 @@ def test_gzip_and_utf16_files_larger_than_the_batch_bytes_are_read_in_pieces_as_
     assert (code, err) == (0, "")
     assert untimed(out) == "ingested 2 documents: 2 new, 0 updated, 0 unchanged; skipped 0\n"
     stored = _rows(conn)
-    assert stored[str(folder / "big.txt.gz")][:3:2] == (to_signed(fingerprint(text)), "txt")
-    assert stored[str(folder / "wide.txt")][0] == to_signed(fingerprint(text + " wide"))
+    assert stored[str(folder / "big.txt.gz")][:3:2] == (
+        to_signed(fingerprint(text, spec=NEW_INDEX_SPEC)),
+        "txt",
+    )
+    assert stored[str(folder / "wide.txt")][0] == to_signed(fingerprint(text + " wide", spec=NEW_INDEX_SPEC))

@@ -49,7 +49,7 @@ def test_v1_and_v2_indexes_side_by_side(
     (tmp_path / "a.txt").write_text(TEXT)
     (tmp_path / "b.txt").write_text(COPY)
     assert simdb(capsys, "create", "old", "--fingerprint-spec", "1")[0] == 0
-    assert simdb(capsys, "create", "new")[0] == 0
+    assert simdb(capsys, "create", "new", "--fingerprint-spec", "2")[0] == 0
     for name in ("old", "new"):
         assert simdb(capsys, "ingest", name, str(tmp_path))[0] == 0
     keys = (str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
@@ -63,7 +63,7 @@ def test_v1_and_v2_indexes_side_by_side(
     assert code == 0
     assert {entry["name"]: entry["spec_version"] for entry in json.loads(out)} == {"old": 1, "new": 2}
     code, out, _ = simdb(capsys, "list")
-    assert [line.split()[4] for line in out.splitlines()[1:]] == ["v2", "v1"]
+    assert [line.split()[4] for line in out.splitlines()[1::2]] == ["v2", "v1"]
 
     for name in ("old", "new"):  # a query is fingerprinted under the index's own spec
         code, out, _ = simdb(capsys, "query", name, "--text", TEXT, "--json")
@@ -73,7 +73,9 @@ def test_v1_and_v2_indexes_side_by_side(
 
     spec1 = simdb(capsys, "fingerprint", "--text", TEXT, "--fingerprint-spec", "1")
     assert spec1 == (0, to_hex(fingerprint(TEXT, spec=1)) + "\n", "")
-    assert simdb(capsys, "fingerprint", "--text", TEXT) == (0, to_hex(fingerprint(TEXT, spec=2)) + "\n", "")
+    # the command prints what a new index stores, spec v3; simdb.fingerprint computes v2 unless told
+    assert simdb(capsys, "fingerprint", "--text", TEXT) == (0, to_hex(fingerprint(TEXT, spec=3)) + "\n", "")
+    assert fingerprint(TEXT) == fingerprint(TEXT, spec=2)
 
 
 @pytest.mark.parametrize(("spec", "bits"), [(1, 64), (3, 64), (3, 128)])
@@ -100,16 +102,19 @@ def test_a_spec3_index_finds_a_one_word_edit_that_spec2_misses(
     (tmp_path / "a.txt").write_text(PROSE)
     (tmp_path / "b.txt").write_text(EDITED)
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
-    assert simdb(capsys, "create", "edits", "--fingerprint-spec", "3") == (
+    # the same k for both (the default of spec 3 is 5, of spec 2 3)
+    assert simdb(capsys, "create", "edits", "--fingerprint-spec", "3", "--max-distance", "3") == (
         0,
-        "created simhash index edits: 64-bit fingerprints, max distance 3, 4 blocks, 4 tables "
-        '(prefix 16 bits), features word:3, spec v3; SQL: simdb."edits"\n',
+        "created simhash index edits: 64-bit one-bit MinHash, max distance 3, 4 blocks, 4 tables "
+        "(prefix 16 bits), features word:3, spec v3; it finds 9 in 10 copies at Jaccard >= 0.94 "
+        '(a changed line in documents over 2.5 KB); SQL: simdb."edits"\n',
         "",
     )
-    assert simdb(capsys, "create", "plain") == (
+    assert simdb(capsys, "create", "plain", "--fingerprint-spec", "2") == (
         0,
-        "created simhash index plain: 64-bit fingerprints, max distance 3, 4 blocks, 4 tables "
-        '(prefix 16 bits), features word:3, spec v2; SQL: simdb."plain"\n',
+        "created simhash index plain: 64-bit SimHash, max distance 3, 4 blocks, 4 tables "
+        "(prefix 16 bits), features word:3, spec v2; it finds 9 in 10 copies at Jaccard >= 0.99 "
+        '(a changed line in documents over 19 KB); SQL: simdb."plain"\n',
         "",
     )
     for name in ("edits", "plain"):
@@ -127,13 +132,13 @@ def test_a_spec3_index_finds_a_one_word_edit_that_spec2_misses(
     )
     assert simdb(capsys, "query", "plain", "--file", str(a)) == (0, f"distance  key\n       0  {a}\n", "")
     code, out, _ = simdb(capsys, "list")
-    assert code == 0 and [line.split()[4] for line in out.splitlines()[1:]] == ["v3", "v2"]
+    assert code == 0 and [line.split()[4] for line in out.splitlines()[1::2]] == ["v3", "v2"]
     assert simdb(capsys, "fingerprint", "--text", PROSE, "--fingerprint-spec", "3") == (
         0,
         to_hex(fingerprint(PROSE, spec=3)) + "\n",
         "",
     )
-    # v3 is a choice, not an older spec: reindex leaves it (v1 indexes move to the default, v2)
+    # v3 is another method, not an older spec: reindex leaves it (v1 indexes move to v2)
     assert simdb(capsys, "reindex", "edits") == (0, "index edits already uses spec v3; nothing to do\n", "")
 
 

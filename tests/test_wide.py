@@ -15,30 +15,35 @@ from simdb import index, ingest, query, schema
 from simdb.blocks import BlockPlan
 from simdb.errors import InvalidParameter
 from simdb.modes import SimhashIndex, SimhashSpec
-from simdb.simhash import Features, fingerprint
+from simdb.simhash import NEW_INDEX_SPEC, Features, fingerprint
 from simdb.sqlalchemy import Fingerprint128, hamming, near
 
 TEXT = " ".join(f"line{i} of a text about topic{i % 7} and more" for i in range(120))
+EDITED = (
+    TEXT.replace("line7 ", "LINE SEVEN ").replace("line8 ", "LINE EIGHT ").replace("line9 ", "LINE NINE ")
+)
 
 
 def test_cli_creates_ingests_and_queries_a_128_bit_index(
     capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
 ) -> None:
     (tmp_path / "a.txt").write_text(TEXT)
-    (tmp_path / "b.txt").write_text(TEXT.replace("line7 ", "LINE SEVEN "))
+    (tmp_path / "b.txt").write_text(EDITED)
     (tmp_path / "c.txt").write_text("something else entirely, with words of its own " * 20)
     code, out, _ = simdb(capsys, "create", "docs", "--bits", "128", "-k", "10", "--expected-rows", "1000")
-    assert code == 0 and out.startswith("created simhash index docs: 128-bit fingerprints, max distance 10, ")
+    assert code == 0 and out.startswith(
+        "created simhash index docs: 128-bit one-bit MinHash, max distance 10, "
+    )
     assert simdb(capsys, "ingest", "docs", str(tmp_path))[0] == 0
 
     code, printed, _ = simdb(capsys, "fingerprint", "--bits", "128", "--file", str(tmp_path / "a.txt"))
-    value = fingerprint(TEXT, bits=128)
+    value = fingerprint(TEXT, spec=NEW_INDEX_SPEC, bits=128)
     assert (code, printed) == (0, f"{value:032x}\n")
     stored = conn.execute("SELECT fingerprint FROM simdb.docs WHERE key LIKE '%a.txt'").fetchone()
     assert stored is not None and int(stored[0], 2) == value and len(stored[0]) == 128
 
     a, b = str(tmp_path / "a.txt"), str(tmp_path / "b.txt")
-    distance = bin(value ^ fingerprint(TEXT.replace("line7 ", "LINE SEVEN "), bits=128)).count("1")
+    distance = bin(value ^ fingerprint(EDITED, spec=NEW_INDEX_SPEC, bits=128)).count("1")
     assert 0 < distance <= 10
     code, out, _ = simdb(capsys, "query", "docs", "--fingerprint", printed.strip(), "--json")
     assert code == 0 and [line for line in out.splitlines() if "c.txt" in line] == []
@@ -72,7 +77,7 @@ def test_cli_creates_ingests_and_queries_a_128_bit_index(
 def test_plain_sql_inserts_are_indexed_under_the_prefixes_simdb_computes(conn: Conn) -> None:
     made = index.create(conn, "docs", SimhashSpec(max_distance=4, bits=128, blocks=6))
     assert isinstance(made, SimhashIndex)
-    value = fingerprint(TEXT, bits=128)
+    value = fingerprint(TEXT, spec=NEW_INDEX_SPEC, bits=128)
     conn.execute(f"INSERT INTO simdb.docs (key, fingerprint) VALUES ('mine', X'{value:032x}')")
     cut = [table.key(value) >> table.key_shift for table in made.plan.tables]  # at most 64 bits
     assert [v & (2**64 - 1) for v in btree_values(conn, made)["mine"]] == cut

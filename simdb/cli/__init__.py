@@ -62,8 +62,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("search", "Every row of index NAME, by key: key, fingerprint or signature, size, extension."),
     "fingerprint": (
         "search",
-        "Print the 64-bit fingerprint (SimHash spec v2 unless --fingerprint-spec 1, or one-bit MinHash "
-        "with 3; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for "
+        "Print the 64-bit fingerprint (one-bit MinHash, spec v3, unless --fingerprint-spec 2 for "
+        "SimHash; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for "
         "--threshold, then a 64-word check).",
     ),
     "grant": (

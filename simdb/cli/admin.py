@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 import click
 
 from simdb import attach, capture, index, intable, modes, names, planner, scaleplan, schema, warmup
-from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     bits_option,
     counter,
@@ -28,7 +27,7 @@ from simdb.errors import InvalidParameter
 from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 from simdb.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
 from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
-from simdb.simhash import Features
+from simdb.simhash import DEFAULT_MAX_DISTANCE, Features
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,8 +73,8 @@ def index_options(function: F) -> F:
                 "-k",
                 type=int,
                 default=None,
-                help=f"simhash: largest Hamming distance the index answers exactly (0-8; 0-16 with "
-                f"--bits 128) [default: {DEFAULT_MAX_DISTANCE}].",
+                help="simhash: largest Hamming distance the index answers exactly (0-8; 0-16 with "
+                f"--bits 128) [default: {DEFAULT_MAX_DISTANCE} for one-bit MinHash, 3 for SimHash].",
             ),
             click.option(
                 "--expected-rows",

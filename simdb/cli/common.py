@@ -17,7 +17,7 @@ from simdb import connection, modes, schema
 from simdb.cli.settings import DSN_HELP, Settings
 from simdb.errors import InputError
 from simdb.minhash import MINHASH_SPEC_VERSION
-from simdb.simhash import SPEC_VERSION, Content, EmptyDocument, Features
+from simdb.simhash import NEW_INDEX_SPEC, Content, EmptyDocument, Features
 
 if TYPE_CHECKING:
     from simdb import readers
@@ -220,9 +220,9 @@ fingerprint_spec_option = click.option(
     "--fingerprint-spec",
     type=int,
     default=None,
-    help=f"simhash: fingerprint spec version, 1, 2 or 3 [default: {SPEC_VERSION}]; 3 is one-bit "
-    "MinHash (finds more copies with a word or a line changed), 1 only to match fingerprints made "
-    "under spec v1.",
+    help=f"simhash: fingerprint spec version, 1, 2 or 3 [default: {NEW_INDEX_SPEC}]; 3 is one-bit "
+    "MinHash (finds copies with a word, a line or a sentence changed), 2 SimHash (close copies; "
+    "at its k of 3, the former default), 1 only to match fingerprints made under v1.",
 )
 
 
@@ -245,13 +245,14 @@ bits_option = click.option(
 
 
 def spec_from_options(mode: str, options: dict[str, Any]) -> modes.Spec:
-    """The Spec of `mode` from the command's options; an option of another mode is a usage error."""
+    """The Spec of `mode` from the command's options, the recommended defaults for the rest (a new
+    index of `simdb create` is one-bit MinHash); an option of another mode is a usage error."""
     for other, names in modes.foreign(mode, options).items():
         given = [f"--{name.replace('_', '-')}" for name in names]
         verb = "applies" if len(given) == 1 else "apply"
         raise click.UsageError(f"{' and '.join(given)} {verb} to --mode {other} only")
     own = set(modes.parameter_names(mode))
-    return modes.spec(mode, **{name: value for name, value in options.items() if name in own})
+    return modes.newest_spec(mode, **{name: value for name, value in options.items() if name in own})
 
 
 def text_documents(paths: tuple[str, ...]) -> Iterator[readers.Document]:

@@ -9,9 +9,10 @@ from datetime import timedelta
 
 import click
 
-from simdb import index, ingest, readers
+from simdb import index, ingest, modes, readers
 from simdb.cli.common import counter, database, dsn_option, jobs_option, json_option, show
 from simdb.errors import InvalidParameter
+from simdb.modes import Index
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
 
@@ -152,7 +153,10 @@ def ingest_(
         readers.check_record_sources(paths, format_)
     scope = readers.scope(paths, checked) if delete_missing else None
     with database(ctx, create_schema=True) as conn:
-        target = index.get_or_create(conn, name) if create_missing else index.get(conn, name)
+        if create_missing:
+            target = index.get_or_create(conn, name, modes.newest_spec(modes.DEFAULT_MODE), _say_created)
+        else:
+            target = index.get(conn, name)
         options = dataclasses.replace(  # what the index decides
             checked,
             raw=target.features.binary,
@@ -174,6 +178,12 @@ def ingest_(
                 keep_text=keep_text,
             )
     show(report, as_json)
+
+
+def _say_created(made: Index) -> None:
+    """ingest --create made the index: say so on stderr, with what it finds."""
+    for line in made.lines():
+        click.echo(f"created {line}", err=True)
 
 
 @click.command(name="delete")

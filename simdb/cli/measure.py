@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from simdb import modes, readers
-from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.cli.common import (
     Result,
     database,
@@ -22,7 +21,7 @@ from simdb.cli.common import (
     text_documents,
 )
 from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.simhash import Features
+from simdb.simhash import DEFAULT_MAX_DISTANCE, Features
 
 
 @click.command(name="calibrate")

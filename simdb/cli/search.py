@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 
 import click
@@ -117,6 +118,8 @@ def query_(
         matches = query.near(
             conn, target, document.sketch, max_distance, filters, min_similarity=threshold, limit=limit
         )
+        alone = not as_json and format_ == "table" and all(match.key == key for match in matches)
+        beyond = query.nearest(conn, target, document.sketch, key) if alone else None
     if format_ != "table" and not as_json:
         with row_writer(format_, ("key", target.score_column)) as write:
             for match in matches:
@@ -126,8 +129,23 @@ def query_(
         click.echo(
             f"no rows {target.describe_cutoff(cutoff)}{target.describe_sketch(document.sketch)}", err=True
         )
-        return
-    show(query.Answer(matches), as_json)
+    else:
+        show(query.Answer(matches), as_json)
+    if beyond is not None and beyond.jaccard >= HINT_JACCARD:
+        click.echo(_beyond_reach(name, target, beyond), err=True)
+
+
+HINT_JACCARD = 0.5  # query says where the nearest row beyond reach is when it is at least this close
+
+
+def _beyond_reach(name: str, target: Index, beyond: query.Nearest) -> str:
+    """What `query` says when nothing else is within reach but a row is close by its estimate."""
+    threshold = max(HINT_JACCARD, math.floor(beyond.jaccard * 10) / 10)
+    return (
+        f"the nearest other row is {beyond.key} at {target.score_column} {beyond.score}, about Jaccard "
+        f"{beyond.jaccard:.2f}: beyond the reach of index {name} (it {target.finds}); a jaccard index "
+        f"finds such pairs (simdb create {name}_j --mode jaccard --threshold {threshold:g})"
+    )
 
 
 @click.command(name="pairs")
@@ -302,8 +320,8 @@ def fingerprint_(
     features: str,
     as_json: bool,
 ) -> None:
-    """Print the 64-bit fingerprint (SimHash spec v2 unless --fingerprint-spec 1, or one-bit MinHash
-    with 3; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for
+    """Print the 64-bit fingerprint (one-bit MinHash, spec v3, unless --fingerprint-spec 2 for
+    SimHash; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for
     --threshold, then a 64-word check).
 
     The signature is printed as a PostgreSQL array of signed bigints, ready for

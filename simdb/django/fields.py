@@ -104,6 +104,10 @@ class FingerprintField(SourcedField):
     int in Python; in PostgreSQL the bigint of the same bits (bits=64) or a bit(128). Text without
     words gives None.
 
+    The default stays SimHash (spec 2, searched within 3 by SimhashIndex) so that an application's
+    next makemigrations does not switch its column to another spec; fingerprint_spec=3 with
+    SimhashIndex(max_distance=5) is simdb's default elsewhere, one-bit MinHash.
+
     Django computes it in pre_save: save() (update_fields naming the source write it too) and
     bulk_create(); QuerySet.update(), bulk_update() and raw SQL bypass it."""
 

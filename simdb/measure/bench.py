@@ -24,7 +24,6 @@ from psycopg import sql
 
 from simdb import batch, catalog, index, ingest, names, readers
 from simdb.bits import to_signed
-from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.connection import Connection
 from simdb.measure.baseline import HandTable, hand_table
 from simdb.minhash import document_signature
@@ -466,7 +465,7 @@ def bench_ingest(
     The best of `rounds`, taken in turn, as the one-core rates are."""
     runs: dict[tuple[str, int], IngestRun] = {}
     for _ in range(rounds):
-        for spec in (SimhashSpec(DEFAULT_MAX_DISTANCE), JaccardSpec()):
+        for spec in (SimhashSpec.newest(), JaccardSpec()):
             for count in jobs:
                 name = f"simdb_bench_ingest_{os.getpid()}_{spec.mode}_{count}"
                 made = index.create(conn, name, spec, features=features)

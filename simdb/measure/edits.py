@@ -13,10 +13,11 @@ Fingerprints are computed in Python only, no database: an index returns exactly 
 within Hamming distance k of a query (the permuted block tables are exact up to their k), so
 the pairs within k of these fingerprints (calibrate.close_pairs) are what an index with that k
 returns. The jaccard mode's row is its bands and check played out as its index works
-(calibrate.lsh_pairs). Methods (METHODS): simdb's default (SimHash spec v2, 64 bits, k = 3);
-the plain set SimHash (quality.plain_set_simhash), k = 3; spec v2 at k = 6; two independent
-SimHashes (the two halves of spec v2 at 128 bits), a pair found by either at k = 3; one-bit
-MinHash (simdb.onebit), k = 3; two of them (seeds 0 and 1) OR-ed; the jaccard mode at 0.8.
+(calibrate.lsh_pairs). Methods (METHODS): simdb's default (one-bit MinHash, simdb.onebit, 64
+bits, k = 5); the former default (SimHash spec v2, 64 bits, k = 3); the plain set SimHash
+(quality.plain_set_simhash), k = 3; spec v2 at k = 6; two independent SimHashes (the two halves
+of spec v2 at 128 bits), a pair found by either at k = 3; one-bit MinHash at k = 3 and 4; two of
+them (seeds 0 and 1) OR-ed at k = 3; the jaccard mode at 0.8.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from simdb.measure.quality import plain_set_simhash
 from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, sketch
 from simdb.onebit import BITS, from_minima
 from simdb.readers import Document
-from simdb.simhash import EmptyDocument, Features, feature_hashes, fingerprints
+from simdb.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes, fingerprints
 
 Pair = tuple[int, int]
 Edit = Callable[[random.Random, str], str]
@@ -164,7 +165,7 @@ KINDS: dict[str, Edit] = {
 class Sketches:
     """Every fingerprint of every document of the corpus, by position."""
 
-    simhash: list[int]  # spec v2, 64 bits: simdb's default
+    simhash: list[int]  # spec v2, 64 bits: simdb's default before one-bit MinHash
     second_simhash: list[int]  # the high half of spec v2 at 128 bits: an independent SimHash
     plain: list[int]  # quality.plain_set_simhash (word features only)
     onebit: list[int]  # one-bit MinHash, seed 0
@@ -180,8 +181,8 @@ class Sketches:
         return self._near[(name, k)]
 
 
-def default_simhash(s: Sketches) -> set[Pair]:
-    """simdb's default today: SimHash spec v2, 64 bits, within 3 bits."""
+def simhash_k3(s: Sketches) -> set[Pair]:
+    """SimHash spec v2, 64 bits, within 3 bits: the default before one-bit MinHash."""
     return s.near("simhash", 3)
 
 
@@ -200,9 +201,9 @@ def two_simhashes(s: Sketches) -> set[Pair]:
     return s.near("simhash", 3) | s.near("second_simhash", 3)
 
 
-def onebit_k3(s: Sketches) -> set[Pair]:
-    """One-bit MinHash (simdb.onebit, seed 0) as the 64-bit fingerprint, within 3 bits."""
-    return s.near("onebit", 3)
+def onebit_within(k: int) -> Callable[[Sketches], set[Pair]]:
+    """One-bit MinHash (simdb.onebit, seed 0) as the 64-bit fingerprint, within k bits."""
+    return lambda s: s.near("onebit", k)
 
 
 def two_onebits(s: Sketches) -> set[Pair]:
@@ -216,11 +217,12 @@ def jaccard_bands(s: Sketches) -> set[Pair]:
 
 
 METHODS: dict[str, Callable[[Sketches], set[Pair]]] = {
-    "SimHash v2, k=3 (default)": default_simhash,
+    f"one-bit MinHash, k={DEFAULT_MAX_DISTANCE} (default)": onebit_within(DEFAULT_MAX_DISTANCE),
+    "SimHash v2, k=3 (former default)": simhash_k3,
     "plain set SimHash, k=3": plain_simhash,
     "SimHash v2, k=6": simhash_k6,
     "2 SimHashes OR-ed, k=3": two_simhashes,
-    "one-bit MinHash, k=3": onebit_k3,
+    **{f"one-bit MinHash, k={k}": onebit_within(k) for k in (3, 4) if k != DEFAULT_MAX_DISTANCE},
     "2 one-bit MinHashes OR-ed, k=3": two_onebits,
     f"jaccard mode bands, t={LSH_THRESHOLD}": jaccard_bands,
 }

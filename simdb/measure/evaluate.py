@@ -23,7 +23,6 @@ from psycopg import sql
 
 from simdb import batch, index, ingest, names, query
 from simdb.bits import to_signed
-from simdb.blocks import DEFAULT_MAX_DISTANCE
 from simdb.connection import Connection
 from simdb.measure.baseline import hand_bands
 from simdb.measure.bench import machine, percentile, server_side_ms, timed
@@ -32,7 +31,7 @@ from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, choose_bandin
 from simdb.modes import Index, JaccardSpec, SimhashSpec, Sketch, Spec
 from simdb.modes.jaccard import bigint_array
 from simdb.readers import Document
-from simdb.simhash import EmptyDocument, Features, feature_hashes
+from simdb.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes
 
 
 @dataclass
@@ -201,7 +200,7 @@ def evaluate(
         JaccardSpec(threshold, permutations),
         JaccardSpec(threshold, permutations, signature_spec=2),
         JaccardSpec(threshold, permutations, signature_spec=1),
-        SimhashSpec(max_distance),
+        SimhashSpec.newest(max_distance=max_distance),
     ]
     for spec in specs:
         name = f"evaluate_{spec.mode}_{os.getpid()}"

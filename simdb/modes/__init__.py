@@ -37,6 +37,12 @@ def spec(mode: str, **given: Any) -> Spec:
     return SPECS[_known(mode)](**{name: value for name, value in given.items() if value is not None})
 
 
+def newest_spec(mode: str, **given: Any) -> Spec:
+    """The Spec the CLI gives a new index of `mode`: Spec.newest of the parameters given (None
+    means: the recommended default)."""
+    return SPECS[_known(mode)].newest(**{name: value for name, value in given.items() if value is not None})
+
+
 def foreign(mode: str, given: Mapping[str, object]) -> dict[str, list[str]]:
     """{other mode: its parameters that were given}: options a `mode` index cannot take."""
     own = set(parameter_names(mode))
@@ -66,6 +72,7 @@ __all__ = [
     "SqlSketch",
     "foreign",
     "index_class",
+    "newest_spec",
     "parameter_names",
     "spec",
 ]

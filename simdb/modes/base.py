@@ -43,6 +43,13 @@ class Spec(ABC):
 
     mode: ClassVar[str]
 
+    @classmethod
+    def newest(cls, **given: Any) -> Spec:
+        """The spec `simdb create` gives a new index: the parameters given, the rest the mode's
+        recommended defaults, which may be newer than the dataclass's (those stay, so that code
+        and migrations written before keep their meaning)."""
+        return cls(**given)
+
     @abstractmethod
     def build(self, name: str, features: Features, expected_rows: int) -> Index:
         """A new index's parameters, derived for its expected rows (not stored yet: index.save)."""
@@ -122,9 +129,24 @@ class Index(ABC):
     def summary(self) -> str:
         """The parameters of this mode in a few words."""
 
+    @property
+    @abstractmethod
+    def finds(self) -> str:
+        """What the index finds, in words ("finds 9 in 10 copies at Jaccard >= 0.90 ...")."""
+
     @abstractmethod
     def parameters(self) -> dict[str, object]:
         """The parameters of this mode, for JSON."""
+
+    def nearest_scan(self) -> sql.Composed | None:
+        """A scan for the row nearest a sketch whatever its score (two parameters: the sketch and
+        a key to leave out), where the mode's score estimates a Jaccard similarity (jaccard_at);
+        None where it has no such scan."""
+        return None
+
+    def jaccard_at(self, score: Any) -> float:
+        """The Jaccard similarity a score of nearest_scan estimates."""
+        raise NotImplementedError(f"a {self.mode} index has no nearest scan")
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -133,6 +155,7 @@ class Index(ABC):
             **self.parameters(),
             "features": str(self.features),
             "spec_version": self.spec_version,
+            "finds": self.finds,
             **self.placement.as_dict(),
             **self.storage.as_dict(),
         }
@@ -145,7 +168,7 @@ class Index(ABC):
     def lines(self) -> list[str]:
         return [
             f"{self.mode} index {self.name}: {self.summary}, features {self.features}, "
-            f"spec v{self.spec_version}{_comma(self.whereabouts)}; "
+            f"spec v{self.spec_version}{_comma(self.whereabouts)}; it {self.finds}; "
             f'SQL: {names.SCHEMA}."{self.name}"'
         ]
 

@@ -313,6 +313,11 @@ class JaccardIndex(Index):
             f"{self.banding.bands} bands of {self.banding.rows} rows"
         )
 
+    @property
+    def finds(self) -> str:
+        estimate = f"{self.permutations} MinHash values"
+        return f"finds pairs at Jaccard >= {self.threshold:g} (as {estimate} estimate it)"
+
     def parameters(self) -> dict[str, object]:
         return {
             "threshold": self.threshold,

@@ -24,14 +24,17 @@ import numpy as np
 from psycopg import sql
 
 from simdb import catalog, pairing
-from simdb.blocks import DEFAULT_MAX_DISTANCE, BlockPlan
+from simdb.blocks import BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.modes.base import CUTOFF, MISMATCH_HINT, SKETCH, Index, Sketch, Spec
 from simdb.modes.widths import Width, width
 from simdb.placement import first_shared
 from simdb.planner import WORKLOADS, plan_for
+from simdb.reach import Reach, jaccard_at, reach
 from simdb.simhash import (
+    FINGERPRINT_SPECS,
+    NEW_INDEX_SPEC,
     SPEC_VERSION,
     SPEC_VERSIONS,
     WIDTHS,
@@ -48,18 +51,38 @@ PAIRS_MAX_DISTANCE = sql.SQL("$1")  # the only parameter of the pairs statement
 
 @dataclass(frozen=True)
 class SimhashSpec(Spec):
-    """Exact search within `max_distance` bits; `blocks` overrides the planner, which plans for
-    the index's expected rows and its `workload` (online, batch or both). `fingerprint_spec`:
-    the fingerprint spec version (v2 SimHash unless fingerprints must match ones made under v1;
-    v3 one-bit MinHash, which finds more edited copies); `bits`: the fingerprint's width, 64 or 128."""
+    """Exact search within `max_distance` bits (None: the fingerprint spec's own k); `blocks`
+    overrides the planner, which plans for the index's expected rows and its `workload` (online,
+    batch or both). `fingerprint_spec`: the fingerprint spec version (v3 one-bit MinHash, which
+    finds copies with a line changed; v2 SimHash, close copies, the dataclass's default, kept for
+    code written before; v1 only to match fingerprints made under it; None, what `newest()` and
+    the CLI ask for: v3, or v2 in a column the application fills, as simdb.fingerprint computes
+    it); `bits`: the fingerprint's width, 64 or 128."""
 
-    max_distance: int = DEFAULT_MAX_DISTANCE
+    max_distance: int | None = None
     blocks: int | None = None
     workload: str = "both"
-    fingerprint_spec: int = SPEC_VERSION
+    fingerprint_spec: int | None = SPEC_VERSION
     bits: int = 64
 
     mode = "simhash"
+
+    @classmethod
+    def newest(cls, **given: Any) -> SimhashSpec:
+        """One-bit MinHash within 5 bits unless given otherwise (a fingerprint spec given alone
+        keeps its own k: --fingerprint-spec 2 is SimHash within 3)."""
+        return cls(**{"fingerprint_spec": None, **given})
+
+    @property
+    def version(self) -> int:
+        """The fingerprint spec version the index computes."""
+        return NEW_INDEX_SPEC if self.fingerprint_spec is None else self.fingerprint_spec
+
+    def for_column(self) -> SimhashSpec:
+        """An application's column keeps what simdb.fingerprint computes unless told otherwise."""
+        if self.fingerprint_spec is not None:
+            return self
+        return dataclasses.replace(self, fingerprint_spec=SPEC_VERSION)
 
     def build(self, name: str, features: Features, expected_rows: int) -> SimhashIndex:
         if self.workload not in WORKLOADS:
@@ -67,17 +90,25 @@ class SimhashSpec(Spec):
                 f"unknown workload {self.workload!r}", f"use one of {', '.join(WORKLOADS)}"
             )
         bits = check_bits(self.bits)
+        k = self.reach
         chosen = self.blocks
         if chosen is None:
-            chosen = plan_for(expected_rows, self.max_distance, self.workload, bits).blocks
-        plan = BlockPlan(self.max_distance, chosen, bits)
-        return SimhashIndex(name, features, expected_rows, plan, check_spec(self.fingerprint_spec))
+            chosen = plan_for(expected_rows, k, self.workload, bits).blocks
+        plan = BlockPlan(k, chosen, bits)
+        return SimhashIndex(name, features, expected_rows, plan, check_spec(self.version))
+
+    @property
+    def reach(self) -> int:
+        """The k of the index: the one given, else the fingerprint spec's."""
+        if self.max_distance is not None:
+            return self.max_distance
+        return FINGERPRINT_SPECS[check_spec(self.version)].max_distance
 
     def sketch(self, content: Content, features: Features) -> int:
-        return fingerprint(content, features, self.fingerprint_spec, self.bits)
+        return fingerprint(content, features, self.version, self.bits)
 
     def sketches(self, contents: list[Content], features: Features) -> list[Sketch | None]:
-        return list(fingerprints(contents, features, self.fingerprint_spec, self.bits))
+        return list(fingerprints(contents, features, self.version, self.bits))
 
     def literal(self, value: Sketch) -> str:
         return width(self.bits).to_hex(int(value))
@@ -144,16 +175,40 @@ class SimhashIndex(Index):
         return self.fingerprint_spec
 
     def upgraded(self) -> Self | None:
-        """v1 moves to the default, v2; v3 (one-bit MinHash, newer than the default) is a choice kept."""
+        """v1 moves to the newest SimHash, v2, at the same k; v2 and v3 (one-bit MinHash, which
+        is another method with another k) are kept."""
         if self.fingerprint_spec >= SPEC_VERSION:
             return None
         return dataclasses.replace(self, fingerprint_spec=SPEC_VERSION)
 
     @property
+    def finds(self) -> str:
+        return self.reached.words()
+
+    @property
+    def reached(self) -> Reach:
+        """What the index finds: the Jaccard similarity of nine in ten of its finds (simdb.reach)."""
+        words = self.features.n if self.features.kind == "word" else None
+        kind = FINGERPRINT_SPECS[self.fingerprint_spec]
+        return reach(self.bits, self.plan.max_distance, kind.bit_difference, words)
+
+    def nearest_scan(self) -> sql.Composed:
+        distance = self.width.distance(sql.Identifier(self.sketch_column), sql.Placeholder())
+        return sql.SQL(
+            "SELECT key, {distance} AS distance FROM {table} WHERE {sketch} IS NOT NULL"
+            " AND key IS DISTINCT FROM %s ORDER BY 2, key LIMIT 1"
+        ).format(distance=distance, table=self.table, sketch=sql.Identifier(self.sketch_column))
+
+    def jaccard_at(self, score: Any) -> float:
+        kind = FINGERPRINT_SPECS[self.fingerprint_spec]
+        return jaccard_at(self.bits, int(score), kind.bit_difference)
+
+    @property
     def summary(self) -> str:
         prefixes = "/".join(map(str, sorted({t.prefix_bits for t in self.plan.tables})))
+        kind = FINGERPRINT_SPECS[self.fingerprint_spec].name
         return (
-            f"{self.bits}-bit fingerprints, max distance {self.plan.max_distance}, "
+            f"{self.bits}-bit {kind}, max distance {self.plan.max_distance}, "
             f"{self.plan.blocks} blocks, {len(self.plan.tables)} tables (prefix {prefixes} bits)"
         )
 

@@ -1,0 +1,179 @@
+"""The default index finds single edits, and says what it finds: simdb.reach's model, the words
+of `create`, `list` and `ingest --create`, and `query`'s word on a row beyond reach."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import psycopg
+import pytest
+from support import simdb
+
+from simdb import reach
+from simdb.modes import SimhashSpec
+from simdb.simhash import DEFAULT_MAX_DISTANCE, FINGERPRINT_SPECS, NEW_INDEX_SPEC, SPEC_VERSION, Features
+
+ONEBIT = FINGERPRINT_SPECS[3].bit_difference
+SIMHASH = FINGERPRINT_SPECS[2].bit_difference
+
+
+def _binomial_cdf(n: int, k: int, p: float) -> float:
+    """P(Binomial(n, p) <= k), summed the slow way with fractions of factorials."""
+    total = 0.0
+    for i in range(k + 1):
+        total += math.factorial(n) / (math.factorial(i) * math.factorial(n - i)) * p**i * (1 - p) ** (n - i)
+    return total
+
+
+def test_found_is_the_binomial_chance_of_k_bits_or_fewer() -> None:
+    for bits, k, p in ((64, 5, 0.05), (64, 3, 0.2), (128, 10, 0.1)):
+        assert reach.found(bits, k, p) == pytest.approx(_binomial_cdf(bits, k, p), rel=1e-12)
+    assert reach.found(64, 64, 0.3) == pytest.approx(1.0)
+
+
+def test_the_bit_difference_of_each_fingerprint_kind() -> None:
+    assert ONEBIT(1.0) == 0.0 and ONEBIT(0.0) == 0.5 and ONEBIT(0.9) == pytest.approx(0.05)
+    assert SIMHASH(1.0) == 0.0 and SIMHASH(0.0) == pytest.approx(0.5)
+    # near J = 0.95 a SimHash bit differs two to three times as often as a one-bit MinHash bit
+    assert 2 < SIMHASH(0.95) / ONEBIT(0.95) < 3
+
+
+def test_jaccard_found_is_where_nine_in_ten_pairs_are_within_k() -> None:
+    j = reach.jaccard_found(64, 5, ONEBIT)
+    assert reach.found(64, 5, ONEBIT(j)) == pytest.approx(reach.SHARE, abs=1e-6)
+    assert reach.found(64, 5, ONEBIT(j - 0.01)) < reach.SHARE
+    # a larger k reaches lower; SimHash at k = 3 reaches only very close copies
+    assert reach.jaccard_found(64, 6, ONEBIT) < j < reach.jaccard_found(64, 4, ONEBIT)
+    assert reach.jaccard_found(64, 3, SIMHASH) > 0.98
+
+
+def test_jaccard_at_inverts_the_expected_distance() -> None:
+    for j in (0.6, 0.8, 0.95):
+        assert reach.jaccard_at(64, 64 * ONEBIT(j), ONEBIT) == pytest.approx(j, abs=1e-6)  # type: ignore[arg-type]
+    assert reach.jaccard_at(64, 32, ONEBIT) == 0.0
+    assert reach.jaccard_at(64, 40, SIMHASH) == 0.0
+
+
+def test_the_document_size_one_changed_line_needs() -> None:
+    # 10 words replaced change 12 word 3-grams; J = (N - 12) / (N + 12) at N = 12 * 1.9 / 0.1
+    assert reach.line_changed_bytes(0.9, 3) == pytest.approx(12 * 1.9 / 0.1 * reach.WORD_BYTES)
+    assert reach.line_changed_bytes(1.0, 3) == math.inf
+    said = reach.reach(64, 5, ONEBIT, 3).words()
+    assert said == "finds 9 in 10 copies at Jaccard >= 0.90 (a changed line in documents over 1.4 KB)"
+    assert reach.reach(64, 5, ONEBIT, None).words() == "finds 9 in 10 copies at Jaccard >= 0.90"
+
+
+def test_the_default_is_one_bit_minhash_within_five_bits() -> None:
+    assert (NEW_INDEX_SPEC, DEFAULT_MAX_DISTANCE) == (3, 5)
+    assert FINGERPRINT_SPECS[NEW_INDEX_SPEC].name == "one-bit MinHash"
+    # the library's default stays SimHash, so that code and migrations keep their meaning
+    assert SPEC_VERSION == 2 and SimhashSpec().build("x", Features(), 1000).summary.startswith(
+        "64-bit SimHash, max distance 3"
+    )
+    assert (
+        SimhashSpec.newest()
+        .build("x", Features(), 1000)
+        .summary.startswith("64-bit one-bit MinHash, max distance 5")
+    )
+    assert SimhashSpec.newest(fingerprint_spec=2).build("x", Features(), 1000).plan.max_distance == 3
+
+
+def _records(texts: dict[str, str]) -> bytes:
+    """JSONL records of these texts by key, for `simdb ingest NAME -`."""
+    return "".join(json.dumps({"key": key, "text": text}) + "\n" for key, text in texts.items()).encode()
+
+
+def _document(rng: random.Random, lines: int) -> list[str]:
+    words = [f"w{n}" for n in range(3000)]
+    return [" ".join(rng.choice(words) for _ in range(10)) for _ in range(lines)]
+
+
+def test_create_list_and_ingest_say_what_the_index_finds(
+    capsys: pytest.CaptureFixture[str], dsn: str
+) -> None:
+    code, out, _ = simdb(capsys, "create", "plain")
+    assert code == 0
+    assert "64-bit one-bit MinHash, max distance 5, " in out and "spec v3" in out
+    assert (
+        "; it finds 9 in 10 copies at Jaccard >= 0.90 (a changed line in documents over 1.4 KB); SQL: " in out
+    )
+    code, out, _ = simdb(capsys, "create", "close", "--fingerprint-spec", "2")
+    assert code == 0 and "64-bit SimHash, max distance 3, 4 blocks" in out and "at Jaccard >= 0.99" in out
+    code, out, _ = simdb(capsys, "list")
+    lines = out.splitlines()
+    assert code == 0
+    close = next(i for i, line in enumerate(lines) if line.startswith("close "))
+    assert "v2" in lines[close] and lines[close + 1].strip().startswith(
+        "finds 9 in 10 copies at Jaccard >= 0.99"
+    )
+    code, out, err = simdb(capsys, "ingest", "fresh", "-", "--create", stdin=_records({"k": "a few words"}))
+    assert code == 0, err
+    assert "created simhash index fresh: 64-bit one-bit MinHash, max distance 5" in err
+    assert "it finds 9 in 10 copies" in err
+
+
+def test_the_default_finds_a_copy_with_one_line_changed_where_simhash_at_3_does_not(
+    capsys: pytest.CaptureFixture[str], dsn: str, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """A 3 KB document and copies of it each with one line replaced: the default index finds
+    every copy; a SimHash index within 3 bits (the former default) misses some of the same."""
+    rng = random.Random(7)
+    original = _document(rng, 50)
+    copies = {}
+    for n in range(20):
+        edited = list(original)
+        edited[rng.randrange(len(edited))] = " ".join(f"new{n}x{i}" for i in range(10))
+        copies[f"copy{n}"] = "\n".join(edited)
+    for name, options in (("default", []), ("former", ["--fingerprint-spec", "2"])):
+        assert simdb(capsys, "create", name, *options)[0] == 0
+        texts = {"original": "\n".join(original), **copies}
+        assert simdb(capsys, "ingest", name, "-", stdin=_records(texts))[0] == 0
+    found = {
+        name: {row[0] for row in conn.execute("SELECT key FROM simdb.near_key(%s, 'original')", (name,))}
+        for name in ("default", "former")
+    }
+    assert found["default"] == {"original", *copies}
+    assert len(found["former"]) < len(found["default"])
+
+
+def test_query_says_where_the_nearest_row_beyond_reach_is(
+    capsys: pytest.CaptureFixture[str], dsn: str
+) -> None:
+    rng = random.Random(3)
+    original = _document(rng, 40)
+    far = list(original)
+    for at in range(0, 40, 5):  # 8 lines of 40 replaced: Jaccard about 0.6-0.7
+        far[at] = " ".join(f"other{at}x{i}" for i in range(10))
+    assert simdb(capsys, "create", "docs")[0] == 0
+    texts = {"a": "\n".join(original), "b": "\n".join(far)}
+    assert simdb(capsys, "ingest", "docs", "-", stdin=_records(texts))[0] == 0
+    code, out, err = simdb(capsys, "query", "docs", "--key", "a")
+    assert code == 0
+    assert out.splitlines()[1:] == ["       0  a"]
+    assert "the nearest other row is b at distance " in err
+    assert "beyond the reach of index docs" in err and "--mode jaccard --threshold 0." in err
+    code, out, err = simdb(
+        capsys, "query", "docs", "--text", "unrelated words that share nothing at all here"
+    )
+    assert code == 0 and "no rows within 5 bits" in err and "nearest other row" not in err
+
+
+def test_attach_gives_simdbs_default_where_simdb_fingerprints_and_the_librarys_where_the_app_does(
+    capsys: pytest.CaptureFixture[str], dsn: str, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """With a text column simdb computes the fingerprints: one-bit MinHash within 5. A column the
+    application fills itself holds what simdb.fingerprint computes, SimHash: the index says so."""
+    conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text, fp bigint, own bigint)")
+    conn.execute("INSERT INTO public.notes VALUES (1, 'a note about gardens and their flowers', NULL, NULL)")
+    table = ("--table", "public.notes", "--key-column", "id")
+    assert (
+        simdb(capsys, "attach", "filled", *table, "--fingerprint-column", "fp", "--text-column", "body")[0]
+        == 0
+    )
+    assert simdb(capsys, "attach", "own", *table, "--fingerprint-column", "own")[0] == 0
+    code, out, _ = simdb(capsys, "list", "--json")
+    assert code == 0
+    found = {entry["name"]: (entry["spec_version"], entry["max_distance"]) for entry in json.loads(out)}
+    assert found == {"filled": (3, 5), "own": (2, 3)}

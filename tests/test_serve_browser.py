@@ -52,7 +52,9 @@ def database(
     url = make_conninfo(admin_dsn, dbname=name)
     folder = tmp_path_factory.mktemp("served") / "docs"
     keys = write_folder(folder)
-    for args in (["create", "docs", "--max-distance", "6"], ["ingest", "docs", str(folder)]):
+    # SimHash (spec 2), as in test_serve.py: the pairs and distances below are of its fingerprints
+    create = ["create", "docs", "--max-distance", "6", "--fingerprint-spec", "2"]
+    for args in (create, ["ingest", "docs", str(folder)]):
         with pytest.raises(SystemExit) as done:
             cli.run(["--dsn", url, *args])
             raise SystemExit(0)

@@ -13,7 +13,14 @@ from support import simdb
 
 from simdb import reach
 from simdb.modes import SimhashSpec
-from simdb.simhash import DEFAULT_MAX_DISTANCE, FINGERPRINT_SPECS, NEW_INDEX_SPEC, SPEC_VERSION, Features
+from simdb.simhash import (
+    DEFAULT_MAX_DISTANCE,
+    FINGERPRINT_SPECS,
+    NEW_INDEX_SPEC,
+    SPEC_VERSION,
+    Features,
+    fingerprint,
+)
 
 ONEBIT = FINGERPRINT_SPECS[3].bit_difference
 SIMHASH = FINGERPRINT_SPECS[2].bit_difference
@@ -177,3 +184,18 @@ def test_attach_gives_simdbs_default_where_simdb_fingerprints_and_the_librarys_w
     assert code == 0
     found = {entry["name"]: (entry["spec_version"], entry["max_distance"]) for entry in json.loads(out)}
     assert found == {"filled": (3, 5), "own": (2, 3)}
+
+
+def test_fingerprint_index_computes_what_the_index_stores(
+    capsys: pytest.CaptureFixture[str], dsn: str
+) -> None:
+    """`simdb fingerprint --index NAME` answers "what do I give this index's SQL functions": its
+    spec and width, whatever the command's own default."""
+    assert simdb(capsys, "create", "close", "--fingerprint-spec", "2")[0] == 0
+    assert simdb(capsys, "create", "wide", "--bits", "128")[0] == 0
+    text = "a short text about the index at hand"
+    for name, spec, bits in (("close", 2, 64), ("wide", 3, 128)):
+        code, out, _ = simdb(capsys, "fingerprint", "--index", name, "--text", text)
+        assert (code, out) == (0, f"{fingerprint(text, spec=spec, bits=bits):0{bits // 4}x}\n")
+    code, _, err = simdb(capsys, "fingerprint", "--index", "close", "--text", text, "--fingerprint-spec", "3")
+    assert code == 2 and "--index takes the index's own settings: leave out --fingerprint-spec" in err

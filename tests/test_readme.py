@@ -29,7 +29,7 @@ def test_python_example_runs(dsn: str, capsys: object) -> None:
 
 
 def test_signed_example_and_spec_example(conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    assert '`simdb fingerprint --text "hello world"` prints `ba9b091b33c2300c`' in README
+    assert '`simdb fingerprint --fingerprint-spec 2 --text "hello world"` prints `ba9b091b33c2300c`' in README
     assert fingerprint("hello world") == 0xBA9B091B33C2300C
     signed = int(re.search(r"stored as\n`(-\d+)`", README).group(1))  # type: ignore[union-attr]
     assert signed == to_signed(0xA70392059DDFCBCE)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from simdb import batch, connection, index, modes, query
 from simdb.cli.common import (
@@ -283,6 +286,13 @@ def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
 @click.option("--text", help="Fingerprint this text.")
 @click.option("--file", type=str, help="Fingerprint this file's text (- reads stdin).")
 @click.option(
+    "--index",
+    "index_name",
+    metavar="NAME",
+    help="As index NAME computes it (its mode, spec, width and features), read from the database: "
+    "what to give its SQL functions.",
+)
+@click.option(
     "--mode",
     type=click.Choice(modes.MODES),
     default=modes.DEFAULT_MODE,
@@ -308,9 +318,13 @@ def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
 @signature_spec_option
 @features_option
 @json_option
+@dsn_option
+@click.pass_context
 def fingerprint_(
+    ctx: click.Context,
     text: str | None,
     file: str | None,
+    index_name: str | None,
     mode: str,
     permutations: int | None,
     threshold: float | None,
@@ -328,24 +342,43 @@ def fingerprint_(
     simdb.similar('NAME', '{...}') or an INSERT into a jaccard index.
     """
     exactly_one(text=text, file=file)
-    parsed = Features.parse(features)
-    from simdb import readers  # (loaded by the commands that read files: not by `query --text`)
-
-    content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
-    source = "stdin" if file == readers.STDIN else file or "--text"
-    given = {
+    given: dict[str, Any] = {
         "permutations": permutations,
         "threshold": threshold,
         "fingerprint_spec": fingerprint_spec,
         "bits": bits,
         "signature_spec": signature_spec,
     }
-    spec = spec_from_options(mode, given)
+    if index_name is None:
+        spec, parsed = spec_from_options(mode, given), Features.parse(features)
+    else:
+        spec, parsed, mode = _index_settings(ctx, index_name, given)
+    from simdb import readers  # (loaded by the commands that read files: not by `query --text`)
+
+    content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
+    source = "stdin" if file == readers.STDIN else file or "--text"
     printed = spec.literal(sketch_of(lambda c: spec.sketch(c, parsed), content, source, parsed))
     if as_json:  # the field name is the one `simdb export` writes and `ingest --fingerprint-field` reads
         emit_json({"source": source, "mode": mode, modes.index_class(mode).sketch_column: printed})
     else:
         click.echo(printed)
+
+
+def _index_settings(
+    ctx: click.Context, name: str, given: Mapping[str, object]
+) -> tuple[modes.Spec, Features, str]:
+    """fingerprint --index NAME: the index's spec, features and mode; an option that would
+    contradict them is a usage error."""
+    chosen = [key for key, value in given.items() if value is not None]
+    chosen += [
+        key for key in ("mode", "features") if ctx.get_parameter_source(key) is not ParameterSource.DEFAULT
+    ]
+    if chosen:
+        options = " and ".join(f"--{key.replace('_', '-')}" for key in chosen)
+        raise click.UsageError(f"--index takes the index's own settings: leave out {options}")
+    with database(ctx) as conn:
+        made = index.get(conn, name)
+    return made.spec, made.features, made.mode
 
 
 def _key_hint(key: str) -> str:

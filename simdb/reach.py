@@ -5,7 +5,7 @@ Two documents whose shingle sets have Jaccard similarity J have fingerprints who
 independently with a probability p(J) that depends on the fingerprint spec (one-bit MinHash:
 (1 - J) / 2; SimHash: angle / pi), so their Hamming distance is Binomial(bits, p(J)) and an index
 of reach k finds the pair with probability P(Binomial <= k). `simdb bench --edits` measures the
-same on real files; these figures are the model's, which the bench's agree with (README, "Single
+same on real files; these figures are the model's, which the bench's agree with (docs/performance.md, "Single
 edits").
 """
 

@@ -1,7 +1,7 @@
 """What an index distributed on Citus would cost past this machine (pure code): shards, bytes per
 worker, query latency and throughput, and all-pairs time, from unit costs measured on simdb's
 development machine with `simdb bench --distributed` (1M rows, k = 3, a coordinator and two
-workers on one 2-core VM; see the README's Scale-out section).
+workers on one 2-core VM; see docs/citus.md).
 
 Two layouts are priced. By key (what `simdb create --distributed` makes): every probe runs on
 every shard, a worker's shards in turn over one connection, so latency grows with the shards
@@ -26,7 +26,7 @@ class ClusterCosts:
     """Unit costs of a Citus cluster, on top of the single-server Costs of each shard's work."""
 
     # Fitted to runs at 1M rows, k = 3 (b = 4), 2 workers with 4 and 32 shards (throughput, CPU),
-    # and at 100k and 1M rows with 4 shards (latency, bytes and all pairs: the README's table of
+    # and at 100k and 1M rows with 4 shards (latency, bytes and all pairs: docs/citus.md's table of
     # predicted against measured, where 4M rows checks the fit).
     fanout_ms: float = 0.38  # per query on the coordinator: plan, dispatch to the workers, merge
     task_ms: float = 0.37  # per shard a probe runs on, one after another on a worker's connection
@@ -127,7 +127,7 @@ class ScalePlan:
             f"choose --layout {self.choice[0]} ({self.choice[1]})",
             "a rough model: unit costs fitted to `simdb bench --distributed` on simdb's development "
             "machine (2 workers sharing 2 cores); each worker priced as one such core; "
-            "see simdb/scaleplan.py and the README's table of predicted against measured",
+            "see simdb/scaleplan.py and docs/citus.md's table of predicted against measured",
         ]
 
 

@@ -12,7 +12,7 @@ then the lowest bits of MinHash values (one-bit MinHash, simdb.onebit).
 
 Pure code (numpy, xxhash and the compiled loops of simdb.kernels; simdb.onetext for one short
 text while the kernels are not loaded), so it is fast to test and easy
-to port; the README gives the spec step by step, tests pin it with known-answer vectors and
+to port; docs/how-it-works.md gives the spec step by step, tests pin it with known-answer vectors and
 check it against a plain loop-by-loop reading of the spec.
 """
 
@@ -596,7 +596,7 @@ class FingerprintSpec:
 # Fingerprint spec version -> what it is. A new spec is an entry here; the catalog records an
 # index's version and every path fingerprints through this. SimHash at k = 3 finds close copies
 # (a changed word in documents over ~10 KB); one-bit MinHash moves a third as many bits for an
-# edit and searches within 5, so it finds a changed line in documents over ~2 KB (README,
+# edit and searches within 5, so it finds a changed line in documents over ~2 KB (docs/performance.md,
 # "Single edits": the figures behind the choice).
 FINGERPRINT_SPECS: dict[int, FingerprintSpec] = {
     1: FingerprintSpec("SimHash v1", functools.partial(_simhashes, distinct=False), 3, _simhash_difference),

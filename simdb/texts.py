@@ -106,7 +106,7 @@ class Usage:
 
 
 def usage(conn: Connection, index: Index) -> Usage:
-    """The kept texts' rows and bytes (for the README's figure, and for people deciding)."""
+    """The kept texts' rows and bytes (for the figure in docs/serve.md, and for people deciding)."""
     table = names.texts_table(index.name)
     row = conn.execute(
         sql.SQL("SELECT count(*), pg_total_relation_size(%s::regclass) FROM {}").format(table),

@@ -23,6 +23,24 @@ from simdb.modes import Index
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def doc(page: str = "README") -> str:
+    """The text of README.md, or of docs/PAGE.md."""
+    path = ROOT / "README.md" if page == "README" else ROOT / "docs" / f"{page}.md"
+    return path.read_text(encoding="utf-8")
+
+
+def all_docs() -> str:
+    """README.md and every page of docs/, one after the other."""
+    return "\n".join([doc(), *(doc(page.stem) for page in sorted((ROOT / "docs").glob("*.md")))])
+
+
+def code_blocks(text: str, language: str) -> list[str]:
+    """The fenced code blocks of `language` in a Markdown text."""
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+
 
 def simdb(capsys: pytest.CaptureFixture[str], *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
     """Run `simdb ARGS` in-process; returns (exit code, stdout, stderr)."""

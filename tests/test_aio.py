@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
 import pytest
-from support import Conn, jaccard_corpus
+from support import Conn, code_blocks, doc, jaccard_corpus
 
 import simdb
 from simdb import aio, attach, index, ingest, intable, query
@@ -249,15 +247,14 @@ def test_the_async_bound_handle_is_simdb_aio(conn: Conn, dsn: str) -> None:
 
 
 def test_the_readme_snippets_run(dsn: str, conn: Conn) -> None:
-    """README "From Python": the stand-alone example, then the handle's and simdb.aio's."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    """docs/python.md: the stand-alone example, then the handle's and simdb.aio's."""
+    blocks = code_blocks(doc("python"), "python")
     (first,) = [block for block in blocks if "ensure_schema(conn)" in block]
     (handle,) = [block for block in blocks if "simdb.connect(" in block]
     (asynchronous,) = [block for block in blocks if "aio.connect(" in block]
     for block in (first, handle, asynchronous):
         scope: dict[str, Any] = {}
-        exec(compile(block.replace("postgresql://localhost/mydb", dsn), "README.md", "exec"), scope)
+        exec(compile(block.replace("postgresql://localhost/mydb", dsn), "docs/python.md", "exec"), scope)
         if "main" in scope:
             asyncio.run(scope["main"]())
     assert conn.execute("SELECT key FROM simdb.docs ORDER BY key").fetchall() == [("a",), ("c",)]

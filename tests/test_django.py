@@ -39,6 +39,7 @@ from django_app.articles.models import (  # noqa: E402
     near_sql,
     similar_notes,
 )
+from support import code_blocks, doc  # noqa: E402
 
 import simdb  # noqa: E402
 from simdb import attach, index, intable, query, schema  # noqa: E402
@@ -397,9 +398,8 @@ def test_near_above_the_index_max_distance_is_refused(migrated: str, model: type
 
 
 def test_readme_example_is_the_example_app() -> None:
-    """The README's Django snippet is the model and function the example project runs."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "simdb.django" in b]
+    """docs/django.md's snippet is the model and function the example project runs."""
+    (block,) = [b for b in code_blocks(doc("django"), "python") if "simdb.django" in b]
     models = (Path(__file__).resolve().parent / "django_app" / "articles" / "models.py").read_text()
     flat = re.sub(r"\s+", "", models)
     for line in block.splitlines():  # every line but the signature (models.py has type hints)

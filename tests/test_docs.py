@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import click
 import pytest
-from support import simdb
+from support import all_docs, simdb
 
 from simdb.cli import all_commands, main
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = all_docs()  # README.md and docs/*.md
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""The README's examples run as written."""
+"""The examples of the README and of docs/ run as written."""
 
 from __future__ import annotations
 
@@ -7,21 +7,17 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from support import simdb
+from support import ROOT, all_docs, code_blocks, doc, simdb
 
 from simdb.bits import to_signed
 from simdb.simhash import fingerprint
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = all_docs()  # README.md and docs/*.md
 
 
 def test_python_example_runs(dsn: str, capsys: object) -> None:
     # the stand-alone example; the SQLAlchemy and Alembic fragments run in test_example_app.py
-    (example,) = [
-        block
-        for block in re.findall(r"```python\n(.*?)```", README, flags=re.S)
-        if "ensure_schema(conn)" in block
-    ]
+    (example,) = [block for block in code_blocks(doc("python"), "python") if "ensure_schema(conn)" in block]
     exec(compile(example.replace("postgresql://localhost/mydb", dsn), "README.md", "exec"), {})
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT count(*) FROM simdb.docs").fetchone() == (2,)
@@ -53,7 +49,7 @@ def test_records_inside_a_folder_are_read_as_text_as_the_readme_says(
 
 
 def _table_rows(heading: str) -> str:
-    """The Markdown table that follows `heading` in the README."""
+    """The Markdown table that follows `heading` in the docs."""
     after = README.split(heading, 1)[1]
     return re.search(r"\n(\|.*?)\n\n", after, flags=re.S).group(1)  # type: ignore[union-attr]
 
@@ -93,3 +89,37 @@ def test_the_128_bit_example_creates_its_index_first(
     assert simdb(capsys, *command.group(1).split())[0] == 0
     query = re.search(r"`(SELECT \* FROM simdb\.near\('wide'[^`]*)`", paragraph.replace("\n", " "))
     assert query and conn.execute(query.group(1)).fetchall() == []
+
+
+def test_the_readmes_python_example_runs(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's own Python example, on the database SIMDB_DSN names (as it says)."""
+    (example,) = [block for block in code_blocks(doc(), "python") if "simdb.connect(" in block]
+    monkeypatch.setenv("SIMDB_DSN", dsn)
+    assert simdb(capsys, "init")[0] == 0
+    exec(compile(example, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("[Match(key='a', similarity=None, distance=") and "key='b'" not in printed
+
+
+def test_every_page_of_docs_is_linked_from_the_readme_and_every_link_lands() -> None:
+    pages = sorted(path.name for path in (ROOT / "docs").glob("*.md"))
+    assert len(pages) >= 8 and all(f"](docs/{page})" in doc() for page in pages)
+    for source in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = source.read_text(encoding="utf-8")
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", text):
+            if target.startswith("http"):
+                continue
+            landed = (source.parent / target).resolve() if target else source
+            assert landed.exists(), f"{source.name}: no file {target}"
+            if anchor and landed.suffix == ".md":
+                headings = re.findall(r"^#{1,6} (.*)$", landed.read_text(encoding="utf-8"), flags=re.M)
+                assert anchor in {_slug(heading) for heading in headings}, (
+                    f"{source.name}: no #{anchor} in {target}"
+                )
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

@@ -97,7 +97,7 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     is_flag=True,
     help="Keep each document's text, zlib-compressed, in simdb.NAME__texts, so that `simdb serve` "
     "can show JSONL and CSV records (files are read by their path anyway); from then on every "
-    "ingest into NAME keeps its texts. Costs disk: see the README.",
+    "ingest into NAME keeps its texts. Costs disk: see docs/serve.md.",
 )
 @click.option(
     "--create",

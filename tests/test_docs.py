@@ -6,9 +6,9 @@ import re
 
 import click
 import pytest
-from support import all_docs, simdb
+from support import Conn, all_docs, doc, simdb
 
-from simdb.cli import all_commands, main
+from simdb.cli import all_commands, main, reference
 
 README = all_docs()  # README.md and docs/*.md
 
@@ -43,3 +43,16 @@ def test_command_has_help(capsys: pytest.CaptureFixture[str], path: tuple[str, .
 def test_command_appears_in_the_readme(path: tuple[str, ...]) -> None:
     used = re.compile(rf"\bsimdb {re.escape(' '.join(path))}(?![\w-])")
     assert used.search(README), f"the README never shows `simdb {' '.join(path)}`"
+
+
+def test_the_cli_reference_is_what_the_commands_print() -> None:
+    assert doc("cli-reference") == reference.markdown(), (
+        "docs/cli-reference.md is stale: run python -m simdb.cli.reference cli > docs/cli-reference.md"
+    )
+
+
+def test_the_sql_reference_is_what_the_functions_say(conn: Conn) -> None:
+    """On a freshly migrated database: every public function's arguments, result and COMMENT."""
+    assert doc("sql-reference") == reference.sql_markdown(conn), (
+        "docs/sql-reference.md is stale: run python -m simdb.cli.reference sql > docs/sql-reference.md"
+    )

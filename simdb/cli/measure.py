@@ -15,12 +15,14 @@ from simdb.cli.common import (
     database,
     dsn_option,
     features_option,
+    fingerprint_spec_option,
     json_option,
     progress_say,
     show,
     text_documents,
 )
 from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.modes import SimhashSpec
 from simdb.simhash import DEFAULT_MAX_DISTANCE, Features
 
 
@@ -219,6 +221,7 @@ def calibrate_(
     help="--app-table: measure the lag of sync --watch while the application commits this many "
     "single-row INSERTs a second, for 20 s [default: one commit at a time, 200 of them].",
 )
+@fingerprint_spec_option
 @features_option
 @json_option
 @dsn_option
@@ -257,6 +260,8 @@ def bench_(ctx: click.Context, /, mode: str, as_json: bool, **options: Any) -> N
     run = _bench_distributed if options["distributed"] else runs[mode]
     if options["app_table"]:
         run = _bench_app_table
+    elif options["fingerprint_spec"] is not None:
+        raise click.UsageError("--fingerprint-spec applies to --app-table only")
     show(run(ctx, progress_say(as_json), **options), as_json)
 
 
@@ -328,10 +333,16 @@ def _bench_app_table(
     rows: int,
     queries: int,
     writes_per_second: float | None,
+    fingerprint_spec: int | None,
+    max_distance: int,
     **_: Any,
 ) -> Result:
-    """simdb bench --app-table: an index in an application's own table, beside its baselines."""
+    """simdb bench --app-table: an index in an application's own table, beside its baselines,
+    made as `simdb attach` makes one (-k and --fingerprint-spec as attach takes them)."""
     from simdb.measure import apptable
+
+    given = ctx.get_parameter_source("max_distance") is not click.core.ParameterSource.DEFAULT
+    spec = SimhashSpec.newest(fingerprint_spec=fingerprint_spec, max_distance=max_distance if given else None)
 
     paced = {} if writes_per_second is None else {"lags": max(1, round(writes_per_second * 20))}
     with database(ctx, create_schema=True) as conn:
@@ -342,6 +353,7 @@ def _bench_app_table(
             queries=queries,
             jobs=os.cpu_count() or 1,
             progress=say,
+            spec=spec,
             writes_per_second=writes_per_second,
             **paced,
         )

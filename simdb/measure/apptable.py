@@ -69,6 +69,7 @@ class AppTableBench:
     rows: int
     text_mb: float
     server: str
+    index: str  # the simhash index's parameters, as `simdb list` says them
     jobs: int
     ingest_s: float
     btree_bytes_per_row: float
@@ -93,7 +94,7 @@ class AppTableBench:
         host, mb = self.machine, self.text_mb
         lines = [
             f"machine: {host['cpu']}, {host['cores']} cores, Python {host['python']}, {self.server}",
-            f"table: {self.rows} rows, {mb:.0f} MB of text; the index in its fp column:"
+            f"table: {self.rows} rows, {mb:.0f} MB of text; the index in its fp column ({self.index}):"
             f" {self.btree_bytes_per_row:.0f} bytes/row of B-trees",
             f"ingest of the same texts from JSONL into simdb's own table (--jobs {self.jobs}):"
             f" {self.ingest_s:.1f} s, {mb / self.ingest_s:.1f} MB/s",
@@ -156,13 +157,16 @@ def bench_app_table(
     queries: int,
     jobs: int,
     progress: Callable[[str], None],
+    spec: SimhashSpec | None = None,
     writes: int = 2000,
     changes: int = 1000,
     lags: int = 200,
     writes_per_second: float | None = None,
 ) -> AppTableBench:
-    """Measure both ways into an application's table; see the module. `writes_per_second`: the
-    lag is measured while the application commits at that rate (`lags` commits)."""
+    """Measure both ways into an application's table; see the module. `spec`: the three indexes'
+    (default: what `simdb attach` makes, SimhashSpec.newest()). `writes_per_second`: the lag is
+    measured while the application commits at that rate (`lags` commits)."""
+    spec = spec or SimhashSpec.newest()
     rng = random.Random(0)  # noqa: S311 (texts and probes, not secrets)
     table = sql.Identifier(TABLE)
     with scratch(conn):
@@ -183,18 +187,18 @@ def bench_app_table(
             conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
             text_mb = _number(conn, sql.SQL("SELECT sum(octet_length(body)) FROM {}").format(table)) / 1e6
             progress("ingest of the same texts from JSONL into simdb's own table")
-            own = index.create(conn, OWN, SimhashSpec(), expected_rows=rows)
+            own = index.create(conn, OWN, spec, expected_rows=rows)
             began = time.perf_counter()
             ingest.ingest(conn, own, readers.read([jsonl]), jobs=jobs)
             ingest_s = time.perf_counter() - began
         table_name = f"public.{TABLE}"
         progress("the first fill of the table's fp column")
         made = intable.attach_in_table(  # as `simdb attach` does before its first fill
-            conn, IN_TABLE, table_name, "id", "fp", "body", expected_rows=rows, defer_btrees=True
+            conn, IN_TABLE, table_name, "id", "fp", "body", spec=spec, expected_rows=rows, defer_btrees=True
         )
         fill_in, temp_in = _filled(conn, IN_TABLE, jobs)
         progress("the first fill of a side table with triggers")
-        attach.attach(conn, SIDE, table_name, "id", "body", expected_rows=rows)
+        attach.attach(conn, SIDE, table_name, "id", "body", spec=spec, expected_rows=rows)
         fill_side, temp_side = _filled(conn, SIDE, jobs)
         conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
         progress(f"{queries} near queries, three ways")
@@ -241,6 +245,7 @@ def bench_app_table(
             rows=rows,
             text_mb=text_mb,
             server=f"PostgreSQL {server[0] if server else '?'}",
+            index=made.summary,
             jobs=jobs,
             ingest_s=ingest_s,
             btree_bytes_per_row=_btree_bytes(conn, made) / rows,

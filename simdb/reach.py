@@ -11,6 +11,7 @@ edits").
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,16 +27,22 @@ def found(bits: int, k: int, difference: float) -> float:
     return sum(math.comb(bits, i) * difference**i * (1 - difference) ** (bits - i) for i in range(k + 1))
 
 
-def jaccard_found(bits: int, k: int, bit_difference: Callable[[float], float], share: float = SHARE) -> float:
-    """The least Jaccard similarity at which an index of reach k finds `share` of the pairs."""
+def least_jaccard(holds: Callable[[float], bool]) -> float:
+    """The least Jaccard similarity in [0, 1] at which `holds`, which once true stays true as J
+    rises (bisection, to 2^-40)."""
     low, high = 0.0, 1.0
-    for _ in range(40):  # bisection: found() rises with J
+    for _ in range(40):
         middle = (low + high) / 2
-        if found(bits, k, bit_difference(middle)) >= share:
+        if holds(middle):
             high = middle
         else:
             low = middle
     return high
+
+
+def jaccard_found(bits: int, k: int, bit_difference: Callable[[float], float], share: float = SHARE) -> float:
+    """The least Jaccard similarity at which an index of reach k finds `share` of the pairs."""
+    return least_jaccard(lambda j: found(bits, k, bit_difference(j)) >= share)
 
 
 def jaccard_at(bits: int, distance: int, bit_difference: Callable[[float], float]) -> float:
@@ -44,14 +51,7 @@ def jaccard_at(bits: int, distance: int, bit_difference: Callable[[float], float
     share = distance / bits
     if share >= bit_difference(0.0):
         return 0.0
-    low, high = 0.0, 1.0
-    for _ in range(40):  # bisection: bit_difference falls as J rises
-        middle = (low + high) / 2
-        if bit_difference(middle) > share:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
+    return least_jaccard(lambda j: bit_difference(j) <= share)
 
 
 def line_changed_bytes(jaccard: float, n: int) -> float:
@@ -79,9 +79,10 @@ class Reach:
         return f"{said} (a changed line in documents over {_size(self.line_bytes)})"
 
 
-def reach(bits: int, k: int, bit_difference: Callable[[float], float], words: int | None) -> Reach:
+@functools.cache
+def of(bits: int, k: int, bit_difference: Callable[[float], float], words: int | None) -> Reach:
     """The reach of an index; `words` is the n of word:n features (None for char or bytes
-    features, where a line is no unit)."""
+    features, where a line is no unit). Cached: `simdb list` asks it of every index."""
     jaccard = jaccard_found(bits, k, bit_difference)
     return Reach(jaccard, None if words is None else line_changed_bytes(jaccard, words))
 

@@ -1,5 +1,5 @@
 """Fingerprint specs: normalise, tokenise, shingle, hash with xxh3, weigh, fold to 64 or 128
-bits; and the one table of spec versions and what computes each (FINGERPRINT_SPECS).
+bits; and the one table of spec versions and what computes each (FINGERPRINT_METHODS).
 
 Spec v1 weighs each shingle by its number of occurrences; spec v2 (SimHash)
 counts each distinct shingle once, so the fingerprint tracks the overlap of shingle sets
@@ -523,8 +523,8 @@ def fingerprints(
     bits: int = 64,
 ) -> list[int | None]:
     """fingerprint() of each document, None where it has no shingles: the fingerprinter of
-    `spec` (FINGERPRINT_SPECS), which every path that fingerprints a document goes through."""
-    return FINGERPRINT_SPECS[check_spec(spec)].compute(contents, features, check_bits(bits))
+    `spec` (FINGERPRINT_METHODS), which every path that fingerprints a document goes through."""
+    return FINGERPRINT_METHODS[check_spec(spec)].compute(contents, features, check_bits(bits))
 
 
 def _simhashes(
@@ -582,7 +582,7 @@ def _onebit_difference(jaccard: float) -> float:
 
 
 @dataclass(frozen=True)
-class FingerprintSpec:
+class FingerprintMethod:
     """One fingerprint spec version: its name, what computes it (documents, features, bits), the k
     a new index of it searches by default, and the chance that a bit of two documents'
     fingerprints differs at a Jaccard similarity J of their shingles (what simdb.reach reads)."""
@@ -598,10 +598,10 @@ class FingerprintSpec:
 # (a changed word in documents over ~10 KB); one-bit MinHash moves a third as many bits for an
 # edit and searches within 5, so it finds a changed line in documents over ~2 KB (docs/performance.md,
 # "Single edits": the figures behind the choice).
-FINGERPRINT_SPECS: dict[int, FingerprintSpec] = {
-    1: FingerprintSpec("SimHash v1", functools.partial(_simhashes, distinct=False), 3, _simhash_difference),
-    2: FingerprintSpec("SimHash", functools.partial(_simhashes, distinct=True), 3, _simhash_difference),
-    3: FingerprintSpec("one-bit MinHash", _onebit_minhashes, 5, _onebit_difference),
+FINGERPRINT_METHODS: dict[int, FingerprintMethod] = {
+    1: FingerprintMethod("SimHash v1", functools.partial(_simhashes, distinct=False), 3, _simhash_difference),
+    2: FingerprintMethod("SimHash", functools.partial(_simhashes, distinct=True), 3, _simhash_difference),
+    3: FingerprintMethod("one-bit MinHash", _onebit_minhashes, 5, _onebit_difference),
 }
-SPEC_VERSIONS = tuple(FINGERPRINT_SPECS)
-DEFAULT_MAX_DISTANCE = FINGERPRINT_SPECS[NEW_INDEX_SPEC].max_distance  # the k of `simdb create`
+SPEC_VERSIONS = tuple(FINGERPRINT_METHODS)
+DEFAULT_MAX_DISTANCE = FINGERPRINT_METHODS[NEW_INDEX_SPEC].max_distance  # the k of `simdb create`

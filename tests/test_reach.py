@@ -15,15 +15,15 @@ from simdb import reach
 from simdb.modes import SimhashSpec
 from simdb.simhash import (
     DEFAULT_MAX_DISTANCE,
-    FINGERPRINT_SPECS,
+    FINGERPRINT_METHODS,
     NEW_INDEX_SPEC,
     SPEC_VERSION,
     Features,
     fingerprint,
 )
 
-ONEBIT = FINGERPRINT_SPECS[3].bit_difference
-SIMHASH = FINGERPRINT_SPECS[2].bit_difference
+ONEBIT = FINGERPRINT_METHODS[3].bit_difference
+SIMHASH = FINGERPRINT_METHODS[2].bit_difference
 
 
 def _binomial_cdf(n: int, k: int, p: float) -> float:
@@ -67,14 +67,14 @@ def test_the_document_size_one_changed_line_needs() -> None:
     # 10 words replaced change 12 word 3-grams; J = (N - 12) / (N + 12) at N = 12 * 1.9 / 0.1
     assert reach.line_changed_bytes(0.9, 3) == pytest.approx(12 * 1.9 / 0.1 * reach.WORD_BYTES)
     assert reach.line_changed_bytes(1.0, 3) == math.inf
-    said = reach.reach(64, 5, ONEBIT, 3).words()
+    said = reach.of(64, 5, ONEBIT, 3).words()
     assert said == "finds 9 in 10 copies at Jaccard >= 0.90 (a changed line in documents over 1.4 KB)"
-    assert reach.reach(64, 5, ONEBIT, None).words() == "finds 9 in 10 copies at Jaccard >= 0.90"
+    assert reach.of(64, 5, ONEBIT, None).words() == "finds 9 in 10 copies at Jaccard >= 0.90"
 
 
 def test_the_default_is_one_bit_minhash_within_five_bits() -> None:
     assert (NEW_INDEX_SPEC, DEFAULT_MAX_DISTANCE) == (3, 5)
-    assert FINGERPRINT_SPECS[NEW_INDEX_SPEC].name == "one-bit MinHash"
+    assert FINGERPRINT_METHODS[NEW_INDEX_SPEC].name == "one-bit MinHash"
     # the library's default stays SimHash, so that code and migrations keep their meaning
     assert SPEC_VERSION == 2 and SimhashSpec().build("x", Features(), 1000).summary.startswith(
         "64-bit SimHash, max distance 3"

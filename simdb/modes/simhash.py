@@ -23,7 +23,7 @@ from typing import Any, Self, cast
 import numpy as np
 from psycopg import sql
 
-from simdb import catalog, pairing
+from simdb import catalog, pairing, reach
 from simdb.blocks import BlockPlan
 from simdb.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
@@ -31,15 +31,15 @@ from simdb.modes.base import CUTOFF, MISMATCH_HINT, SKETCH, Index, Sketch, Spec
 from simdb.modes.widths import Width, width
 from simdb.placement import first_shared
 from simdb.planner import WORKLOADS, plan_for
-from simdb.reach import Reach, jaccard_at, reach
 from simdb.simhash import (
-    FINGERPRINT_SPECS,
+    FINGERPRINT_METHODS,
     NEW_INDEX_SPEC,
     SPEC_VERSION,
     SPEC_VERSIONS,
     WIDTHS,
     Content,
     Features,
+    FingerprintMethod,
     check_bits,
     check_spec,
     fingerprint,
@@ -90,7 +90,7 @@ class SimhashSpec(Spec):
                 f"unknown workload {self.workload!r}", f"use one of {', '.join(WORKLOADS)}"
             )
         bits = check_bits(self.bits)
-        k = self.reach
+        k = self.k
         chosen = self.blocks
         if chosen is None:
             chosen = plan_for(expected_rows, k, self.workload, bits).blocks
@@ -98,11 +98,11 @@ class SimhashSpec(Spec):
         return SimhashIndex(name, features, expected_rows, plan, check_spec(self.version))
 
     @property
-    def reach(self) -> int:
-        """The k of the index: the one given, else the fingerprint spec's."""
+    def k(self) -> int:
+        """The k of the index: the one given, else the fingerprint method's."""
         if self.max_distance is not None:
             return self.max_distance
-        return FINGERPRINT_SPECS[check_spec(self.version)].max_distance
+        return FINGERPRINT_METHODS[check_spec(self.version)].max_distance
 
     def sketch(self, content: Content, features: Features) -> int:
         return fingerprint(content, features, self.version, self.bits)
@@ -182,15 +182,19 @@ class SimhashIndex(Index):
         return dataclasses.replace(self, fingerprint_spec=SPEC_VERSION)
 
     @property
-    def finds(self) -> str:
-        return self.reached.words()
+    def method(self) -> FingerprintMethod:
+        """What the index's fingerprint spec version is: its name, computation and bit model."""
+        return FINGERPRINT_METHODS[self.fingerprint_spec]
 
     @property
-    def reached(self) -> Reach:
+    def finds(self) -> str:
+        return self.reach.words()
+
+    @property
+    def reach(self) -> reach.Reach:
         """What the index finds: the Jaccard similarity of nine in ten of its finds (simdb.reach)."""
         words = self.features.n if self.features.kind == "word" else None
-        kind = FINGERPRINT_SPECS[self.fingerprint_spec]
-        return reach(self.bits, self.plan.max_distance, kind.bit_difference, words)
+        return reach.of(self.bits, self.plan.max_distance, self.method.bit_difference, words)
 
     def nearest_scan(self) -> sql.Composed:
         distance = self.width.distance(sql.Identifier(self.sketch_column), sql.Placeholder())
@@ -200,15 +204,13 @@ class SimhashIndex(Index):
         ).format(distance=distance, table=self.table, sketch=sql.Identifier(self.sketch_column))
 
     def jaccard_at(self, score: Any) -> float:
-        kind = FINGERPRINT_SPECS[self.fingerprint_spec]
-        return jaccard_at(self.bits, int(score), kind.bit_difference)
+        return reach.jaccard_at(self.bits, int(score), self.method.bit_difference)
 
     @property
     def summary(self) -> str:
         prefixes = "/".join(map(str, sorted({t.prefix_bits for t in self.plan.tables})))
-        kind = FINGERPRINT_SPECS[self.fingerprint_spec].name
         return (
-            f"{self.bits}-bit {kind}, max distance {self.plan.max_distance}, "
+            f"{self.bits}-bit {self.method.name}, max distance {self.plan.max_distance}, "
             f"{self.plan.blocks} blocks, {len(self.plan.tables)} tables (prefix {prefixes} bits)"
         )
 

@@ -320,24 +320,26 @@ def _near_times(
         sql.Identifier(TABLE)
     )
     stored = [int(value) for (value,) in conn.execute(sample, (queries,))]
-    probes = [to_signed(_flipped(rng, value & (2**64 - 1), rng.randint(0, 3))) for value in stored]
-    k = 3
-    fp, given = sql.SQL("t.fp"), sql.SQL("%s::bigint")
+    k = int(made.cutoff())  # the index's own k
+    probes = [to_signed(_flipped(rng, value & (2**64 - 1), rng.randint(0, k))) for value in stored]
+    # (a table's key may read the fingerprint more than once: named parameters, each given once)
+    fp, given = sql.SQL("t.fp"), sql.SQL("{}::bigint").format(sql.Placeholder("fp"))
     hand = sql.SQL(
-        "SELECT t.id FROM {table} AS t WHERE ({probes}) AND bit_count((t.fp # %s::bigint)::bit(64)) <= %s"
+        "SELECT t.id FROM {table} AS t WHERE ({probes}) AND bit_count((t.fp # {given})::bit(64)) <= {k}"
     ).format(
         table=sql.Identifier(TABLE),
         probes=sql.SQL(" OR ").join(
             sql.SQL("{} = {}").format(row, query)
             for row, query in zip(made.btree_keys(fp), made.btree_keys(given), strict=True)
         ),
+        given=given,
+        k=sql.Placeholder("k"),
     )
-    tables = len(made.columns)
     near = sql.SQL("SELECT * FROM {}(%s, %s)")
     kinds = {
         "own": (near.format(own.near_function), [(p, k) for p in probes]),
         "in_table": (near.format(made.near_function), [(p, k) for p in probes]),
-        "hand": (hand, [(*([p] * tables), p, k) for p in probes]),
+        "hand": (hand, [{"fp": p, "k": k} for p in probes]),
     }
     best = best_rounds(conn, kinds, 3)  # type: ignore[arg-type]
     answers = {kind: found for kind, (_, found) in best.items()}

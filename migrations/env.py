@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import CreateSchema
 
-from simdb.names import INTERNAL_SCHEMA, SCHEMA, VERSION_TABLE
+from simdb.index.names import INTERNAL_SCHEMA, SCHEMA, VERSION_TABLE
 
 # One lock id for every simdb process: concurrent first runs migrate once, one after another.
 MIGRATION_LOCK = 0x51D8_0001

@@ -5,21 +5,26 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from simdb.bits import hamming, parse_hex, to_hex, to_signed, to_unsigned
+from simdb import moved
 from simdb.errors import SimdbError
+from simdb.sketch.bits import hamming, parse_hex, to_hex, to_signed, to_unsigned
 
 if TYPE_CHECKING:
-    from simdb.handle import Database
-    from simdb.minhash import document_signature
-    from simdb.simhash import SPEC_VERSION, Features, fingerprint
+    from simdb.api import Database
+    from simdb.index.modes.jaccard import JaccardSpec
+    from simdb.index.modes.simhash import SimhashSpec
+    from simdb.sketch.minhash import document_signature
+    from simdb.sketch.simhash import SPEC_VERSION, Features, fingerprint
 
 # Names whose modules load numpy and xxhash: imported on first use, so that `import simdb` (and
 # with it `simdb --help`) stays light.
 _LAZY = {
-    "SPEC_VERSION": "simdb.simhash",
-    "Features": "simdb.simhash",
-    "fingerprint": "simdb.simhash",
-    "document_signature": "simdb.minhash",
+    "SPEC_VERSION": "simdb.sketch.simhash",
+    "Features": "simdb.sketch.simhash",
+    "fingerprint": "simdb.sketch.simhash",
+    "document_signature": "simdb.sketch.minhash",
+    "SimhashSpec": "simdb.index.modes.simhash",
+    "JaccardSpec": "simdb.index.modes.jaccard",
 }
 
 
@@ -33,17 +38,21 @@ def __getattr__(name: str) -> object:
 
 
 def connect(dsn: str | None = None) -> Database:
-    """A bound-handle connection: `simdb.connect(dsn).index("docs").near(text=...)` (simdb.handle;
+    """A bound-handle connection: `simdb.connect(dsn).index("docs").near(text=...)` (simdb.api;
     imported here on first use, so that `import simdb` stays light)."""
-    from simdb import handle
+    from simdb import api as handle
 
     return handle.connect(dsn)
 
 
+moved.install()
+
 __all__ = [
     "SPEC_VERSION",
     "Features",
+    "JaccardSpec",
     "SimdbError",
+    "SimhashSpec",
     "connect",
     "document_signature",
     "fingerprint",

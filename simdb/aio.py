@@ -19,11 +19,14 @@ import psycopg
 from psycopg import conninfo, sql
 from psycopg.rows import TupleRow, dict_row, tuple_row
 
-from simdb import attach, catalog, connection, ingest, query, warmup
-from simdb import index as indexes
-from simdb.handle import Document, sketch_of
-from simdb.modes import Index, Sketch
-from simdb.placement import Writes
+from simdb import ingest, query, warmup
+from simdb.api import Document, sketch_of
+from simdb.db import connection
+from simdb.follow import side as attach
+from simdb.index import catalog
+from simdb.index import lifecycle as indexes
+from simdb.index.modes import Index, Sketch
+from simdb.index.placement import Writes
 from simdb.query import Filters, Match, Stored
 
 AsyncConnection = psycopg.AsyncConnection[TupleRow]
@@ -279,7 +282,7 @@ async def connect(dsn: str | None = None) -> AsyncDatabase:
 
 
 class AsyncBoundIndex:
-    """An index and an async connection: simdb.handle.BoundIndex, awaited."""
+    """An index and an async connection: simdb.api.BoundIndex, awaited."""
 
     def __init__(self, conn: AsyncConnection, index: Index) -> None:
         self.conn = conn

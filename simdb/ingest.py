@@ -23,13 +23,13 @@ import psycopg
 from psycopg import sql
 from psycopg.abc import AdaptContext
 
-from simdb import names, texts
-from simdb.connection import Connection
+from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter, during_interrupt
-from simdb.keys import key_problem, shown
-from simdb.modes import Index, Sketch
-from simdb.placement import Writes
-from simdb.readers import UNCHANGED, Document, Item, Scope
+from simdb.index import names, texts
+from simdb.index.modes import Index, Sketch
+from simdb.index.placement import Writes
+from simdb.sources.keys import key_problem, shown
+from simdb.sources.readers import UNCHANGED, Document, Item, Scope
 
 DEFAULT_BATCH = 2000
 DEFAULT_BATCH_BYTES = 64 << 20  # a batch's documents hold at most this many bytes (one larger: alone)
@@ -127,7 +127,7 @@ def ingest(
     ingest neither wrote nor found unchanged are removed at the end, unless a file or folder
     could not be read (its rows would look missing).
 
-    `keep_text` makes the index keep its documents' texts (simdb.texts), from this ingest on;
+    `keep_text` makes the index keep its documents' texts (simdb.index.texts), from this ingest on;
     an index that keeps them keeps those of every ingest.
     """
     index.storage.refuse_writes(index, "ingest")
@@ -176,7 +176,7 @@ def write(
     first load's B-trees built once at the end (see ingest). `drop_empty`: a document without
     shingles also leaves the index, in its batch's transaction (a table row whose text was emptied:
     its old sketch no longer describes it). `keep_text`: each batch's texts are kept too, in its
-    transaction (simdb.texts)."""
+    transaction (simdb.index.texts)."""
     clock = report.seconds
     empty, deferred = _first_load(conn, index)
     try:

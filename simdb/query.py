@@ -13,9 +13,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from simdb.connection import Connection
+from simdb.db.connection import Connection
 from simdb.errors import InputError, InvalidParameter
-from simdb.modes import Index, Sketch
+from simdb.index.modes import Index, Sketch
 
 
 @dataclass(frozen=True)

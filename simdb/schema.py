@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, TextIO
 import psycopg
 from psycopg import sql
 
-from simdb import layout
-from simdb.connection import Connection
+from simdb.db.connection import Connection
+from simdb.db.resources import resource_dir
 from simdb.errors import SchemaMissing, SchemaNewer
-from simdb.names import VERSION_TABLE, in_schema, qualified
-from simdb.resources import resource_dir
+from simdb.index import v1_upgrade as layout
+from simdb.index.names import VERSION_TABLE, in_schema, qualified
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -69,7 +69,7 @@ def ensure_schema(conn: Connection, *, create: bool = True) -> bool:
             " holds your indexes (--dsn, SIMDB_DSN)",
         )
     # in the caller's transaction, which its owner commits or rolls back; in autocommit mode in
-    # one of its own, then layout v2's rewrites one transaction each (simdb.layout)
+    # one of its own, then layout v2's rewrites one transaction each (simdb.index.v1_upgrade)
     with conn.transaction() if conn.autocommit else contextlib.nullcontext():
         migrate(conn, "head")
     layout.finish_all(conn)
@@ -82,7 +82,7 @@ def migrate(conn: Connection, revision: str, *, down: bool = False) -> None:
     concurrent first runs migrate one after another)."""
     from alembic import command
 
-    from simdb.borrowed import borrowed
+    from simdb.db.borrowed import borrowed
 
     step = command.downgrade if down else command.upgrade
     with borrowed(conn) as connection:
@@ -116,7 +116,7 @@ def run_alembic(
 
 def upgrade(dsn: str, revision: str = "head", *, password: str | None = None) -> None:
     """Run simdb's migrations up to `revision` in one transaction, on a connection of our own;
-    then finish moving indexes to layout v2, one transaction each (see simdb.layout)."""
+    then finish moving indexes to layout v2, one transaction each (see simdb.index.v1_upgrade)."""
     with _connect(dsn, password) as conn:
         with conn.transaction():
             migrate(conn, revision)

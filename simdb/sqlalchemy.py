@@ -57,10 +57,14 @@ from sqlalchemy.sql.expression import TableValuedAlias
 from sqlalchemy.sql.visitors import InternalTraversal
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from simdb import names
-from simdb.bits import to_signed, to_unsigned
 from simdb.errors import InvalidParameter
-from simdb.minhash import (
+from simdb.index import names
+from simdb.index.modes import Index as SimdbIndex
+from simdb.index.modes import JaccardIndex, JaccardSpec, SimhashIndex, SimhashSpec
+from simdb.index.modes.widths import BitString
+from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
+from simdb.sketch.bits import to_signed, to_unsigned
+from simdb.sketch.minhash import (
     COLUMN_SIGNATURE_SPEC,
     DEFAULT_PERMUTATIONS,
     DEFAULT_THRESHOLD,
@@ -68,11 +72,7 @@ from simdb.minhash import (
     from_stored,
     to_stored,
 )
-from simdb.modes import Index as SimdbIndex
-from simdb.modes import JaccardIndex, JaccardSpec, SimhashIndex, SimhashSpec
-from simdb.modes.widths import BitString
-from simdb.planner import DEFAULT_EXPECTED_ROWS
-from simdb.simhash import DEFAULT_FEATURES
+from simdb.sketch.simhash import DEFAULT_FEATURES
 
 Planned = TypeVar("Planned", SimhashIndex, JaccardIndex)
 _SLOTS = tuple(sql.Identifier(f"__simdb_{number}__") for number in range(2))
@@ -393,7 +393,7 @@ def simhash_indexes(
 @dataclasses.dataclass(frozen=True)
 class Declared:
     """What a B-tree declared by simhash_indexes or jaccard_indexes belongs to (its Index.info
-    under "simdb"): simdb.autogenerate writes the index's attach_index from it."""
+    under "simdb"): simdb.alembic.autogenerate writes the index's attach_index from it."""
 
     name: str
     column: str

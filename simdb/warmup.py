@@ -1,6 +1,6 @@
 """Compile simdb's kernels up front, where a user expects to wait.
 
-numba compiles simdb.kernels on their first use and caches the machine code on disk (about 10 s,
+numba compiles simdb.kernels.compiled on their first use and caches the machine code on disk (about 10 s,
 once per install). `simdb init` and `python -m simdb.warmup` (for an image or an install script,
 no database needed) call warm(): every kernel the fingerprint and signature specs use, for every
 feature kind, spec version and width, and the pairing of fingerprints, is compiled or, when the
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from simdb import minhash, onetext, pairing, simhash
-from simdb.simhash import Features
+from simdb.plan import pairing
+from simdb.sketch import minhash, simhash
+from simdb.sketch import short_text as onetext
+from simdb.sketch.simhash import Features
 
 # Short text goes through the batched kernels; text longer than a piece, and any bytes features,
 # through the piece-at-a-time ones (simhash.sorted_out decides).

@@ -20,8 +20,10 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from support import remove_folder, remove_leftovers, remove_test_folders, run_folder
 
-from simdb import catalog, index, schema
-from simdb.embedded import EmbeddedServer
+from simdb import schema
+from simdb.db.embedded import EmbeddedServer
+from simdb.index import catalog
+from simdb.index import lifecycle as index
 
 _counter = itertools.count()
 

@@ -17,9 +17,9 @@ import pytest
 from psycopg import sql
 
 from simdb import cli
-from simdb.embedded import EmbeddedServer
+from simdb.db.embedded import EmbeddedServer
 from simdb.errors import DatabaseUnavailable
-from simdb.modes import Index
+from simdb.index.modes import Index
 
 Conn = psycopg.Connection[tuple[object, ...]]
 

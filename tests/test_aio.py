@@ -1,5 +1,5 @@
 """simdb.aio on a psycopg AsyncConnection answers as the sync API on the same index, in both
-modes; the bound handles (simdb.handle, simdb.aio) are the same functions."""
+modes; the bound handles (simdb.api, simdb.aio) are the same functions."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ import pytest
 from support import Conn, code_blocks, doc, jaccard_corpus
 
 import simdb
-from simdb import aio, attach, index, ingest, intable, query
+from simdb import aio, ingest, query
 from simdb.errors import IndexNotFound, InputError, InvalidParameter
-from simdb.modes import Index, JaccardSpec, SimhashSpec, Sketch
-from simdb.simhash import Features
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.index.modes import Index, JaccardSpec, SimhashSpec, Sketch
+from simdb.sketch.simhash import Features
 
 T = TypeVar("T")
 

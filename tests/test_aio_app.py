@@ -10,7 +10,8 @@ import httpx
 from aio_app.service import create_app
 from support import Conn
 
-from simdb import index, ingest, query
+from simdb import ingest, query
+from simdb.index import lifecycle as index
 
 BASE = " ".join(f"alpha{i} beta{i % 7}" for i in range(1000))
 TEXTS = {"a": BASE, "b": BASE + " more", "c": "a different document about something else entirely"}

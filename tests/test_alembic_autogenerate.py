@@ -1,5 +1,5 @@
 """A migration that Alembic's autogenerate writes for simdb's column types and declared B-trees
-runs as written (env.py with simdb.autogenerate's render_item and process_revision_directives)."""
+runs as written (env.py with simdb.alembic.autogenerate's render_item and process_revision_directives)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from example_app.models import Base
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
-from simdb import catalog
+from simdb.index import catalog
 from simdb.sqlalchemy import include_object
 
 APP = Path(__file__).resolve().parent / "example_app"
@@ -59,7 +59,7 @@ def test_autogenerate_writes_attach_index_and_the_types_import(empty_db: str, tm
     written = _generated(project / "versions", "g0003")
     assert "import simdb.sqlalchemy\n" in written
     assert "from simdb import alembic as simdb_ops\n" in written
-    assert "from simdb.modes import SimhashSpec\n" in written
+    assert "from simdb.index.modes import SimhashSpec\n" in written
     assert (
         "    op.add_column('articles', sa.Column('fp', simdb.sqlalchemy.Fingerprint(max_distance=3, blocks=4),"
         " nullable=True))\n"
@@ -111,7 +111,7 @@ ENV = """
 from alembic import context
 from autogen_models import metadata
 
-from simdb.autogenerate import process_revision_directives, render_item
+from simdb.alembic.autogenerate import process_revision_directives, render_item
 from simdb.sqlalchemy import include_object
 
 context.configure(

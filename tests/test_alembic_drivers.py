@@ -20,9 +20,12 @@ from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from simdb import attach, catalog, sabridge, schema
+from simdb import schema
+from simdb.db import sabridge
 from simdb.errors import SimdbError
-from simdb.modes.widths import BitString
+from simdb.follow import side as attach
+from simdb.index import catalog
+from simdb.index.modes.widths import BitString
 
 APP = Path(__file__).resolve().parent / "example_app"
 

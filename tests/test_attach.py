@@ -11,10 +11,14 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import attach, fingerprint, handle, index, ingest, intable, schema
-from simdb.bits import to_unsigned
+from simdb import api as handle
+from simdb import fingerprint, ingest, schema
 from simdb.errors import InvalidParameter
-from simdb.simhash import EmptyDocument, Features, fingerprint_bytes
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.sketch.bits import to_unsigned
+from simdb.sketch.simhash import EmptyDocument, Features, fingerprint_bytes
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 COLUMNS = (

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb
 
-from simdb import index, ingest
-from simdb.modes import SimhashSpec
+from simdb import ingest
+from simdb.index import lifecycle as index
+from simdb.index.modes import SimhashSpec
 
 
 def test_dedup_rules(capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path) -> None:

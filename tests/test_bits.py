@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simdb.bits import MASK64, parse_hex, to_hex, to_signed, to_unsigned
 from simdb.errors import InvalidParameter
+from simdb.sketch.bits import MASK64, parse_hex, to_hex, to_signed, to_unsigned
 
 
 @given(st.integers(min_value=0, max_value=MASK64))

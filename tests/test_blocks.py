@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdb.bits import MASK64, hamming, to_signed
-from simdb.blocks import MAX_TABLES, BlockPlan, block_widths
 from simdb.errors import InvalidParameter
+from simdb.plan.blocks import MAX_TABLES, BlockPlan, block_widths
+from simdb.sketch.bits import MASK64, hamming, to_signed
 
 U64 = st.integers(min_value=0, max_value=MASK64)
 

@@ -18,11 +18,14 @@ from psycopg import sql
 from reference import reference_bytes_fingerprint, reference_check, reference_fingerprint, reference_minhash
 from support import Conn, simdb
 
-from simdb import index, ingest, minhash, readers, simhash
-from simdb.modes import Index
-from simdb.modes.jaccard import JaccardSpec
-from simdb.modes.simhash import SimhashSpec
-from simdb.simhash import Features
+from simdb import ingest
+from simdb.index import lifecycle as index
+from simdb.index.modes import Index
+from simdb.index.modes.jaccard import JaccardSpec
+from simdb.index.modes.simhash import SimhashSpec
+from simdb.sketch import minhash, simhash
+from simdb.sketch.simhash import Features
+from simdb.sources import readers
 
 
 class Pieces:

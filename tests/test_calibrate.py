@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from support import simdb
 
-from simdb.bits import hamming
 from simdb.measure.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs
-from simdb.minhash import choose_banding, similarity, sketch
-from simdb.readers import Document
-from simdb.simhash import Features, feature_hashes, simhash
+from simdb.sketch.bits import hamming
+from simdb.sketch.minhash import choose_banding, similarity, sketch
+from simdb.sketch.simhash import Features, feature_hashes, simhash
+from simdb.sources.readers import Document
 
 
 def _corpus(count: int = 40) -> list[str]:

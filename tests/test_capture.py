@@ -19,8 +19,10 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import attach, capture, index
 from simdb.errors import PermissionDenied
+from simdb.follow import queue as capture
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
 
 WORDS = [f"word{n}" for n in range(60)]
 

@@ -15,13 +15,18 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import attach, batch, fingerprint, index, ingest, intable, query, readers
-from simdb.bits import to_signed
+from simdb import fingerprint, ingest, query
+from simdb import pairs as batch
 from simdb.errors import InvalidParameter
-from simdb.kernels import COMPILING
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.index.modes import SimhashIndex
+from simdb.index.placement import ByPrefix, Distributed
+from simdb.kernels.compiled import COMPILING
 from simdb.measure.scaleout import probe_tasks
-from simdb.modes import SimhashIndex
-from simdb.placement import ByPrefix, Distributed
+from simdb.sketch.bits import to_signed
+from simdb.sources import readers
 
 pytestmark = pytest.mark.citus
 

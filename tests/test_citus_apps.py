@@ -19,11 +19,15 @@ from sqlalchemy.pool import NullPool
 from support import Conn, simdb
 from test_contract import _components
 
-from simdb import attach, batch, index, intable, query
-from simdb.bits import to_signed
-from simdb.capture import DrainReport
+from simdb import pairs as batch
+from simdb import query
 from simdb.errors import InvalidParameter
-from simdb.modes import Index
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.follow.queue import DrainReport
+from simdb.index import lifecycle as index
+from simdb.index.modes import Index
+from simdb.sketch.bits import to_signed
 from simdb.sqlalchemy import Fingerprint
 
 pytestmark = pytest.mark.citus

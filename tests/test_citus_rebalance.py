@@ -15,9 +15,14 @@ from psycopg.conninfo import conninfo_to_dict
 from support import Conn, simdb
 from test_contract import JaccardOracle, Oracle, SimhashOracle, _components
 
-from simdb import attach, batch, catalog, index, intable, query
-from simdb.capture import DrainReport
-from simdb.placement import ByPrefix, Distributed, Placement
+from simdb import pairs as batch
+from simdb import query
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.follow.queue import DrainReport
+from simdb.index import catalog
+from simdb.index import lifecycle as index
+from simdb.index.placement import ByPrefix, Distributed, Placement
 
 pytestmark = pytest.mark.citus
 

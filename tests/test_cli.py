@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb, untimed
 
-from simdb import readers
-from simdb.bits import to_hex
 from simdb.errors import InputError
-from simdb.simhash import NEW_INDEX_SPEC, fingerprint
+from simdb.sketch.bits import to_hex
+from simdb.sketch.simhash import NEW_INDEX_SPEC, fingerprint
+from simdb.sources import readers
 
 BASE = " ".join(f"alpha{i % 31} beta{i % 7} gamma{i}" for i in range(300))
 

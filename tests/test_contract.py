@@ -19,11 +19,14 @@ import pytest
 from psycopg import sql
 from support import Conn, jaccard_corpus
 
-from simdb import batch, index, ingest, intable, query
+from simdb import ingest, query
+from simdb import pairs as batch
 from simdb.errors import InvalidParameter
-from simdb.modes import Index, JaccardIndex, JaccardSpec, SimhashSpec, Sketch, Spec
-from simdb.placement import LOCAL, ByPrefix, Distributed, Placement
-from simdb.simhash import DEFAULT_FEATURES
+from simdb.follow import column as intable
+from simdb.index import lifecycle as index
+from simdb.index.modes import Index, JaccardIndex, JaccardSpec, SimhashSpec, Sketch, Spec
+from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement
+from simdb.sketch.simhash import DEFAULT_FEATURES
 
 Score = int | float
 

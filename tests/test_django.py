@@ -42,7 +42,7 @@ from django_app.articles.models import (  # noqa: E402
 from support import code_blocks, doc  # noqa: E402
 
 import simdb  # noqa: E402
-from simdb import attach, index, intable, query, schema  # noqa: E402
+from simdb import query, schema  # noqa: E402
 from simdb.django import (  # noqa: E402
     FingerprintField,
     Hamming,
@@ -53,9 +53,12 @@ from simdb.django import (  # noqa: E402
     compute_fingerprints,
 )
 from simdb.errors import InvalidParameter  # noqa: E402
-from simdb.minhash import document_signature, similarity  # noqa: E402
-from simdb.modes.jaccard import JaccardSpec  # noqa: E402
-from simdb.modes.simhash import SimhashSpec  # noqa: E402
+from simdb.follow import column as intable  # noqa: E402
+from simdb.follow import side as attach  # noqa: E402
+from simdb.index import lifecycle as index  # noqa: E402
+from simdb.index.modes.jaccard import JaccardSpec  # noqa: E402
+from simdb.index.modes.simhash import SimhashSpec  # noqa: E402
+from simdb.sketch.minhash import document_signature, similarity  # noqa: E402
 
 BTREES = ["article_fp_p0", "article_fp_p1", "article_fp_p2", "article_fp_p3"]
 WORDS = [f"word{i}" for i in range(16)]

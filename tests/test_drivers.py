@@ -12,9 +12,10 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from simdb import index, ingest
-from simdb.bits import to_hex, to_signed
-from simdb.modes import SimhashSpec
+from simdb import ingest
+from simdb.index import lifecycle as index
+from simdb.index.modes import SimhashSpec
+from simdb.sketch.bits import to_hex, to_signed
 
 K = 3
 

@@ -19,8 +19,8 @@ import pytest
 import support
 from support import simdb, traversable_tempdir
 
-from simdb import embedded
-from simdb.embedded import EmbeddedServer
+from simdb.db import embedded
+from simdb.db.embedded import EmbeddedServer
 from simdb.errors import DatabaseUnavailable
 
 

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 from support import Conn
 
-from simdb import batch, index, ingest, query
-from simdb.modes import SimhashSpec
+from simdb import ingest, query
+from simdb import pairs as batch
+from simdb.index import lifecycle as index
+from simdb.index.modes import SimhashSpec
 
 K = 3
 QUERIES = 150

@@ -24,10 +24,12 @@ from sqlalchemy.pool import NullPool
 from support import simdb
 
 from simdb import alembic as simdb_ops
-from simdb import attach, catalog, fingerprint, schema
-from simdb.bits import hamming as bit_distance
-from simdb.bits import to_signed
+from simdb import fingerprint, schema
 from simdb.errors import InvalidParameter, SimdbError
+from simdb.follow import side as attach
+from simdb.index import catalog
+from simdb.sketch.bits import hamming as bit_distance
+from simdb.sketch.bits import to_signed
 from simdb.sqlalchemy import Fingerprint, hamming, include_object, near, near_key
 
 APP = Path(__file__).resolve().parent / "example_app"

@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb.bits import to_signed
+from simdb.sketch.bits import to_signed
 
 WORDS = [
     "rivers",

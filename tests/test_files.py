@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb, untimed
 
-from simdb.simhash import NEW_INDEX_SPEC, fingerprint_bytes
+from simdb.sketch.simhash import NEW_INDEX_SPEC, fingerprint_bytes
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import fmix64, reference_bytes_fingerprint, reference_fingerprint
 
-from simdb import simhash
-from simdb.bits import hamming, to_hex
 from simdb.errors import InvalidParameter
-from simdb.simhash import EmptyDocument, Features, fingerprint, fingerprint_bytes, tokens
+from simdb.sketch import simhash
+from simdb.sketch.bits import hamming, to_hex
+from simdb.sketch.simhash import EmptyDocument, Features, fingerprint, fingerprint_bytes, tokens
 
 # (text, features, fingerprint as 16 hex digits): pinned; a change here is a new spec version.
 # Spec v1 (every shingle occurrence counts):

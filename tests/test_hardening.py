@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from simdb.errors import during_interrupt
-from simdb.kernels import COMPILING
+from simdb.kernels.compiled import COMPILING
 
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
 
@@ -115,7 +115,7 @@ def test_reading_commands_never_create_the_schema(empty_db: str, tmp_path: Path)
 def test_the_cli_starts_without_alembic_sqlalchemy_or_the_kernels() -> None:
     """Item 13: Alembic and SQLAlchemy took about half of `simdb --help`'s 1.3 s; they load only to
     migrate. Issue 31: numba and the kernels load only in a command that fingerprints."""
-    heavy = "('alembic', 'sqlalchemy', 'numba', 'simdb.kernels')"
+    heavy = "('alembic', 'sqlalchemy', 'numba', 'simdb.kernels.compiled')"
     probe = f"import sys, simdb.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -16,7 +16,7 @@ from support import simdb
 
 from simdb.cli import COMMAND_MODULES, COMMANDS, all_commands, main
 from simdb.cli.examples import EXAMPLES
-from simdb.planner import designs
+from simdb.plan.planner import designs
 
 
 def _commands() -> dict[str, click.Command]:

@@ -13,11 +13,14 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import attach, fingerprint, index, ingest, intable, query, schema
-from simdb.bits import to_signed
+from simdb import fingerprint, ingest, query, schema
 from simdb.errors import IndexMismatch, InvalidParameter, SimdbError
-from simdb.modes import JaccardSpec, SimhashSpec
-from simdb.placement import Distributed
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.index.modes import JaccardSpec, SimhashSpec
+from simdb.index.placement import Distributed
+from simdb.sketch.bits import to_signed
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 OTHER = "something else entirely, about other things and more of them"

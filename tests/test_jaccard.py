@@ -14,14 +14,19 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.pool import NullPool
 from support import Conn, btree_values, jaccard_corpus, simdb
 
-from simdb import attach, catalog, index, ingest, intable, names, query, readers, schema
+from simdb import ingest, query, schema
 from simdb.errors import InvalidParameter
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.index import catalog, names
+from simdb.index import lifecycle as index
+from simdb.index.modes import JaccardIndex, JaccardSpec
+from simdb.index.modes.base import SKETCH
+from simdb.index.modes.jaccard import band_key, band_keys_array, bigint_array
 from simdb.measure import evaluate
-from simdb.minhash import Banding, document_signature, estimate, to_stored
-from simdb.modes import JaccardIndex, JaccardSpec
-from simdb.modes.base import SKETCH
-from simdb.modes.jaccard import band_key, band_keys_array, bigint_array
-from simdb.simhash import DEFAULT_FEATURES, feature_hashes
+from simdb.sketch.minhash import Banding, document_signature, estimate, to_stored
+from simdb.sketch.simhash import DEFAULT_FEATURES, feature_hashes
+from simdb.sources import readers
 from simdb.sqlalchemy import similar, similar_key
 
 

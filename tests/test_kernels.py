@@ -10,11 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import reference_fingerprint
 
-from simdb import kernels
+from simdb.kernels import compiled as kernels
 from simdb.measure import previous
-from simdb.minhash import document_signature, document_signatures, seeds, sketch
-from simdb.onebit import minima, permutation_seeds
-from simdb.simhash import EmptyDocument, Features, feature_hashes, fingerprint, fingerprints, token_text
+from simdb.sketch.minhash import document_signature, document_signatures, seeds, sketch
+from simdb.sketch.onebit import minima, permutation_seeds
+from simdb.sketch.simhash import (
+    EmptyDocument,
+    Features,
+    feature_hashes,
+    fingerprint,
+    fingerprints,
+    token_text,
+)
 
 
 def test_xxh3_equals_xxhash_at_every_length_up_to_three_blocks() -> None:

@@ -10,8 +10,10 @@ import psycopg
 from psycopg import sql
 from support import Conn
 
-from simdb import attach, index, ingest, query, schema
-from simdb.bits import hamming, to_unsigned
+from simdb import ingest, query, schema
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.sketch.bits import hamming, to_unsigned
 
 FIXTURE = Path(__file__).parent / "fixtures" / "layout_v1.sql"
 INDEXES = {"docs": "fingerprint", "wide": "fingerprint", "jac": "signature", "arts": "fingerprint"}

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import reference_band_keys, reference_check, reference_minhash
 
-from simdb.bits import to_hex, to_signed
 from simdb.errors import InvalidParameter
-from simdb.minhash import (
+from simdb.sketch.bits import to_hex, to_signed
+from simdb.sketch.minhash import (
     CHECK_WORDS,
     Banding,
     check_similarity,
@@ -26,7 +26,7 @@ from simdb.minhash import (
     similarity,
     sketch,
 )
-from simdb.simhash import feature_hashes
+from simdb.sketch.simhash import feature_hashes
 
 # Pinned: a change here is a new MinHash spec version.
 KNOWN_SIGNATURE = [

@@ -14,9 +14,9 @@ from reference import reference_minhash
 
 from simdb.errors import InvalidParameter
 from simdb.measure.edits import reflowed
-from simdb.minhash import signature
-from simdb.onebit import BITS, from_minima, onebit, onebit_fingerprint
-from simdb.simhash import (
+from simdb.sketch.minhash import signature
+from simdb.sketch.onebit import BITS, from_minima, onebit, onebit_fingerprint
+from simdb.sketch.simhash import (
     DEFAULT_FEATURES,
     EmptyDocument,
     Features,

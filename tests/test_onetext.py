@@ -1,4 +1,4 @@
-"""simdb.onetext (one short text in numpy, for a query's start-up) against the compiled kernels:
+"""simdb.sketch.short_text (one short text in numpy, for a query's start-up) against the compiled kernels:
 the same counters, so the same fingerprints, for every feature kind, spec and width; and the same
 shingles, so the same one-bit MinHash (fingerprint spec v3)."""
 
@@ -11,8 +11,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdb import kernels, onebit, onetext
-from simdb.simhash import (
+from simdb.kernels import compiled as kernels
+from simdb.sketch import onebit
+from simdb.sketch import short_text as onetext
+from simdb.sketch.simhash import (
     ASCII_WORDS,
     SHINGLE_MULTIPLIER,
     WIDE_KEY,
@@ -60,7 +62,7 @@ def test_a_short_text_is_fingerprinted_without_loading_numba() -> None:
     numba and the kernels' machine code only for longer texts."""
     probe = (
         "import sys\nfrom simdb.cli import run\ntry:\n    run()\nfinally:\n"
-        "    print(sorted(m for m in ('numba', 'simdb.kernels') if m in sys.modules))"
+        "    print(sorted(m for m in ('numba', 'simdb.kernels.compiled') if m in sys.modules))"
     )
     short = subprocess.run(
         [sys.executable, "-c", probe, "fingerprint", "--text", "hello world"],
@@ -76,7 +78,7 @@ def test_a_short_text_is_fingerprinted_without_loading_numba() -> None:
         text=True,
         check=True,
     )
-    assert loaded.stdout.splitlines()[-1] == "['numba', 'simdb.kernels']", loaded.stdout
+    assert loaded.stdout.splitlines()[-1] == "['numba', 'simdb.kernels.compiled']", loaded.stdout
     spec3 = subprocess.run(
         [sys.executable, "-c", probe, "fingerprint", "--text", "hello world", "--fingerprint-spec", "3"],
         capture_output=True,

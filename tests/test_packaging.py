@@ -51,9 +51,9 @@ def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:
     unpacked = tmp_path / "unpacked"
     zipfile.ZipFile(wheel).extractall(unpacked)
     probe = (
-        "import simdb.resources, simdb.schema;"
-        "print(simdb.resources.resource_dir('sql'));"
-        "print(simdb.resources.resource_dir('migrations'));"
+        "import simdb.db.resources, simdb.schema;"
+        "print(simdb.db.resources.resource_dir('sql'));"
+        "print(simdb.db.resources.resource_dir('migrations'));"
         "print(simdb.schema.head_revision())"
     )
     result = subprocess.run(

@@ -1,13 +1,13 @@
-"""simdb.pairing: all pairs within k bits by sorting equal brute force, whatever the collisions."""
+"""simdb.plan.pairing: all pairs within k bits by sorting equal brute force, whatever the collisions."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from simdb import pairing
-from simdb.blocks import BlockPlan
 from simdb.errors import InvalidParameter
+from simdb.plan import pairing
+from simdb.plan.blocks import BlockPlan
 
 
 def _brute_force(values: np.ndarray, k: int) -> set[tuple[int, int, int]]:

@@ -8,10 +8,10 @@ import math
 import pytest
 from support import simdb
 
-from simdb import scaleplan
-from simdb.blocks import MAX_TABLES
 from simdb.errors import InvalidParameter
-from simdb.planner import WORKLOADS, choose, designs, plan_for, score
+from simdb.plan import citus_cost as scaleplan
+from simdb.plan.blocks import MAX_TABLES
+from simdb.plan.planner import WORKLOADS, choose, designs, plan_for, score
 
 
 def test_designs_span_every_sane_b() -> None:

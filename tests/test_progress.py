@@ -17,10 +17,14 @@ import psycopg
 import pytest
 from support import Conn
 
-from simdb import attach, batch, index, ingest, readers
+from simdb import ingest
+from simdb import pairs as batch
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.index.modes.simhash import SimhashSpec
 from simdb.measure import calibrate
-from simdb.modes.simhash import SimhashSpec
-from simdb.simhash import Features
+from simdb.sketch.simhash import Features
+from simdb.sources import readers
 
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]
 

@@ -1,4 +1,4 @@
-"""The default index finds single edits, and says what it finds: simdb.reach's model, the words
+"""The default index finds single edits, and says what it finds: simdb.plan.reach's model, the words
 of `create`, `list` and `ingest --create`, and `query`'s word on a row beyond reach."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from support import simdb
 
-from simdb import reach
-from simdb.modes import SimhashSpec
-from simdb.simhash import (
+from simdb.index.modes import SimhashSpec
+from simdb.plan import reach
+from simdb.sketch.simhash import (
     DEFAULT_MAX_DISTANCE,
     FINGERPRINT_METHODS,
     NEW_INDEX_SPEC,

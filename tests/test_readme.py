@@ -9,8 +9,8 @@ import psycopg
 import pytest
 from support import ROOT, all_docs, code_blocks, doc, simdb
 
-from simdb.bits import to_signed
-from simdb.simhash import fingerprint
+from simdb.sketch.bits import to_signed
+from simdb.sketch.simhash import fingerprint
 
 README = all_docs()  # README.md and docs/*.md
 

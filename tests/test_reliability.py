@@ -20,12 +20,15 @@ from hypothesis import strategies as st
 from psycopg import sql
 from support import Conn, simdb, traversable_tempdir, untimed
 
-from simdb import index, ingest, names, query, readers
-from simdb.embedded import EmbeddedServer
+from simdb import ingest, query
+from simdb.db.embedded import EmbeddedServer
 from simdb.errors import InputError
-from simdb.minhash import document_signature
-from simdb.modes import SimhashSpec
-from simdb.simhash import EmptyDocument, fingerprint
+from simdb.index import lifecycle as index
+from simdb.index import names
+from simdb.index.modes import SimhashSpec
+from simdb.sketch.minhash import document_signature
+from simdb.sketch.simhash import EmptyDocument, fingerprint
+from simdb.sources import readers
 
 
 def _write_docs(path: Path, keys: range, seed: int = 0) -> None:

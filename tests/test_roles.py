@@ -11,8 +11,11 @@ import pytest
 from psycopg import sql
 from support import Conn, simdb
 
-from simdb import attach, index, ingest, intable, schema
+from simdb import ingest, schema
 from simdb.errors import PermissionDenied
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
 
 
 @pytest.fixture

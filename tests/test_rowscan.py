@@ -1,4 +1,4 @@
-"""simdb.rowscan.read: every row's address and values, whether one statement reads the table or
+"""simdb.index.rowscan.read: every row's address and values, whether one statement reads the table or
 many ranges of pages do, on a real table."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from simdb import rowscan
+from simdb.index import rowscan
 
 TABLE = sql.Identifier("rowscan_sample")
 EXPRESSIONS = [sql.SQL("r.v"), sql.SQL("r.v # r.id")]

@@ -26,8 +26,12 @@ from serve_support import free_port
 from starlette.testclient import TestClient
 from support import Conn, simdb
 
-from simdb import batch, compare, index, ingest, names, query, readers, texts
-from simdb.serve import create_app, is_loopback, token_for
+from simdb import ingest, query
+from simdb import pairs as batch
+from simdb.index import lifecycle as index
+from simdb.index import names, texts
+from simdb.serve import compare, create_app, is_loopback, token_for
+from simdb.sources import readers
 
 LOCAL = "http://127.0.0.1"
 

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from support import Conn, simdb, untimed
 
-from simdb import index, ingest
-from simdb.bits import to_signed
+from simdb import ingest
 from simdb.errors import InvalidParameter
-from simdb.modes.simhash import SimhashSpec
-from simdb.simhash import NEW_INDEX_SPEC, fingerprint
+from simdb.index import lifecycle as index
+from simdb.index.modes.simhash import SimhashSpec
+from simdb.sketch.bits import to_signed
+from simdb.sketch.simhash import NEW_INDEX_SPEC, fingerprint
 
 TEXT = " ".join(f"word{number}" for number in range(200))
 

@@ -10,12 +10,14 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import attach, index, ingest, query
-from simdb.bits import hamming, to_hex, to_unsigned
+from simdb import ingest, query
 from simdb.errors import IndexMismatch
-from simdb.modes import JaccardSpec, SimhashSpec
-from simdb.readers import Document
-from simdb.simhash import fingerprint
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.index.modes import JaccardSpec, SimhashSpec
+from simdb.sketch.bits import hamming, to_hex, to_unsigned
+from simdb.sketch.simhash import fingerprint
+from simdb.sources.readers import Document
 
 # Repeated shingles, so the two specs give different fingerprints.
 TEXT = "to be or not to be " * 20 + " ".join(f"line{i} of the play" for i in range(60))

@@ -13,11 +13,12 @@ import pytest
 from psycopg import sql
 from support import Conn, btree_values, simdb
 
-from simdb import index, ingest, query, schema
-from simdb.bits import MASK64, hamming, parse_hex, to_hex, to_signed, to_unsigned
-from simdb.embedded import program
+from simdb import ingest, query, schema
+from simdb.db.embedded import program
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
-from simdb.modes import JaccardSpec, SimhashIndex, SimhashSpec
+from simdb.index import lifecycle as index
+from simdb.index.modes import JaccardSpec, SimhashIndex, SimhashSpec
+from simdb.sketch.bits import MASK64, hamming, parse_hex, to_hex, to_signed, to_unsigned
 
 
 def test_head_constant_matches_the_migrations() -> None:

@@ -20,11 +20,12 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.pool import NullPool
 from sqlalchemy.schema import CreateIndex
 
-from simdb import index, intable
-from simdb.bits import to_signed
 from simdb.errors import InvalidParameter
-from simdb.minhash import document_signature
-from simdb.modes import JaccardSpec, SimhashSpec
+from simdb.follow import column as intable
+from simdb.index import lifecycle as index
+from simdb.index.modes import JaccardSpec, SimhashSpec
+from simdb.sketch.bits import to_signed
+from simdb.sketch.minhash import document_signature
 from simdb.sqlalchemy import (
     Fingerprint,
     Fingerprint128,

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from simdb import onetext
-from simdb.kernels import COMPILING
+from simdb.kernels.compiled import COMPILING
+from simdb.sketch import short_text as onetext
 
 _CLI = "from simdb.cli import run; run()"
 _LONG = "hello world " * (onetext.LIMIT // 10)  # past one short text: fingerprinted by the kernels
@@ -82,7 +82,7 @@ def test_help_loads_neither_numpy_nor_psycopg_nor_the_commands() -> None:
         "simdb.cli",
         "simdb.cli.examples",
         "simdb.cli.settings",
-        "simdb.bits",
+        "simdb.sketch.bits",
         "simdb.errors",
     }
 
@@ -95,5 +95,12 @@ def test_query_by_text_loads_only_what_a_query_needs(dsn: str) -> None:
     )
     loaded = _imported("query", "docs", "--text", "the quick brown fox", "--dsn", dsn)
     assert {"numpy", "psycopg"} <= loaded
-    unneeded = {"numba", "simdb.kernels", "simdb.readers", "simdb.embedded", "simdb.ingest", "simdb.attach"}
+    unneeded = {
+        "numba",
+        "simdb.kernels.compiled",
+        "simdb.sources.readers",
+        "simdb.db.embedded",
+        "simdb.ingest",
+        "simdb.follow.side",
+    }
     assert unneeded & loaded == set()

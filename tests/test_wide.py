@@ -11,11 +11,12 @@ from sqlalchemy import column, create_engine, select, table
 from sqlalchemy.pool import NullPool
 from support import Conn, btree_values, simdb
 
-from simdb import index, ingest, query, schema
-from simdb.blocks import BlockPlan
+from simdb import ingest, query, schema
 from simdb.errors import InvalidParameter
-from simdb.modes import SimhashIndex, SimhashSpec
-from simdb.simhash import NEW_INDEX_SPEC, Features, fingerprint
+from simdb.index import lifecycle as index
+from simdb.index.modes import SimhashIndex, SimhashSpec
+from simdb.plan.blocks import BlockPlan
+from simdb.sketch.simhash import NEW_INDEX_SPEC, Features, fingerprint
 from simdb.sqlalchemy import Fingerprint128, hamming, near
 
 TEXT = " ".join(f"line{i} of a text about topic{i % 7} and more" for i in range(120))

@@ -6,9 +6,10 @@ Revision ID: 0001
 Revises:
 """
 
-from simdb import catalog, index
-from simdb.resources import function_sql, sql_text
-from simdb.sabridge import migration_connection
+from simdb.db.resources import function_sql, sql_text
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog
+from simdb.index import lifecycle as index
 
 revision = "0001"
 down_revision = None

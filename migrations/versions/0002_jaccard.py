@@ -4,8 +4,8 @@ Revision ID: 0002
 Revises: 0001
 """
 
-from simdb.resources import function_sql
-from simdb.sabridge import migration_connection
+from simdb.db.resources import function_sql
+from simdb.db.sabridge import migration_connection
 
 revision = "0002"
 down_revision = "0001"

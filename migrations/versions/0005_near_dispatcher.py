@@ -1,15 +1,15 @@
 """simdb.near dispatches through static branches generated from the catalog.
 
 The hand-written functions become simdb._near_dynamic (the path for errors and anything no branch
-serves), and simdb.near is made by simdb.dispatch from the catalog, here and on every create and
+serves), and simdb.near is made by simdb.index.dispatch from the catalog, here and on every create and
 drop.
 
 Revision ID: 0005
 Revises: 0004
 """
 
-from simdb import dispatch
-from simdb.sabridge import migration_connection
+from simdb.db.sabridge import migration_connection
+from simdb.index import dispatch
 
 revision = "0005"
 down_revision = "0004"

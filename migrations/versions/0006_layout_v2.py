@@ -4,7 +4,7 @@ Each index's table keeps only its rows (the key as primary key, the sketch, size
 time); its B-trees are on expressions of the sketch, so nothing permuted and no band key is stored,
 and there is no surrogate id (a distributed table can be split on key).
 
-This revision is step 1 of simdb.layout's move of every index (primary key, B-trees, functions);
+This revision is step 1 of simdb.index.v1_upgrade's move of every index (primary key, B-trees, functions);
 schema.upgrade drops the old columns and rewrites each table once it has committed (step 2).
 Grants on the tables, attached indexes' links to their sources and clusters tables are kept.
 
@@ -15,9 +15,11 @@ Revision ID: 0006
 Revises: 0005
 """
 
-from simdb import catalog, dispatch, index, layout
-from simdb.resources import function_sql
-from simdb.sabridge import migration_connection
+from simdb.db.resources import function_sql
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog, dispatch
+from simdb.index import lifecycle as index
+from simdb.index import v1_upgrade as layout
 
 revision = "0006"
 down_revision = "0005"

@@ -8,8 +8,8 @@ Revision ID: 0007
 Revises: 0006
 """
 
-from simdb.resources import function_sql
-from simdb.sabridge import migration_connection
+from simdb.db.resources import function_sql
+from simdb.db.sabridge import migration_connection
 
 revision = "0007"
 down_revision = "0006"

@@ -9,8 +9,8 @@ Revises: 0008
 
 from psycopg import sql
 
-from simdb import catalog, names
-from simdb.sabridge import migration_connection
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog, names
 
 revision = "0009"
 down_revision = "0008"

@@ -9,8 +9,8 @@ prune after it never removes a row that an ingest would still have confirmed.
 
 from psycopg import sql
 
-from simdb import catalog, names
-from simdb.sabridge import migration_connection
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog, names
 
 revision = "0010"
 down_revision = "0009"

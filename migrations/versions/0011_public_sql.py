@@ -4,9 +4,10 @@ Revision ID: 0011
 Revises: 0010
 """
 
-from simdb import catalog, dispatch, index
-from simdb.resources import function_sql, sql_text
-from simdb.sabridge import migration_connection
+from simdb.db.resources import function_sql, sql_text
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog, dispatch
+from simdb.index import lifecycle as index
 
 revision = "0011"
 down_revision = "0010"
@@ -28,7 +29,7 @@ MOVED = (
     "_near_dynamic(text, bit, integer)",
 )
 INTERNAL = (
-    ("_parsed_fingerprint", 1),  # the rule of simdb.bits.parse_hex, for every text fingerprint
+    ("_parsed_fingerprint", 1),  # the rule of simdb.sketch.bits.parse_hex, for every text fingerprint
     ("_checked_mode", 2),
     ("_checked_distance", 3),
     ("_checked_similarity", 2),

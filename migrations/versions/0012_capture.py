@@ -4,11 +4,12 @@ Revision ID: 0012
 Revises: 0011
 
 Indexes attached before this revision keep syncing by comparing snapshots ('none'); the queue,
-triggers and status view of an index attached with triggers are its own objects (simdb.names).
+triggers and status view of an index attached with triggers are its own objects (simdb.index.names).
 """
 
-from simdb import capture, catalog
-from simdb.sabridge import migration_connection
+from simdb.db.sabridge import migration_connection
+from simdb.follow import queue as capture
+from simdb.index import catalog
 
 revision = "0012"
 down_revision = "0011"

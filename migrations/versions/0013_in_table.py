@@ -10,8 +10,9 @@ asks it where the index's rows live.
 
 from psycopg import sql
 
-from simdb import catalog, dispatch, index, storage
-from simdb.sabridge import migration_connection
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog, dispatch, storage
+from simdb.index import lifecycle as index
 
 revision = "0013"
 down_revision = "0012"

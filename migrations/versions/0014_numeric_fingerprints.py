@@ -4,8 +4,8 @@ Revision ID: 0014
 Revises: 0013
 """
 
-from simdb.resources import function_sql, sql_text
-from simdb.sabridge import migration_connection
+from simdb.db.resources import function_sql, sql_text
+from simdb.db.sabridge import migration_connection
 
 revision = "0014"
 down_revision = "0013"

@@ -1,14 +1,15 @@
 """Jaccard near statements remade: the query's band keys in one array.
 
 Each jaccard index's near statement and functions are made again: the query's band keys come
-from one band's expression run per band (simdb.modes.jaccard.band_keys_array).
+from one band's expression run per band (simdb.index.modes.jaccard.band_keys_array).
 
 Revision ID: 0015
 Revises: 0014
 """
 
-from simdb import catalog, index
-from simdb.sabridge import migration_connection
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog
+from simdb.index import lifecycle as index
 
 revision = "0015"
 down_revision = "0014"

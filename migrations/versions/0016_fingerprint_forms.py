@@ -7,8 +7,8 @@ Revision ID: 0016
 Revises: 0015
 """
 
-from simdb.resources import function_sql, sql_text
-from simdb.sabridge import migration_connection
+from simdb.db.resources import function_sql, sql_text
+from simdb.db.sabridge import migration_connection
 
 revision = "0016"
 down_revision = "0015"

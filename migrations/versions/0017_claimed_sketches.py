@@ -22,8 +22,9 @@ import logging
 import psycopg
 from psycopg import sql
 
-from simdb import catalog, index
-from simdb.sabridge import migration_connection
+from simdb.db.sabridge import migration_connection
+from simdb.index import catalog
+from simdb.index import lifecycle as index
 
 revision = "0017"
 down_revision = "0016"

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from simdb import attach, capture, index, intable, modes, names, planner, scaleplan, schema, warmup
+from simdb import schema, warmup
 from simdb.cli.common import (
     bits_option,
     counter,
@@ -24,10 +24,17 @@ from simdb.cli.common import (
     spec_from_options,
 )
 from simdb.errors import InvalidParameter
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
-from simdb.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
-from simdb.simhash import DEFAULT_MAX_DISTANCE, Features
+from simdb.follow import column as intable
+from simdb.follow import queue as capture
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.index import modes, names
+from simdb.index.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
+from simdb.plan import citus_cost as scaleplan
+from simdb.plan import planner
+from simdb.plan.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
+from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, Features
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
-from simdb import connection, modes, schema
+from simdb import schema
 from simdb.cli.settings import DSN_HELP, Settings
+from simdb.db import connection
 from simdb.errors import InputError
-from simdb.minhash import MINHASH_SPEC_VERSION
-from simdb.simhash import NEW_INDEX_SPEC, Content, EmptyDocument, Features
+from simdb.index import modes
+from simdb.sketch.minhash import MINHASH_SPEC_VERSION
+from simdb.sketch.simhash import NEW_INDEX_SPEC, Content, EmptyDocument, Features
 
 if TYPE_CHECKING:
-    from simdb import readers
+    from simdb.sources import readers
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -257,7 +259,7 @@ def spec_from_options(mode: str, options: dict[str, Any]) -> modes.Spec:
 
 def text_documents(paths: tuple[str, ...]) -> Iterator[readers.Document]:
     """The readable documents below `paths` (bad files and records skipped), for measurements."""
-    from simdb import readers  # (loaded by the commands that read files)
+    from simdb.sources import readers  # (loaded by the commands that read files)
 
     readers.check_sources(paths)
     for item in readers.read(paths, readers.Options(skip_errors=True)):

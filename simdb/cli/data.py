@@ -9,10 +9,13 @@ from datetime import timedelta
 
 import click
 
-from simdb import index, ingest, modes, readers
+from simdb import ingest
 from simdb.cli.common import counter, database, dsn_option, jobs_option, json_option, show
 from simdb.errors import InvalidParameter
-from simdb.modes import Index
+from simdb.index import lifecycle as index
+from simdb.index import modes
+from simdb.index.modes import Index
+from simdb.sources import readers
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from simdb import modes, readers
 from simdb.cli.common import (
     Result,
     database,
@@ -21,9 +20,11 @@ from simdb.cli.common import (
     show,
     text_documents,
 )
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.modes import SimhashSpec
-from simdb.simhash import DEFAULT_MAX_DISTANCE, Features
+from simdb.index import modes
+from simdb.index.modes import SimhashSpec
+from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, Features
+from simdb.sources import readers
 
 
 @click.command(name="calibrate")

@@ -11,7 +11,7 @@ import click
 from psycopg import sql
 
 from simdb.cli import all_commands, main
-from simdb.connection import Connection
+from simdb.db.connection import Connection
 
 WIDTH = 100  # the terminal's width the page assumes (simdb's own settings cap the help at 100)
 
@@ -74,7 +74,8 @@ def _main(page: str) -> str:
         return markdown()
     if page != "sql":
         raise click.UsageError(f"unknown page {page!r}: give cli or sql")
-    from simdb import connection, schema
+    from simdb import schema
+    from simdb.db import connection
 
     with connection.connect(connection.resolve()) as conn:
         schema.ensure_schema(conn)

@@ -11,7 +11,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from simdb import batch, connection, index, modes, query
+from simdb import pairs as batch
+from simdb import query
 from simdb.cli.common import (
     bits_option,
     counter,
@@ -30,10 +31,13 @@ from simdb.cli.common import (
     sketch_of,
     spec_from_options,
 )
+from simdb.db import connection
 from simdb.errors import InputError
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.modes import Index
-from simdb.simhash import Features
+from simdb.index import lifecycle as index
+from simdb.index import modes
+from simdb.index.modes import Index
+from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
+from simdb.sketch.simhash import Features
 
 
 def _query_document(
@@ -53,7 +57,7 @@ def _query_document(
             raise InputError(f"index {target.name!r} has no key {key!r}", _key_hint(key))
         return found
     if file is not None:
-        from simdb import readers  # (a query by text or fingerprint reads no file)
+        from simdb.sources import readers  # (a query by text or fingerprint reads no file)
 
         document = readers.read_document(file, raw=target.features.binary)
         source = "stdin" if file == readers.STDIN else file
@@ -353,7 +357,7 @@ def fingerprint_(
         spec, parsed = spec_from_options(mode, given), Features.parse(features)
     else:
         spec, parsed, mode = _index_settings(ctx, index_name, given)
-    from simdb import readers  # (loaded by the commands that read files: not by `query --text`)
+    from simdb.sources import readers  # (loaded by the commands that read files: not by `query --text`)
 
     content = readers.read_document(file, raw=parsed.binary).content if file is not None else str(text)
     source = "stdin" if file == readers.STDIN else file or "--text"

@@ -6,9 +6,9 @@ import os
 
 import click
 
-from simdb import connection
 from simdb.cli.common import dsn_option
 from simdb.cli.settings import Settings
+from simdb.db import connection
 from simdb.errors import InvalidParameter
 
 TOKEN_VARIABLE = "SIMDB_SERVE_TOKEN"  # noqa: S105 (the variable's name, not a token)

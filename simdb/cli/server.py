@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from simdb import embedded
 from simdb.cli.common import json_option, show
+from simdb.db import embedded
 
 
 @click.group()

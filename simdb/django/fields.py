@@ -17,16 +17,16 @@ from django.db.models.sql.compiler import SQLCompiler
 
 from simdb.django import batch, keys, saving
 from simdb.errors import InvalidParameter
-from simdb.minhash import (
+from simdb.index.modes.jaccard import JaccardIndex as JaccardLayout
+from simdb.index.modes.widths import Width, width
+from simdb.sketch.minhash import (
     COLUMN_SIGNATURE_SPEC,
     DEFAULT_PERMUTATIONS,
     DEFAULT_THRESHOLD,
     KEYED_SPEC,
     document_signatures,
 )
-from simdb.modes.jaccard import JaccardIndex as JaccardLayout
-from simdb.modes.widths import Width, width
-from simdb.simhash import SPEC_VERSION, Features, check_spec, fingerprints
+from simdb.sketch.simhash import SPEC_VERSION, Features, check_spec, fingerprints
 
 
 class SourcedField(models.Field):

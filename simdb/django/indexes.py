@@ -14,9 +14,9 @@ from django.db.backends.ddl_references import Reference, Statement
 
 from simdb.django import keys
 from simdb.errors import InvalidParameter
-from simdb.minhash import COLUMN_SIGNATURE_SPEC, DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.modes.jaccard import JaccardIndex as JaccardLayout
-from simdb.modes.simhash import SimhashIndex as Layout
+from simdb.index.modes.jaccard import JaccardIndex as JaccardLayout
+from simdb.index.modes.simhash import SimhashIndex as Layout
+from simdb.sketch.minhash import COLUMN_SIGNATURE_SPEC, DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
 
 DEFAULT_EXPECTED_ROWS = 1_000_000
 

@@ -7,15 +7,15 @@ import functools
 
 from psycopg import sql
 
-from simdb.bits import to_hex, to_signed
-from simdb.blocks import Table
-from simdb.minhash import UInt64Array
-from simdb.modes.jaccard import JaccardIndex as JaccardLayout
-from simdb.modes.jaccard import JaccardSpec
-from simdb.modes.simhash import SimhashIndex as Layout
-from simdb.modes.simhash import SimhashSpec
-from simdb.modes.widths import width
-from simdb.simhash import Features
+from simdb.index.modes.jaccard import JaccardIndex as JaccardLayout
+from simdb.index.modes.jaccard import JaccardSpec
+from simdb.index.modes.simhash import SimhashIndex as Layout
+from simdb.index.modes.simhash import SimhashSpec
+from simdb.index.modes.widths import width
+from simdb.plan.blocks import Table
+from simdb.sketch.bits import to_hex, to_signed
+from simdb.sketch.minhash import UInt64Array
+from simdb.sketch.simhash import Features
 
 
 @functools.cache

@@ -29,12 +29,17 @@ from dataclasses import asdict, dataclass, field
 import psycopg
 from psycopg import sql
 
-from simdb import attach, index, ingest, intable, names, readers
-from simdb.bits import to_signed
-from simdb.connection import Connection
+from simdb import ingest
+from simdb.db.connection import Connection
 from simdb.errors import SimdbError
+from simdb.follow import column as intable
+from simdb.follow import side as attach
+from simdb.index import lifecycle as index
+from simdb.index import names
+from simdb.index.modes import Index, SimhashSpec
 from simdb.measure.bench import best_rounds, machine, percentile
-from simdb.modes import Index, SimhashSpec
+from simdb.sketch.bits import to_signed
+from simdb.sources import readers
 
 TABLE = "simdb_bench_articles"
 OWN, IN_TABLE, SIDE = "simdb_bench_own", "simdb_bench_in", "simdb_bench_side"

@@ -20,11 +20,11 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from simdb.bits import to_signed
-from simdb.blocks import block_widths
-from simdb.connection import Connection
-from simdb.minhash import Banding, UInt64Array
-from simdb.modes.jaccard import dump_numpy_signatures
+from simdb.db.connection import Connection
+from simdb.index.modes.jaccard import dump_numpy_signatures
+from simdb.plan.blocks import block_widths
+from simdb.sketch.bits import to_signed
+from simdb.sketch.minhash import Banding, UInt64Array
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,17 @@ import psycopg
 import xxhash
 from psycopg import sql
 
-from simdb import batch, catalog, index, ingest, names, readers
-from simdb.bits import to_signed
-from simdb.connection import Connection
+from simdb import ingest
+from simdb import pairs as batch
+from simdb.db.connection import Connection
+from simdb.index import catalog, names
+from simdb.index import lifecycle as index
+from simdb.index.modes import Index, JaccardSpec, SimhashIndex, SimhashSpec
 from simdb.measure.baseline import HandTable, hand_table
-from simdb.minhash import document_signature
-from simdb.modes import Index, JaccardSpec, SimhashIndex, SimhashSpec
-from simdb.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint, fingerprints
+from simdb.sketch.bits import to_signed
+from simdb.sketch.minhash import document_signature
+from simdb.sketch.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint, fingerprints
+from simdb.sources import readers
 
 
 def machine() -> dict[str, object]:

@@ -22,9 +22,16 @@ import numpy as np
 import numpy.typing as npt
 
 from simdb.errors import InputError
-from simdb.minhash import DEFAULT_PERMUTATIONS, Banding, UInt64Array, choose_banding, similarity, sketch
-from simdb.readers import Document
-from simdb.simhash import EmptyDocument, Features, feature_hashes, simhash
+from simdb.sketch.minhash import (
+    DEFAULT_PERMUTATIONS,
+    Banding,
+    UInt64Array,
+    choose_banding,
+    similarity,
+    sketch,
+)
+from simdb.sketch.simhash import EmptyDocument, Features, feature_hashes, simhash
+from simdb.sources.readers import Document
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ Fingerprints are computed in Python only, no database: an index returns exactly 
 within Hamming distance k of a query (the permuted block tables are exact up to their k), so
 the pairs within k of these fingerprints (calibrate.close_pairs) are what an index with that k
 returns. The jaccard mode's row is its bands and check played out as its index works
-(calibrate.lsh_pairs). Methods (METHODS): simdb's default (one-bit MinHash, simdb.onebit, 64
+(calibrate.lsh_pairs). Methods (METHODS): simdb's default (one-bit MinHash, simdb.sketch.onebit, 64
 bits, k = 5); the former default (SimHash spec v2, 64 bits, k = 3); the plain set SimHash
 (quality.plain_set_simhash), k = 3; spec v2 at k = 6; two independent SimHashes (the two halves
 of spec v2 at 128 bits), a pair found by either at k = 3; one-bit MinHash at k = 3 and 4; two of
@@ -35,10 +35,10 @@ from simdb.errors import InvalidParameter
 from simdb.measure.bench import machine
 from simdb.measure.calibrate import close_pairs, jaccard, lsh_pairs, similar_pairs
 from simdb.measure.quality import plain_set_simhash
-from simdb.minhash import DEFAULT_PERMUTATIONS, UInt64Array, sketch
-from simdb.onebit import BITS, from_minima
-from simdb.readers import Document
-from simdb.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes, fingerprints
+from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, UInt64Array, sketch
+from simdb.sketch.onebit import BITS, from_minima
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes, fingerprints
+from simdb.sources.readers import Document
 
 Pair = tuple[int, int]
 Edit = Callable[[random.Random, str], str]
@@ -202,7 +202,7 @@ def two_simhashes(s: Sketches) -> set[Pair]:
 
 
 def onebit_within(k: int) -> Callable[[Sketches], set[Pair]]:
-    """One-bit MinHash (simdb.onebit, seed 0) as the 64-bit fingerprint, within k bits."""
+    """One-bit MinHash (simdb.sketch.onebit, seed 0) as the 64-bit fingerprint, within k bits."""
     return lambda s: s.near("onebit", k)
 
 
@@ -332,7 +332,7 @@ def draw(
 def _sketches(texts: list[str], hashes: list[UInt64Array], features: Features) -> Sketches:
     """Every fingerprint of each document (texts and their shingle hashes, in the same order)."""
     wide = fingerprints(texts, features, 2, 128)
-    # One-bit MinHash with seed s is the lowest bits of MinHash values 64s..64s+63 (simdb.onebit's
+    # One-bit MinHash with seed s is the lowest bits of MinHash values 64s..64s+63 (simdb.sketch.onebit's
     # spec; tests/test_onebit.py checks it): the jaccard mode's signatures hold seeds 0 and 1.
     signatures = [sketch(np.unique(h), DEFAULT_PERMUTATIONS) for h in hashes]
     low = (1 << 64) - 1

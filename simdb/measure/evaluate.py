@@ -21,17 +21,20 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from psycopg import sql
 
-from simdb import batch, index, ingest, names, query
-from simdb.bits import to_signed
-from simdb.connection import Connection
+from simdb import ingest, query
+from simdb import pairs as batch
+from simdb.db.connection import Connection
+from simdb.index import lifecycle as index
+from simdb.index import names
+from simdb.index.modes import Index, JaccardSpec, SimhashSpec, Sketch, Spec
+from simdb.index.modes.jaccard import bigint_array
 from simdb.measure.baseline import hand_bands
 from simdb.measure.bench import machine, percentile, server_side_ms, timed
 from simdb.measure.calibrate import similar_pairs
-from simdb.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, choose_banding, signature
-from simdb.modes import Index, JaccardSpec, SimhashSpec, Sketch, Spec
-from simdb.modes.jaccard import bigint_array
-from simdb.readers import Document
-from simdb.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes
+from simdb.sketch.bits import to_signed
+from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, choose_banding, signature
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes
+from simdb.sources.readers import Document
 
 
 @dataclass

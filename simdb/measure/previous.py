@@ -1,4 +1,4 @@
-"""The fingerprint and signature code as it was before simdb.kernels (numpy only, a Python call
+"""The fingerprint and signature code as it was before simdb.kernels.compiled (numpy only, a Python call
 per token), kept runnable so that `simdb bench --text` measures the kernels against it in the
 same run. Same specs, same values: tests/test_kernels.py checks that both agree.
 """
@@ -11,9 +11,9 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from simdb.minhash import _BIT_SEED, _CHECK_SEED, _MAX_PROBES, _PROBE_SEED, CHECK_BINS, seeds
-from simdb.onetext import fmix64
-from simdb.simhash import (
+from simdb.sketch.minhash import _BIT_SEED, _CHECK_SEED, _MAX_PROBES, _PROBE_SEED, CHECK_BINS, seeds
+from simdb.sketch.short_text import fmix64
+from simdb.sketch.simhash import (
     _BIT_TABLE,
     ASCII_WORDS,
     SHINGLE_MULTIPLIER,

@@ -28,14 +28,17 @@ from dataclasses import asdict, dataclass
 import psycopg
 from psycopg import sql
 
-from simdb import batch, index, ingest, names
-from simdb.bits import to_signed
-from simdb.connection import Connection
+from simdb import ingest
+from simdb import pairs as batch
+from simdb.db.connection import Connection
+from simdb.index import lifecycle as index
+from simdb.index import names
+from simdb.index.modes import SimhashIndex, SimhashSpec
+from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement, check_citus
 from simdb.measure.bench import machine, percentile, planted_rows
-from simdb.modes import SimhashIndex, SimhashSpec
-from simdb.placement import LOCAL, ByPrefix, Distributed, Placement, check_citus
-from simdb.scaleplan import plan
-from simdb.simhash import DEFAULT_FEATURES
+from simdb.plan.citus_cost import plan
+from simdb.sketch.bits import to_signed
+from simdb.sketch.simhash import DEFAULT_FEATURES
 
 CLIENTS = (1, 4, 16)
 ROUNDS = 3

@@ -26,7 +26,7 @@ from starlette.responses import PlainTextResponse
 from starlette.templating import Jinja2Templates
 
 from simdb import schema
-from simdb.connection import Connection
+from simdb.db.connection import Connection
 from simdb.errors import SchemaMissing, SchemaNewer
 from simdb.serve import views
 

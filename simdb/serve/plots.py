@@ -7,7 +7,7 @@ from __future__ import annotations
 from markupsafe import Markup, escape
 
 from simdb.measure.calibrate import MAX_K, THRESHOLDS, Calibration
-from simdb.review import Scores
+from simdb.serve.review import Scores
 
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 44

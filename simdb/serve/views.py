@@ -1,4 +1,4 @@
-"""The pages of `simdb serve`: each parses its request, calls one library function (simdb.review,
+"""The pages of `simdb serve`: each parses its request, calls one library function (simdb.serve.review,
 simdb.index) on a pooled connection, and renders a template. No logic lives only here."""
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from simdb import batch, index, readers, review, texts
-from simdb.connection import Connection
+from simdb import pairs as batch
+from simdb.db.connection import Connection
 from simdb.errors import IndexNotFound, InputError, InvalidParameter, SimdbError
-from simdb.modes import Index
-from simdb.serve import plots
+from simdb.index import lifecycle as index
+from simdb.index import texts
+from simdb.index.modes import Index
+from simdb.serve import plots, review
+from simdb.sources import readers
 
 PER_PAGE = 20
 UPLOAD_LIMIT = 8 << 20  # bytes of an uploaded file a search reads: a larger one is refused (413)

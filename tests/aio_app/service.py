@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from simdb import aio
 from simdb.errors import SimdbError
-from simdb.modes import Index
-from simdb.simhash import EmptyDocument
+from simdb.index.modes import Index
+from simdb.sketch.simhash import EmptyDocument
 
 
 class Query(BaseModel):

@@ -6,7 +6,7 @@ from alembic import context
 from example_app.models import Base
 from sqlalchemy import create_engine
 
-from simdb.autogenerate import process_revision_directives, render_item
+from simdb.alembic.autogenerate import process_revision_directives, render_item
 from simdb.sqlalchemy import include_object
 
 connection = context.config.attributes.get("connection")

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from simdb import alembic as simdb_ops
-from simdb.modes import SimhashSpec
+from simdb.index.modes import SimhashSpec
 
 revision = "a0003"
 down_revision = "a0002"

@@ -1,0 +1,1 @@
+"""Where the database comes from and how simdb talks to it: DSNs, the embedded server, bridges."""

@@ -1,0 +1,1 @@
+"""Keeping an attached index current with the application's table it follows."""

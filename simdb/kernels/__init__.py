@@ -1,0 +1,1 @@
+"""Compiled loops (numba): the hashing, minima and pairing kernels."""

@@ -1,0 +1,115 @@
+"""All pairs among rows held in memory, by sorting: within k bits of 64-bit fingerprints, or
+sharing a band key (MinHash LSH).
+
+The same permuted tables as the index (Manku et al.'s batch mode): two fingerprints within k
+bits share some table's prefix, so sorting the rows by each table's prefix puts every candidate
+pair in one run of equal prefixes. For fingerprints a compiled kernel radix-sorts the prefixes
+and compares each run pair by pair (simdb.kernels.compiled.close_pairs), keeping a pair only in the first
+table whose prefix it shares; band keys are sorted and compared in numpy. In PostgreSQL the same
+work is a hash self-join per table, which costs several times more per candidate pair.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from simdb.errors import InvalidParameter
+from simdb.plan.blocks import BlockPlan, Table
+
+Positions = np.ndarray  # int64 row positions
+
+
+def prefix_blocks(table: Table) -> np.ndarray:
+    """The blocks of a table's prefix as (source, width, target) rows, the target counted from
+    the prefix's lowest bit (as Table.prefix computes one value)."""
+    blocks = [(move.source, move.width, move.target - table.shift) for move in table.prefix_moves]
+    return np.array(blocks, dtype=np.int64).reshape(-1, 3)
+
+
+def within(
+    fingerprints: np.ndarray, plan: BlockPlan, max_distance: int
+) -> tuple[Positions, Positions, np.ndarray]:
+    """(i, j, distance) of every pair of positions i < j whose fingerprints differ in at most
+    `max_distance` bits (at most the plan's k), each pair once."""
+    if plan.bits != 64 or not 0 <= max_distance <= plan.max_distance:
+        raise InvalidParameter(
+            f"cannot pair {plan.bits}-bit fingerprints within {max_distance} bits by sorting",
+            f"give 64-bit fingerprints and a distance of 0..{plan.max_distance}",
+        )
+
+    from simdb.kernels import compiled as kernels  # (numba loads with the first pairs, not with the CLI)
+
+    masks = np.array([table.prefix_mask for table in plan.tables], dtype=np.uint64)
+    found = [
+        kernels.close_pairs(fingerprints, prefix_blocks(table), masks[number], masks[:number], max_distance)
+        for number, table in enumerate(plan.tables)
+    ]
+    i, j = _ordered(found, len(fingerprints))
+    return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
+
+
+@contextmanager
+def loading_kernels() -> Iterator[None]:
+    """Load the pairing kernel (numba's import and its machine code, about 0.35 s; a compile the
+    first time) in a thread while the caller waits on the database for the rows to pair. An
+    error or Ctrl-C in the caller does not wait for it (a daemon thread)."""
+    thread = threading.Thread(target=load_kernels, name="simdb-load-kernels", daemon=True)
+    thread.start()
+    yield
+    thread.join()
+
+
+def load_kernels() -> None:
+    """Load (or compile) the pairing kernel: pair two fingerprints."""
+    within(np.arange(2, dtype=np.uint64), BlockPlan(1, 2), 1)
+
+
+def sharing(keys: list[np.ndarray]) -> tuple[Positions, Positions]:
+    """(i, j) of every pair of positions i < j equal in at least one of the key arrays (the bands
+    of MinHash LSH), each pair once."""
+    return _once([_in_runs(column) for column in keys], len(keys[0]) if keys else 0)
+
+
+def _once(found: list[tuple[Positions, Positions]], rows: int) -> tuple[Positions, Positions]:
+    """The pairs found by several tables or bands, once, ordered."""
+    return _ordered(found, rows, np.unique)
+
+
+def _ordered(
+    found: list[tuple[Positions, Positions]], rows: int, order: Callable[[np.ndarray], np.ndarray] = np.sort
+) -> tuple[Positions, Positions]:
+    """The pairs found by several tables or bands, in order of (i, j)."""
+    first = np.concatenate([np.empty(0, dtype=np.int64), *(f[0] for f in found)])
+    second = np.concatenate([np.empty(0, dtype=np.int64), *(f[1] for f in found)])
+    i, j = np.divmod(order(first * rows + second), max(rows, 1))
+    return i, j
+
+
+Check = tuple[np.ndarray, Callable[[np.ndarray, np.ndarray], np.ndarray]]  # values, pairs to keep
+
+
+def _in_runs(keys: np.ndarray, check: Check | None = None) -> tuple[Positions, Positions]:
+    """The pairs (i < j) of rows with equal keys, and with `check` = (values, keep) only those
+    for which keep(values[i], values[j]) holds. Sorted by key, row p is compared with rows p + 1,
+    p + 2, ... while they are in its run (the positions still in a run shrink with each step, so
+    the work is the number of candidate pairs); the values are sorted along, and read in order."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    values = None if check is None else check[0][order]
+    firsts, seconds = [], []
+    step = 1
+    live = np.flatnonzero(ordered[1:] == ordered[:-1])  # positions whose next row shares the key
+    while live.size:
+        kept = live if check is None or values is None else live[check[1](values[live], values[live + step])]
+        a, b = order[kept], order[kept + step]
+        firsts.append(np.minimum(a, b))
+        seconds.append(np.maximum(a, b))
+        step += 1
+        live = live[live + step < len(ordered)]
+        live = live[ordered[live + step] == ordered[live]]
+    empty = np.empty(0, dtype=np.int64)
+    return np.concatenate([empty, *firsts]), np.concatenate([empty, *seconds])

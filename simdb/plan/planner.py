@@ -1,0 +1,193 @@
+"""Choose the number of blocks b for an index from its expected rows, k and workload (pure code).
+
+For each b > k the design has C(b, k) tables whose prefixes are the first b - k blocks. A cost
+model prices each design's query time, all-pairs time, bytes per row and load time. Its
+constants were measured on this project's development machine (2-core VM, PostgreSQL 15) with
+index layout v2: 1,000,000 random fingerprints at k = 3 with b = 4, 5 and 6 (4, 10 and 20
+tables), 1,000 near queries each against a bare round trip, the all-pairs statement, the bytes
+of the table and its B-trees, and the bulk load. `simdb plan` prints the figures behind every
+choice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from simdb.errors import InvalidParameter
+from simdb.plan.blocks import MAX_DISTANCES, MAX_TABLES, BlockPlan, check_distance
+
+WORKLOADS = ("online", "batch", "both")
+DEFAULT_EXPECTED_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Unit costs of the operations a design performs."""
+
+    query_ms: float = 0.17  # fixed per query: round trip, function calls, final sort
+    probe_ms: float = 0.012  # one bitmap scan of a table's B-tree
+    candidate_ms: float = 0.002  # one random candidate: its row read and checked with bit_count
+    join_row_s: float = 1.0e-6  # per row and table: simdb.pairs' hash self-join of a table's prefix
+    pair_s: float = 0.2e-6  # per candidate pair compared in that self-join
+    load_row_s: float = 7.5e-6  # per row and table: COPY and upsert with the B-trees in place
+    row_bytes: float = 74.0  # the row (short key, 64-bit fingerprint) and its primary key
+    entry_bytes: float = 6.0  # per row and table: a row's place in a B-tree's posting list
+    key_bytes: float = 14.0  # per distinct prefix and table: a B-tree tuple (header, key, slot)
+    fill: float = 0.9  # B-tree leaf fill factor
+
+
+DEFAULT_COSTS = Costs()
+
+
+@dataclass(frozen=True)
+class Design:
+    """One candidate block plan priced for a row count."""
+
+    plan: BlockPlan
+    rows: int
+    online_ms: float
+    batch_s: float
+    load_s: float
+    candidates_per_query: float
+    candidates_per_batch: float
+    bytes_per_row: float
+
+    @property
+    def tables(self) -> int:
+        return len(self.plan.tables)
+
+    @property
+    def prefix_bits(self) -> tuple[int, int]:
+        bits = [table.prefix_bits for table in self.plan.tables]
+        return min(bits), max(bits)
+
+
+def price(plan: BlockPlan, rows: int, costs: Costs = DEFAULT_COSTS) -> Design:
+    """Expected work and size of a design: random candidates are N / 2^prefix per probe per table
+    (the prefix as indexed: at most 64 bits). A table's B-tree stores each distinct prefix once
+    with the rows that share it (PostgreSQL's deduplication), so short prefixes cost little."""
+    per_query = sum(rows / 2.0 ** min(t.prefix_bits, 64) for t in plan.tables)
+    per_batch = sum(rows * (rows - 1) / 2.0 ** (min(t.prefix_bits, 64) + 1) for t in plan.tables)
+    btree_bytes = sum(
+        (costs.entry_bytes + costs.key_bytes / max(1.0, rows / 2.0 ** min(t.prefix_bits, 64))) / costs.fill
+        for t in plan.tables
+    )
+    tables = len(plan.tables)
+    return Design(
+        plan=plan,
+        rows=rows,
+        online_ms=costs.query_ms + costs.probe_ms * tables + costs.candidate_ms * per_query,
+        batch_s=costs.join_row_s * rows * tables + costs.pair_s * per_batch,
+        load_s=costs.load_row_s * rows * tables,
+        candidates_per_query=per_query,
+        candidates_per_batch=per_batch,
+        bytes_per_row=costs.row_bytes + (plan.bits - 64) / 8 + btree_bytes,
+    )
+
+
+def designs(rows: int, max_distance: int, costs: Costs = DEFAULT_COSTS, bits: int = 64) -> list[Design]:
+    """Every design with b > k blocks and at most MAX_TABLES tables, each shape once (at k = 0
+    every b gives the same single table keyed by the whole fingerprint: only b = 1 is listed)."""
+    if rows < 1:
+        raise InvalidParameter(f"expected rows {rows} is not positive", "give a row count of 1 or more")
+    check_distance(max_distance, bits)
+    result: list[Design] = []
+    for blocks in range(max_distance + 1, bits + 1):
+        if math.comb(blocks, max_distance) > MAX_TABLES:
+            break
+        design = price(BlockPlan(max_distance, blocks, bits), rows, costs)
+        if not any((d.tables, d.prefix_bits) == (design.tables, design.prefix_bits) for d in result):
+            result.append(design)
+    return result
+
+
+def choose(options: list[Design], workload: str = "both") -> Design:
+    """The cheapest design for the workload, its storage and its load.
+
+    Each cost counts relative to the best any design achieves, so that no unit dominates; the
+    workload says which times count (online: query time; batch: all-pairs time; both: the two),
+    and bytes per row and load time always count. Ties go to fewer tables.
+    """
+    if workload not in WORKLOADS:
+        raise InvalidParameter(f"unknown workload {workload!r}", f"use one of {', '.join(WORKLOADS)}")
+    return min(options, key=lambda design: (round(score(design, options, workload), 9), design.tables))
+
+
+def score(design: Design, options: list[Design], workload: str) -> float:
+    """The sum of the design's relative costs that `choose` minimises."""
+    online = design.online_ms / min(d.online_ms for d in options)
+    batch = design.batch_s / min(d.batch_s for d in options)
+    size = design.bytes_per_row / min(d.bytes_per_row for d in options)
+    load = design.load_s / min(d.load_s for d in options)
+    times = {"online": online, "batch": batch, "both": online + batch}[workload]
+    return times + size + load
+
+
+def plan_for(rows: int, max_distance: int, workload: str = "both", bits: int = 64) -> BlockPlan:
+    """The block plan `simdb create` uses when --blocks is not given."""
+    return choose(designs(rows, max_distance, bits=bits), workload).plan
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What `simdb plan` shows: every design for a row count and k, and the one chosen."""
+
+    rows: int
+    max_distance: int
+    workload: str
+    options: list[Design]
+    chosen: Design
+    bits: int = 64
+
+    def as_dict(self) -> list[dict[str, object]]:
+        return [
+            {
+                "bits": d.plan.bits,
+                "blocks": d.plan.blocks,
+                "tables": d.tables,
+                "prefix_bits": list(d.prefix_bits),
+                "candidates_per_query": d.candidates_per_query,
+                "candidates_per_batch": d.candidates_per_batch,
+                "bytes_per_row": d.bytes_per_row,
+                "query_ms": d.online_ms,
+                "pairs_s": d.batch_s,
+                "load_s": d.load_s,
+                "chosen": d is self.chosen,
+            }
+            for d in self.options
+        ]
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"designs for {self.rows} rows of {self.bits}-bit fingerprints, max distance "
+            f"{self.max_distance}, workload {self.workload}:",
+            f"  {'blocks':>6} {'tables':>6} {'prefix':>7} {'cand/query':>11} {'cand pairs':>11} "
+            f"{'bytes/row':>9} {'query ms':>9} {'pairs s':>9} {'load s':>8}",
+        ]
+        for d in self.options:
+            low, high = d.prefix_bits
+            bits = f"{low}" if low == high else f"{low}-{high}"
+            lines.append(
+                f"{'*' if d is self.chosen else ' '} {d.plan.blocks:>6} {d.tables:>6} {bits:>7} "
+                f"{d.candidates_per_query:>11.3g} {d.candidates_per_batch:>11.3g} {d.bytes_per_row:>9.0f} "
+                f"{d.online_ms:>9.3f} {d.batch_s:>9.3g} {d.load_s:>8.3g}"
+            )
+        lines.append(
+            f"* chosen: {self.chosen.plan.blocks} blocks ({self.chosen.tables} tables); costs measured on "
+            "simdb's development machine, see simdb/planner.py"
+        )
+        candidates = self.chosen.candidates_per_query
+        share = candidates / self.rows
+        lines.append(
+            f"exact up to k={MAX_DISTANCES[self.bits]} on {self.bits} bits; at k={self.max_distance} a query "
+            f"checks about {candidates:.3g} random candidates ({share:.2g} of the rows: "
+            f"{'an indexed search' if share < 0.01 else 'close to a scan'})"
+        )
+        return lines
+
+
+def compare(rows: int, max_distance: int, workload: str = "both", bits: int = 64) -> Comparison:
+    """Every design for `rows` and `max_distance`, with the one `simdb create` would pick."""
+    options = designs(rows, max_distance, bits=bits)
+    return Comparison(rows, max_distance, workload, options, choose(options, workload), bits)

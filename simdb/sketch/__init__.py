@@ -1,0 +1,1 @@
+"""Pure sketches of documents: features, SimHash, MinHash and one-bit MinHash fingerprints."""

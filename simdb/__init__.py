@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from simdb import moved
+from simdb import kernels, moved
 from simdb.errors import SimdbError
 from simdb.sketch.bits import hamming, parse_hex, to_hex, to_signed, to_unsigned
 
@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from simdb.api import Database
     from simdb.index.modes.jaccard import JaccardSpec
     from simdb.index.modes.simhash import SimhashSpec
+    from simdb.sketch.features import Features
     from simdb.sketch.minhash import document_signature
-    from simdb.sketch.simhash import SPEC_VERSION, Features, fingerprint
+    from simdb.sketch.simhash import SPEC_VERSION, fingerprint
 
 # Names whose modules load numpy and xxhash: imported on first use, so that `import simdb` (and
 # with it `simdb --help`) stays light.
@@ -45,7 +46,15 @@ def connect(dsn: str | None = None) -> Database:
     return handle.connect(dsn)
 
 
+def _warm_every_kernel() -> None:
+    """Compile every kernel (simdb.warmup), once numba has started on one: see simdb.kernels."""
+    from simdb import warmup
+
+    warmup.warm()
+
+
 moved.install()
+kernels.AFTER_FIRST_COMPILE.append(_warm_every_kernel)
 
 __all__ = [
     "SPEC_VERSION",

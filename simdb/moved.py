@@ -4,11 +4,14 @@ the module it became, with a DeprecationWarning that names the new path."""
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import warnings
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 MOVED = {
     "simdb.attach": "simdb.follow.side",
@@ -60,15 +63,19 @@ def new_path(name: str) -> str | None:
     return None
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds an old path and loads it as a copy of the new module's names."""
+class _Finder:
+    """Finds an old path and loads it as a copy of the new module's names (a meta path finder and
+    its loader, without importlib.abc, whose import would slow `simdb --help`)."""
 
     def find_spec(
         self, fullname: str, path: object, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         if not fullname.startswith("simdb.") or new_path(fullname) is None:
             return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", self), is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # (the default module)
 
     def exec_module(self, module: ModuleType) -> None:
         new = new_path(module.__name__)

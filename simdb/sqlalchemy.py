@@ -64,6 +64,7 @@ from simdb.index.modes import JaccardIndex, JaccardSpec, SimhashIndex, SimhashSp
 from simdb.index.modes.widths import BitString
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
 from simdb.sketch.bits import to_signed, to_unsigned
+from simdb.sketch.features import DEFAULT_FEATURES
 from simdb.sketch.minhash import (
     COLUMN_SIGNATURE_SPEC,
     DEFAULT_PERMUTATIONS,
@@ -72,7 +73,6 @@ from simdb.sketch.minhash import (
     from_stored,
     to_stored,
 )
-from simdb.sketch.simhash import DEFAULT_FEATURES
 
 Planned = TypeVar("Planned", SimhashIndex, JaccardIndex)
 _SLOTS = tuple(sql.Identifier(f"__simdb_{number}__") for number in range(2))

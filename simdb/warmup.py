@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simdb.plan import pairing
-from simdb.sketch import minhash, simhash
+from simdb.sketch import features, minhash, simhash
 from simdb.sketch import short_text as onetext
-from simdb.sketch.simhash import Features
+from simdb.sketch.features import Features
 
 # Short text goes through the batched kernels; text longer than a piece, and any bytes features,
-# through the piece-at-a-time ones (simhash.sorted_out decides).
+# through the piece-at-a-time ones (features.sorted_out decides).
 _SHORT = "warm the fingerprint kernels of simdb once"
-_LONG = (_SHORT + " ") * (simhash.PIECE // len(_SHORT) + 1)
+_LONG = (_SHORT + " ") * (features.PIECE // len(_SHORT) + 1)
 _MEDIUM = (_SHORT + " ") * (2 * onetext.LIMIT // len(_SHORT))  # past what onetext counts without them
 _FEATURES = (Features("word", 3), Features("char", 5), Features("bytes", 4))
 
@@ -27,12 +27,12 @@ _FEATURES = (Features("word", 3), Features("char", 5), Features("bytes", 4))
 def warm() -> None:
     """Compile (or load) every kernel that fingerprints, signatures and all pairs call."""
     documents = [_SHORT, _LONG]
-    for features in _FEATURES:
+    for kind in _FEATURES:
         for spec in simhash.SPEC_VERSIONS:
-            for bits in simhash.WIDTHS:
-                simhash.fingerprints(documents, features, spec, bits)
+            for bits in features.WIDTHS:
+                simhash.fingerprints(documents, kind, spec, bits)
         for spec in (1, 2):
-            minhash.document_signatures(documents, features, minhash.DEFAULT_PERMUTATIONS, spec)
+            minhash.document_signatures(documents, kind, minhash.DEFAULT_PERMUTATIONS, spec)
     pairing.load_kernels()
 
 

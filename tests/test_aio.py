@@ -23,7 +23,7 @@ from simdb.follow import column as intable
 from simdb.follow import side as attach
 from simdb.index import lifecycle as index
 from simdb.index.modes import Index, JaccardSpec, SimhashSpec, Sketch
-from simdb.sketch.simhash import Features
+from simdb.sketch.features import Features
 
 T = TypeVar("T")
 

@@ -18,7 +18,8 @@ from simdb.follow import column as intable
 from simdb.follow import side as attach
 from simdb.index import lifecycle as index
 from simdb.sketch.bits import to_unsigned
-from simdb.sketch.simhash import EmptyDocument, Features, fingerprint_bytes
+from simdb.sketch.features import EmptyDocument, Features
+from simdb.sketch.simhash import fingerprint_bytes
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 COLUMNS = (

@@ -23,8 +23,8 @@ from simdb.index import lifecycle as index
 from simdb.index.modes import Index
 from simdb.index.modes.jaccard import JaccardSpec
 from simdb.index.modes.simhash import SimhashSpec
-from simdb.sketch import minhash, simhash
-from simdb.sketch.simhash import Features
+from simdb.sketch import features, minhash, simhash
+from simdb.sketch.features import Features
 from simdb.sources import readers
 
 
@@ -47,20 +47,20 @@ def _cut(content: str | bytes, cuts: list[int]) -> list[str] | list[bytes]:
 
 
 class Tiny:
-    """simhash's PIECE and DISTINCT_LIMIT made tiny within a `with`: every path of the bounded
-    computation runs on small documents (hypothesis cannot take pytest's monkeypatch)."""
+    """features.PIECE and simhash.DISTINCT_LIMIT made tiny within a `with`: every path of the
+    bounded computation runs on small documents (hypothesis cannot take pytest's monkeypatch)."""
 
     def __init__(self, piece: int, limit: int) -> None:
-        self.values = {"PIECE": piece, "DISTINCT_LIMIT": limit}
+        self.values = [(features, "PIECE", piece), (simhash, "DISTINCT_LIMIT", limit)]
 
     def __enter__(self) -> None:
-        self.saved = {name: getattr(simhash, name) for name in self.values}
-        for name, value in self.values.items():
-            setattr(simhash, name, value)
+        self.saved = [(module, name, getattr(module, name)) for module, name, _ in self.values]
+        for module, name, value in self.values:
+            setattr(module, name, value)
 
     def __exit__(self, *_: object) -> None:
-        for name, value in self.saved.items():
-            setattr(simhash, name, value)
+        for module, name, value in self.saved:
+            setattr(module, name, value)
 
 
 # --- item 7: a document a piece at a time -------------------------------------------------------
@@ -92,7 +92,7 @@ def test_a_document_of_many_distinct_shingles_takes_several_passes_and_the_same_
     with Tiny(piece=500, limit=1000):
         assert [simhash.fingerprint(stream, Features("bytes", 4), 2, bits) for bits in (64, 128)] == expected
         passes = stream.calls
-        pieces = list(simhash.document_shingles(stream, Features("bytes", 4))())
+        pieces = list(features.document_shingles(stream, Features("bytes", 4))())
     assert passes >= 2 * 19_997 // 1000  # about 20,000 distinct 4-grams, at most 1,000 at a time
     assert max(map(len, pieces)) <= 500 and sum(map(len, pieces)) == 19_997
     assert expected[0] == reference_bytes_fingerprint(data, 4, 2)
@@ -154,17 +154,17 @@ def test_signatures_in_pieces_equal_those_of_the_whole_set(
 ) -> None:
     """A signature value is the least over the set, and so is each bin of the check: taken
     piece by piece, they are the whole set's, exactly (signature specs unchanged)."""
-    features = Features("bytes" if isinstance(content, bytes) else "word", n)
+    kind = Features("bytes" if isinstance(content, bytes) else "word", n)
     try:
-        shingles = set(simhash.feature_hashes(content, features).tolist())
-    except simhash.EmptyDocument:
+        shingles = set(features.feature_hashes(content, kind).tolist())
+    except features.EmptyDocument:
         shingles = set()
     expected = None
     if shingles:
         expected = reference_minhash(shingles, 16) + (reference_check(shingles) if spec == 2 else [])
-    whole = minhash.document_signatures([content], features, 16, spec)[0]
+    whole = minhash.document_signatures([content], kind, 16, spec)[0]
     with Tiny(piece, 1):
-        parts = minhash.document_signatures([content, Pieces(_cut(content, cuts))], features, 16, spec)
+        parts = minhash.document_signatures([content, Pieces(_cut(content, cuts))], kind, 16, spec)
     for found in [whole, *parts]:
         assert (found is None and expected is None) or (found is not None and found.tolist() == expected)
 
@@ -282,7 +282,7 @@ def test_a_file_larger_than_the_budget_is_stored_with_the_whole_files_sketch(
         (folder / name).write_bytes(data)
     made = index.create(conn, "files", spec, features=Features("bytes", 4))
     expected = {name: made.sketch(data) for name, data in contents.items()}  # whole, in memory
-    monkeypatch.setattr(simhash, "PIECE", 256)
+    monkeypatch.setattr(features, "PIECE", 256)
     monkeypatch.setattr(simhash, "DISTINCT_LIMIT", 300)
     items = readers.read([str(folder)], readers.Options(raw=True, root=str(folder), stream_over=1000))
     report = ingest.ingest(conn, made, items, batch_bytes=1000)

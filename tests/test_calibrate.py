@@ -13,8 +13,9 @@ from support import simdb
 
 from simdb.measure.calibrate import MAX_K, THRESHOLDS, calibrate, similar_pairs
 from simdb.sketch.bits import hamming
+from simdb.sketch.features import Features, feature_hashes
 from simdb.sketch.minhash import choose_banding, similarity, sketch
-from simdb.sketch.simhash import Features, feature_hashes, simhash
+from simdb.sketch.simhash import simhash
 from simdb.sources.readers import Document
 
 

@@ -26,7 +26,7 @@ from simdb.follow import column as intable
 from simdb.index import lifecycle as index
 from simdb.index.modes import Index, JaccardIndex, JaccardSpec, SimhashSpec, Sketch, Spec
 from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement
-from simdb.sketch.simhash import DEFAULT_FEATURES
+from simdb.sketch.features import DEFAULT_FEATURES
 
 Score = int | float
 

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from reference import fmix64, reference_bytes_fingerprint, reference_fingerprint
 
 from simdb.errors import InvalidParameter
-from simdb.sketch import simhash
+from simdb.sketch import features, simhash
 from simdb.sketch.bits import hamming, to_hex
-from simdb.sketch.simhash import EmptyDocument, Features, fingerprint, fingerprint_bytes, tokens
+from simdb.sketch.features import EmptyDocument, Features, tokens
+from simdb.sketch.simhash import fingerprint, fingerprint_bytes
 
 # (text, features, fingerprint as 16 hex digits): pinned; a change here is a new spec version.
 # Spec v1 (every shingle occurrence counts):
@@ -186,12 +187,12 @@ def test_bytes_fingerprint_equals_the_reference_and_chunking_does_not_matter(
 ) -> None:
     expected = reference_bytes_fingerprint(data, n, spec)
     assert fingerprint_bytes(data, n, spec) == expected
-    original = simhash.PIECE
-    simhash.PIECE = 7  # tiny pieces, whose last n - 1 bytes begin shingles that end in the next
+    original = features.PIECE
+    features.PIECE = 7  # tiny pieces, whose last n - 1 bytes begin shingles that end in the next
     try:
         assert fingerprint_bytes(data, n, spec) == expected
     finally:
-        simhash.PIECE = original
+        features.PIECE = original
 
 
 def test_empty_bytes() -> None:
@@ -201,13 +202,11 @@ def test_empty_bytes() -> None:
 
 def test_bytes_features_of_text_are_the_utf8_bytes() -> None:
     text = "naïve bytes, 42"
-    features = Features("bytes", 3)
-    assert fingerprint(text, features) == fingerprint_bytes(text.encode("utf-8"), 3)
-    assert simhash.simhash(simhash.feature_hashes(text, features)) == fingerprint_bytes(
-        text.encode("utf-8"), 3
-    )
+    kind = Features("bytes", 3)
+    assert fingerprint(text, kind) == fingerprint_bytes(text.encode("utf-8"), 3)
+    assert simhash.simhash(features.feature_hashes(text, kind)) == fingerprint_bytes(text.encode("utf-8"), 3)
     with pytest.raises(EmptyDocument):
-        simhash.feature_hashes("", features)
+        features.feature_hashes("", kind)
     with pytest.raises(TypeError):
         fingerprint(b"raw", Features("word", 3))
 

@@ -24,8 +24,8 @@ from simdb.index.modes import JaccardIndex, JaccardSpec
 from simdb.index.modes.base import SKETCH
 from simdb.index.modes.jaccard import band_key, band_keys_array, bigint_array
 from simdb.measure import evaluate
+from simdb.sketch.features import DEFAULT_FEATURES, feature_hashes
 from simdb.sketch.minhash import Banding, document_signature, estimate, to_stored
-from simdb.sketch.simhash import DEFAULT_FEATURES, feature_hashes
 from simdb.sources import readers
 from simdb.sqlalchemy import similar, similar_key
 

@@ -12,16 +12,10 @@ from reference import reference_fingerprint
 
 from simdb.kernels import compiled as kernels
 from simdb.measure import previous
+from simdb.sketch.features import EmptyDocument, Features, feature_hashes, token_text
 from simdb.sketch.minhash import document_signature, document_signatures, seeds, sketch
 from simdb.sketch.onebit import minima, permutation_seeds
-from simdb.sketch.simhash import (
-    EmptyDocument,
-    Features,
-    feature_hashes,
-    fingerprint,
-    fingerprints,
-    token_text,
-)
+from simdb.sketch.simhash import fingerprint, fingerprints
 
 
 def test_xxh3_equals_xxhash_at_every_length_up_to_three_blocks() -> None:

@@ -14,6 +14,7 @@ from reference import reference_band_keys, reference_check, reference_minhash
 
 from simdb.errors import InvalidParameter
 from simdb.sketch.bits import to_hex, to_signed
+from simdb.sketch.features import feature_hashes
 from simdb.sketch.minhash import (
     CHECK_WORDS,
     Banding,
@@ -26,7 +27,6 @@ from simdb.sketch.minhash import (
     similarity,
     sketch,
 )
-from simdb.sketch.simhash import feature_hashes
 
 # Pinned: a change here is a new MinHash spec version.
 KNOWN_SIGNATURE = [

@@ -14,17 +14,10 @@ from reference import reference_minhash
 
 from simdb.errors import InvalidParameter
 from simdb.measure.edits import reflowed
+from simdb.sketch.features import DEFAULT_FEATURES, EmptyDocument, Features, feature_hashes
 from simdb.sketch.minhash import signature
 from simdb.sketch.onebit import BITS, from_minima, onebit, onebit_fingerprint
-from simdb.sketch.simhash import (
-    DEFAULT_FEATURES,
-    EmptyDocument,
-    Features,
-    feature_hashes,
-    fingerprint,
-    fingerprints,
-    simhash,
-)
+from simdb.sketch.simhash import fingerprint, fingerprints, simhash
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog",

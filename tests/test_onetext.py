@@ -14,15 +14,8 @@ from hypothesis import strategies as st
 from simdb.kernels import compiled as kernels
 from simdb.sketch import onebit
 from simdb.sketch import short_text as onetext
-from simdb.sketch.simhash import (
-    ASCII_WORDS,
-    SHINGLE_MULTIPLIER,
-    WIDE_KEY,
-    Features,
-    fingerprint,
-    fingerprints,
-    unit_text,
-)
+from simdb.sketch.features import ASCII_WORDS, SHINGLE_MULTIPLIER, WIDE_KEY, Features, unit_text
+from simdb.sketch.simhash import fingerprint, fingerprints
 
 _TEXT = st.text(alphabet=st.sampled_from("ab cd\tÉé ß ﬁ\u0301 x_1,.\n漢字🙂"), max_size=200)
 

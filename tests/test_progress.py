@@ -23,7 +23,7 @@ from simdb.follow import side as attach
 from simdb.index import lifecycle as index
 from simdb.index.modes.simhash import SimhashSpec
 from simdb.measure import calibrate
-from simdb.sketch.simhash import Features
+from simdb.sketch.features import Features
 from simdb.sources import readers
 
 SIMDB = [sys.executable, "-c", "from simdb.cli import run; run()"]

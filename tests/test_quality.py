@@ -11,7 +11,8 @@ import pytest
 from support import jaccard_corpus, simdb
 
 from simdb.measure.quality import MAX_K, plain_set_simhash
-from simdb.sketch.simhash import feature_hashes, fingerprint, fingerprint_bytes
+from simdb.sketch.features import feature_hashes
+from simdb.sketch.simhash import fingerprint, fingerprint_bytes
 
 
 def _jaccard(a: set[int], b: set[int]) -> float:

@@ -13,12 +13,12 @@ from support import simdb
 
 from simdb.index.modes import SimhashSpec
 from simdb.plan import reach
+from simdb.sketch.features import Features
 from simdb.sketch.simhash import (
     DEFAULT_MAX_DISTANCE,
     FINGERPRINT_METHODS,
     NEW_INDEX_SPEC,
     SPEC_VERSION,
-    Features,
     fingerprint,
 )
 

@@ -26,8 +26,9 @@ from simdb.errors import InputError
 from simdb.index import lifecycle as index
 from simdb.index import names
 from simdb.index.modes import SimhashSpec
+from simdb.sketch.features import EmptyDocument
 from simdb.sketch.minhash import document_signature
-from simdb.sketch.simhash import EmptyDocument, fingerprint
+from simdb.sketch.simhash import fingerprint
 from simdb.sources import readers
 
 

@@ -16,7 +16,8 @@ from simdb.errors import InvalidParameter
 from simdb.index import lifecycle as index
 from simdb.index.modes import SimhashIndex, SimhashSpec
 from simdb.plan.blocks import BlockPlan
-from simdb.sketch.simhash import NEW_INDEX_SPEC, Features, fingerprint
+from simdb.sketch.features import Features
+from simdb.sketch.simhash import NEW_INDEX_SPEC, fingerprint
 from simdb.sqlalchemy import Fingerprint128, hamming, near
 
 TEXT = " ".join(f"line{i} of a text about topic{i % 7} and more" for i in range(120))

@@ -33,8 +33,9 @@ from simdb.index.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
 from simdb.plan import citus_cost as scaleplan
 from simdb.plan import planner
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
+from simdb.sketch.features import Features
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, Features
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE
 
 F = TypeVar("F", bound=Callable[..., Any])
 

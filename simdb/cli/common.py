@@ -18,8 +18,9 @@ from simdb.cli.settings import DSN_HELP, Settings
 from simdb.db import connection
 from simdb.errors import InputError
 from simdb.index import modes
+from simdb.sketch.features import Content, EmptyDocument, Features
 from simdb.sketch.minhash import MINHASH_SPEC_VERSION
-from simdb.sketch.simhash import NEW_INDEX_SPEC, Content, EmptyDocument, Features
+from simdb.sketch.simhash import NEW_INDEX_SPEC
 
 if TYPE_CHECKING:
     from simdb.sources import readers

@@ -22,8 +22,9 @@ from simdb.cli.common import (
 )
 from simdb.index import modes
 from simdb.index.modes import SimhashSpec
+from simdb.sketch.features import Features
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, Features
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE
 from simdb.sources import readers
 
 

@@ -36,8 +36,8 @@ from simdb.errors import InputError
 from simdb.index import lifecycle as index
 from simdb.index import modes
 from simdb.index.modes import Index
+from simdb.sketch.features import Features
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.sketch.simhash import Features
 
 
 def _query_document(

@@ -19,6 +19,7 @@ from simdb.django import batch, keys, saving
 from simdb.errors import InvalidParameter
 from simdb.index.modes.jaccard import JaccardIndex as JaccardLayout
 from simdb.index.modes.widths import Width, width
+from simdb.sketch.features import Features
 from simdb.sketch.minhash import (
     COLUMN_SIGNATURE_SPEC,
     DEFAULT_PERMUTATIONS,
@@ -26,7 +27,7 @@ from simdb.sketch.minhash import (
     KEYED_SPEC,
     document_signatures,
 )
-from simdb.sketch.simhash import SPEC_VERSION, Features, check_spec, fingerprints
+from simdb.sketch.simhash import SPEC_VERSION, check_spec, fingerprints
 
 
 class SourcedField(models.Field):

@@ -14,8 +14,8 @@ from simdb.index.modes.simhash import SimhashSpec
 from simdb.index.modes.widths import width
 from simdb.plan.blocks import Table
 from simdb.sketch.bits import to_hex, to_signed
+from simdb.sketch.features import Features
 from simdb.sketch.minhash import UInt64Array
-from simdb.sketch.simhash import Features
 
 
 @functools.cache

@@ -30,7 +30,7 @@ from simdb.index.modes import Index, SimhashSpec, Spec
 from simdb.index.storage import InTable
 from simdb.index.storage.shared import equivalents
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
-from simdb.sketch.simhash import DEFAULT_FEATURES, Features
+from simdb.sketch.features import DEFAULT_FEATURES, Features
 from simdb.sources.readers import Document
 
 BATCH = 2000

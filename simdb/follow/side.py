@@ -31,7 +31,7 @@ from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, Spec
 from simdb.index.storage import InTable
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
-from simdb.sketch.simhash import DEFAULT_FEATURES, Features
+from simdb.sketch.features import DEFAULT_FEATURES, Features
 from simdb.sources.readers import Document
 
 BATCH = 2000  # rows of a page read from the source table, and of a batch stored

@@ -21,7 +21,7 @@ from simdb.index.modes import Index, SimhashSpec, Spec, index_class
 from simdb.index.names import check_name
 from simdb.index.placement import Distributed, Placement
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
-from simdb.sketch.simhash import DEFAULT_FEATURES, Features
+from simdb.sketch.features import DEFAULT_FEATURES, Features
 
 AnyIndex = TypeVar("AnyIndex", bound=Index)
 

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 from numba.core import event
 
-from simdb.sketch.short_text import FMIX_C1, FMIX_C2  # MurmurHash3's 64-bit finaliser, fmix64
+from simdb import kernels
 
 F = TypeVar("F", bound=Callable[..., Any])
 UInt64Array = npt.NDArray[np.uint64]
@@ -64,11 +64,11 @@ class _FirstCompile(event.Listener):
 
 
 def _compile_the_rest() -> None:
-    """Every kernel, compiled where the cache has none (numba's compiler lock keeps it one at a
-    time with the caller's own compile)."""
-    from simdb import warmup  # (above this module: it calls the kernels through their specs)
-
-    warmup.warm()
+    """Every kernel, compiled where the cache has none, by the hooks that know how to call them
+    (simdb.warmup registers one; numba's compiler lock keeps it one at a time with the caller's
+    own compile)."""
+    for hook in kernels.AFTER_FIRST_COMPILE:
+        hook()
 
 
 event.register("numba:compile", _FirstCompile())  # type: ignore[no-untyped-call]  # (numba: no hints)
@@ -96,6 +96,8 @@ _SECRET = np.frombuffer(
     ),
     dtype=np.uint8,
 )
+FMIX_C1 = np.uint64(kernels.FMIX_C1)  # MurmurHash3's 64-bit finaliser, fmix64
+FMIX_C2 = np.uint64(kernels.FMIX_C2)
 _P32_1 = np.uint64(0x9E3779B1)
 _P32_2 = np.uint64(0x85EBCA77)
 _P32_3 = np.uint64(0xC2B2AE3D)

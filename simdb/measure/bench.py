@@ -30,8 +30,9 @@ from simdb.index import lifecycle as index
 from simdb.index.modes import Index, JaccardSpec, SimhashIndex, SimhashSpec
 from simdb.measure.baseline import HandTable, hand_table
 from simdb.sketch.bits import to_signed
+from simdb.sketch.features import DEFAULT_FEATURES, EmptyDocument, Features
 from simdb.sketch.minhash import document_signature
-from simdb.sketch.simhash import DEFAULT_FEATURES, EmptyDocument, Features, fingerprint, fingerprints
+from simdb.sketch.simhash import fingerprint, fingerprints
 from simdb.sources import readers
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdb.errors import InputError
+from simdb.sketch.features import EmptyDocument, Features, feature_hashes
 from simdb.sketch.minhash import (
     DEFAULT_PERMUTATIONS,
     Banding,
@@ -30,7 +31,7 @@ from simdb.sketch.minhash import (
     similarity,
     sketch,
 )
-from simdb.sketch.simhash import EmptyDocument, Features, feature_hashes, simhash
+from simdb.sketch.simhash import simhash
 from simdb.sources.readers import Document
 
 T = TypeVar("T")

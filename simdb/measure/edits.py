@@ -35,9 +35,10 @@ from simdb.errors import InvalidParameter
 from simdb.measure.bench import machine
 from simdb.measure.calibrate import close_pairs, jaccard, lsh_pairs, similar_pairs
 from simdb.measure.quality import plain_set_simhash
+from simdb.sketch.features import EmptyDocument, Features, feature_hashes
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, UInt64Array, sketch
 from simdb.sketch.onebit import BITS, from_minima
-from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes, fingerprints
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, fingerprints
 from simdb.sources.readers import Document
 
 Pair = tuple[int, int]

@@ -32,8 +32,9 @@ from simdb.measure.baseline import hand_bands
 from simdb.measure.bench import machine, percentile, server_side_ms, timed
 from simdb.measure.calibrate import similar_pairs
 from simdb.sketch.bits import to_signed
+from simdb.sketch.features import EmptyDocument, Features, feature_hashes
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD, choose_banding, signature
-from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE, EmptyDocument, Features, feature_hashes
+from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE
 from simdb.sources.readers import Document
 
 

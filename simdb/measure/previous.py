@@ -11,17 +11,10 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from simdb.sketch.features import ASCII_WORDS, SHINGLE_MULTIPLIER, TOKEN_PATTERN, EmptyDocument, normalize
 from simdb.sketch.minhash import _BIT_SEED, _CHECK_SEED, _MAX_PROBES, _PROBE_SEED, CHECK_BINS, seeds
 from simdb.sketch.short_text import fmix64
-from simdb.sketch.simhash import (
-    _BIT_TABLE,
-    ASCII_WORDS,
-    SHINGLE_MULTIPLIER,
-    TOKEN_PATTERN,
-    EmptyDocument,
-    fold,
-    normalize,
-)
+from simdb.sketch.simhash import _BIT_TABLE, fold
 
 UInt64Array = npt.NDArray[np.uint64]
 _BYTE_OFFSETS = (np.arange(8, dtype=np.uint16) * 256)[None, :]

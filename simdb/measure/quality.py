@@ -27,8 +27,9 @@ import xxhash
 
 from simdb.measure.bench import machine
 from simdb.measure.calibrate import band_candidates, close_pairs, lsh_pairs, similar_pairs
+from simdb.sketch.features import EmptyDocument, Features, feature_hashes
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, UInt64Array, choose_banding, sketch
-from simdb.sketch.simhash import EmptyDocument, Features, feature_hashes, fold, simhash
+from simdb.sketch.simhash import fold, simhash
 from simdb.sources.readers import Document
 
 MAX_K = {64: 6, 128: 16}  # the distances measured, by fingerprint width

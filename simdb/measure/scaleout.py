@@ -38,7 +38,7 @@ from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement, check
 from simdb.measure.bench import machine, percentile, planted_rows
 from simdb.plan.citus_cost import plan
 from simdb.sketch.bits import to_signed
-from simdb.sketch.simhash import DEFAULT_FEATURES
+from simdb.sketch.features import DEFAULT_FEATURES
 
 CLIENTS = (1, 4, 16)
 ROUNDS = 3

@@ -11,7 +11,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from simdb.sketch.simhash import EmptyDocument, Features, feature_hashes
+from simdb.sketch.features import EmptyDocument, Features, feature_hashes
 
 _WORD = re.compile(r"\S+\s*|\s+")  # a word with the spaces after it (or leading spaces)
 

@@ -23,7 +23,7 @@ from simdb.index import texts
 from simdb.index.modes import Index, Sketch
 from simdb.measure import calibrate as calibration
 from simdb.serve import compare
-from simdb.sketch.simhash import EmptyDocument
+from simdb.sketch.features import EmptyDocument
 from simdb.sources.readers import Document
 
 SHOWN_CHARS = 100_000  # a document is shown (and diffed) up to this many characters

@@ -36,7 +36,7 @@ import numpy.typing as npt
 import xxhash
 
 from simdb.errors import InvalidParameter
-from simdb.sketch.simhash import (
+from simdb.sketch.features import (
     ASCII_WORDS,
     DEFAULT_FEATURES,
     SHINGLE_MULTIPLIER,

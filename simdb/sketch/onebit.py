@@ -34,9 +34,7 @@ import xxhash
 
 from simdb.errors import InvalidParameter
 from simdb.sketch import short_text as onetext
-from simdb.sketch.minhash import document_signatures
-from simdb.sketch.short_text import fmix64
-from simdb.sketch.simhash import (
+from simdb.sketch.features import (
     ASCII_WORDS,
     DEFAULT_FEATURES,
     SHINGLE_MULTIPLIER,
@@ -52,6 +50,8 @@ from simdb.sketch.simhash import (
     unit_text,
     without_kernels,
 )
+from simdb.sketch.minhash import document_signatures
+from simdb.sketch.short_text import fmix64
 
 ONEBIT_SPEC_VERSION = 1
 BITS = 64
@@ -137,7 +137,7 @@ def fingerprints(
 
 
 def _one_short_text(contents: Sequence[Content], features: Features) -> bytes | None:
-    """The unit text of the only document, if simhash.without_kernels would hash it in numpy."""
+    """The unit text of the only document, if features.without_kernels would hash it in numpy."""
     if len(contents) != 1 or not isinstance(contents[0], str) or in_pieces(contents[0], features):
         return None
     text = unit_text(contents[0], features)
@@ -145,7 +145,7 @@ def _one_short_text(contents: Sequence[Content], features: Features) -> bytes | 
 
 
 def in_numpy(text: bytes, features: Features, bits: int = BITS) -> int | None:
-    """fingerprints() of one unit text (simhash.unit_text) in numpy and the xxhash package, with
+    """fingerprints() of one unit text (features.unit_text) in numpy and the xxhash package, with
     the shingles of simdb.sketch.short_text: the same value, without loading the compiled kernels."""
     hashes = onetext.shingles(text, features.kind == "char", ASCII_WORDS, features.n, SHINGLE_MULTIPLIER)
     seeds = [minima([hashes], seed) for seed in range(check_bits(bits) // BITS)]

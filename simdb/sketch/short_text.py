@@ -14,10 +14,12 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from simdb import kernels
+
 LIMIT = 4096  # bytes of unit text: past that the kernels' loop beats a Python call per token
 
-FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)  # MurmurHash3's 64-bit finaliser, fmix64
-FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
+FMIX_C1 = np.uint64(kernels.FMIX_C1)  # MurmurHash3's 64-bit finaliser, fmix64
+FMIX_C2 = np.uint64(kernels.FMIX_C2)
 _SPACE = b" "
 _SHIFTS = np.arange(64, dtype=np.uint64)
 

@@ -24,7 +24,7 @@ from simdb.errors import InputError, InvalidParameter
 from simdb.sources.keys import key_problem, shown
 
 if TYPE_CHECKING:
-    from simdb.sketch.simhash import Content
+    from simdb.sketch.features import Content
 
 FORMATS = ("auto", "text", "jsonl", "csv")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from simdb import aio
 from simdb.errors import SimdbError
 from simdb.index.modes import Index
-from simdb.sketch.simhash import EmptyDocument
+from simdb.sketch.features import EmptyDocument
 
 
 class Query(BaseModel):

@@ -22,8 +22,8 @@ from simdb.index import catalog, names
 from simdb.index.placement import LOCAL, Placement
 from simdb.index.storage.base import OWN, Storage, btree_statements
 from simdb.sketch.bits import BITS
+from simdb.sketch.features import Content, Features
 from simdb.sketch.minhash import UInt64Array
-from simdb.sketch.simhash import Content, Features
 
 Sketch = int | UInt64Array  # an unsigned SimHash fingerprint, or a MinHash signature
 SqlSketch = int | list[int]  # the same as stored: signed bigint, or bigint[]

@@ -33,6 +33,7 @@ from simdb.errors import InvalidParameter
 from simdb.index.modes.base import CUTOFF, SKETCH, Index, Sketch, Spec
 from simdb.plan import pairing
 from simdb.sketch.bits import BITS
+from simdb.sketch.features import Content, Features
 from simdb.sketch.minhash import (
     CHECK_BINS,
     CHECK_WORDS,
@@ -54,7 +55,6 @@ from simdb.sketch.minhash import (
     sketch_size,
     to_stored,
 )
-from simdb.sketch.simhash import Content, Features
 
 PAIRS_MIN_SIMILARITY = sql.SQL("$1")  # the only parameter of the pairs statement
 

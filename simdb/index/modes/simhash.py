@@ -32,16 +32,13 @@ from simdb.index.placement import first_shared
 from simdb.plan import pairing, reach
 from simdb.plan.blocks import BlockPlan
 from simdb.plan.planner import WORKLOADS, plan_for
+from simdb.sketch.features import WIDTHS, Content, Features, check_bits
 from simdb.sketch.simhash import (
     FINGERPRINT_METHODS,
     NEW_INDEX_SPEC,
     SPEC_VERSION,
     SPEC_VERSIONS,
-    WIDTHS,
-    Content,
-    Features,
     FingerprintMethod,
-    check_bits,
     check_spec,
     fingerprint,
     fingerprints,

@@ -21,7 +21,7 @@ from psycopg.pq import Format
 
 from simdb.plan.blocks import KEY_BITS, Table
 from simdb.sketch.bits import parse_hex, to_hex, to_signed, to_unsigned
-from simdb.sketch.simhash import check_bits
+from simdb.sketch.features import check_bits
 
 BIT_OID = 1560  # pg_type's bit
 

@@ -22,7 +22,8 @@ from psycopg.rows import TupleRow, dict_row, tuple_row
 from simdb import ingest, query, warmup
 from simdb.api import Document, sketch_of
 from simdb.db import connection
-from simdb.follow import side as attach
+from simdb.follow import keep
+from simdb.follow.base import Synced
 from simdb.index import catalog
 from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, Sketch
@@ -231,17 +232,17 @@ async def _run(conn: AsyncConnection, writes: Writes, parameters: Any = None) ->
     return cursor
 
 
-async def sync(conn: AsyncConnection, name: str, *, full: bool = False, jobs: int = 1) -> attach.Synced:
-    """attach.sync: bring attached index NAME up to date with its table. It runs the sync API
+async def sync(conn: AsyncConnection, name: str, *, full: bool = False, jobs: int = 1) -> Synced:
+    """keep.sync: bring attached index NAME up to date with its table. It runs the sync API
     itself in a worker thread, on a connection of its own to conn's database (conn's parameters,
     password included): a sync sketches documents, CPU work that must not block the event loop."""
     info = conn.info
     dsn = conninfo.make_conninfo(info.dsn, password=info.password) if info.password else info.dsn
     target = connection.Target(dsn, "the async connection's parameters")
 
-    def work() -> attach.Synced:
+    def work() -> Synced:
         with connection.connect(target) as own:
-            return attach.sync(own, name, full=full, jobs=jobs)
+            return keep.sync(own, name, full=full, jobs=jobs)
 
     return await asyncio.to_thread(work)
 
@@ -315,6 +316,6 @@ class AsyncBoundIndex:
         """Remove these keys' rows; returns how many existed."""
         return await delete(self.conn, self.index, keys)
 
-    async def sync(self, *, full: bool = False) -> attach.Synced:
+    async def sync(self, *, full: bool = False) -> Synced:
         """Bring an attached index up to date with the table it follows (`sync` above)."""
         return await sync(self.conn, self.index.name, full=full)

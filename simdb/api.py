@@ -13,7 +13,8 @@ from simdb import ingest, query
 from simdb.db import connection
 from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter
-from simdb.follow import side as attach
+from simdb.follow import keep
+from simdb.follow.base import Synced
 from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, Sketch
 from simdb.query import Match
@@ -69,9 +70,9 @@ class BoundIndex:
         """Remove these keys' rows; returns how many existed."""
         return ingest.delete(self.conn, self.index, keys)
 
-    def sync(self, *, full: bool = False) -> attach.Synced:
-        """Bring an attached index up to date with the table it follows (attach.sync)."""
-        return attach.sync(self.conn, self.index.name, full=full)
+    def sync(self, *, full: bool = False) -> Synced:
+        """Bring an attached index up to date with the table it follows (keep.sync)."""
+        return keep.sync(self.conn, self.index.name, full=full)
 
 
 class Database:

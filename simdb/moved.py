@@ -14,20 +14,20 @@ if TYPE_CHECKING:
     from importlib.abc import Loader
 
 MOVED = {
-    "simdb.attach": "simdb.follow.side",
+    "simdb.attach": "simdb.follow.keep",
     "simdb.autogenerate": "simdb.alembic.autogenerate",
     "simdb.batch": "simdb.pairs",
     "simdb.bits": "simdb.sketch.bits",
     "simdb.blocks": "simdb.plan.blocks",
     "simdb.borrowed": "simdb.db.borrowed",
-    "simdb.capture": "simdb.follow.queue",
+    "simdb.capture": "simdb.follow.keep",
     "simdb.catalog": "simdb.index.catalog",
     "simdb.compare": "simdb.serve.compare",
     "simdb.connection": "simdb.db.connection",
     "simdb.dispatch": "simdb.index.dispatch",
     "simdb.embedded": "simdb.db.embedded",
     "simdb.handle": "simdb.api",
-    "simdb.intable": "simdb.follow.column",
+    "simdb.intable": "simdb.follow.app_column",
     "simdb.keys": "simdb.sources.keys",
     "simdb.layout": "simdb.index.v1_upgrade",
     "simdb.minhash": "simdb.sketch.minhash",

@@ -19,8 +19,7 @@ from support import Conn, code_blocks, doc, jaccard_corpus
 import simdb
 from simdb import aio, ingest, query
 from simdb.errors import IndexNotFound, InputError, InvalidParameter
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
 from simdb.index.modes import Index, JaccardSpec, SimhashSpec, Sketch
 from simdb.sketch.features import Features
@@ -156,7 +155,7 @@ def test_aio_on_an_index_in_the_applications_table(conn: Conn, dsn: str) -> None
     conn.execute(
         "INSERT INTO public.articles (body) VALUES (%s), (%s), ('other text, far away')", (body, body + " x")
     )
-    intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
+    app_column.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
     synced = run_async(dsn, lambda aconn: aio.sync(aconn, "arts"))
     assert synced.as_dict() == {"filled": 3, "empty": 0}
     assert run_async(dsn, lambda aconn: aio.sync(aconn, "arts", full=True)).as_dict() == {
@@ -177,7 +176,7 @@ def test_aio_on_an_index_in_the_applications_table(conn: Conn, dsn: str) -> None
     with pytest.raises(InvalidParameter, match="delete does not write index 'arts'"):
         run_async(dsn, lambda aconn: aio.delete(aconn, "arts", ["1"]))
 
-    attach.attach(conn, "side", "public.articles", "id", "body")
+    keep.attach(conn, "side", "public.articles", "id", "body")
     conn.execute("DELETE FROM public.articles WHERE id = 3")
 
     async def side() -> tuple[dict[str, object], list[query.Match]]:

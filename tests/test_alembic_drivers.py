@@ -23,7 +23,7 @@ from sqlalchemy.pool import NullPool
 from simdb import schema
 from simdb.db import sabridge
 from simdb.errors import SimdbError
-from simdb.follow import side as attach
+from simdb.follow import keep
 from simdb.index import catalog
 from simdb.index.modes.widths import BitString
 
@@ -88,7 +88,7 @@ def test_the_example_apps_migrations_run_on_every_driver(empty_db: str, driver: 
             "INSERT INTO articles (id, title, body) VALUES (1, 'a', 'one text about things'),"
             " (2, 'b', 'one text about things, again')"
         )
-        assert attach.sync(conn, "articles_dups").added == 2
+        assert keep.sync(conn, "articles_dups").added == 2
     _migrate(url, lambda config: command.downgrade(config, "base"))
     with psycopg.connect(empty_db) as conn:
         gone = conn.execute("SELECT to_regclass('public.articles'), to_regnamespace('simdb')").fetchone()

@@ -14,8 +14,7 @@ from support import Conn, simdb
 from simdb import api as handle
 from simdb import fingerprint, ingest, schema
 from simdb.errors import InvalidParameter
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep, side
 from simdb.index import lifecycle as index
 from simdb.sketch.bits import to_unsigned
 from simdb.sketch.features import EmptyDocument, Features
@@ -139,7 +138,7 @@ def test_sync_while_the_application_writes(dsn: str, conn: Conn) -> None:
     conn.execute(
         "INSERT INTO public.posts SELECT n, 'post number ' || n || ' with words' FROM generate_series(1, 3000) AS n"
     )
-    made = attach.attach(conn, "posts", "public.posts", "id", "body")
+    made = keep.attach(conn, "posts", "public.posts", "id", "body")
     stop = threading.Event()
 
     def application() -> None:
@@ -155,11 +154,11 @@ def test_sync_while_the_application_writes(dsn: str, conn: Conn) -> None:
     writer.start()
     try:
         for _ in range(3):
-            attach.sync(conn, "posts")
+            keep.sync(conn, "posts")
     finally:
         stop.set()
         writer.join()
-    attach.sync(conn, "posts")  # once the application is quiet, one more sync makes it exact
+    keep.sync(conn, "posts")  # once the application is quiet, one more sync makes it exact
     source = {str(key): body for key, body in conn.execute("SELECT id, body FROM public.posts")}
     stored = {
         key: to_unsigned(value) for key, value in conn.execute("SELECT key, fingerprint FROM simdb.posts")
@@ -170,22 +169,22 @@ def test_sync_while_the_application_writes(dsn: str, conn: Conn) -> None:
 def test_watch_polls(conn: Conn) -> None:
     conn.execute("CREATE TABLE public.feed (id int PRIMARY KEY, body text NOT NULL)")
     conn.execute("INSERT INTO public.feed VALUES (1, 'first item in the feed')")
-    attach.attach(conn, "feed", "feed", "id", "body")
-    seen: list[attach.SyncReport] = []
+    keep.attach(conn, "feed", "feed", "id", "body")
+    seen: list[side.SyncReport] = []
 
-    def record(report: attach.SyncReport) -> None:
+    def record(report: side.SyncReport) -> None:
         seen.append(report)
         conn.execute("INSERT INTO public.feed VALUES (%s, 'another item, arriving later')", (len(seen) + 1,))
 
-    attach.watch(conn, "feed", 0.1, record, rounds=3)
+    keep.watch(conn, "feed", 0.1, record, rounds=3)
     assert [report.added for report in seen] == [1, 1, 1]
 
 
 def test_bytes_features_over_an_attached_table(conn: Conn) -> None:
     conn.execute("CREATE TABLE public.blobs (id int PRIMARY KEY, body text NOT NULL)")
     conn.execute("INSERT INTO public.blobs VALUES (1, 'some bytes, café'), (2, '...')")
-    attach.attach(conn, "blobs", "blobs", "id", "body", features=Features("bytes", 4))
-    assert attach.sync(conn, "blobs").added == 2  # '...' has bytes, though no word characters
+    keep.attach(conn, "blobs", "blobs", "id", "body", features=Features("bytes", 4))
+    assert keep.sync(conn, "blobs").added == 2  # '...' has bytes, though no word characters
     stored = dict(conn.execute("SELECT key, fingerprint FROM simdb.blobs").fetchall())
     assert to_unsigned(stored["1"]) == fingerprint_bytes("some bytes, café".encode(), 4)
     assert to_unsigned(stored["2"]) == fingerprint_bytes(b"...", 4)
@@ -290,12 +289,12 @@ def test_a_row_whose_text_is_emptied_leaves_the_index(
 ) -> None:
     """Issue 28, item 3: after `SET body = NULL` (or '', or no words) a sync skipped the row, and it
     kept its old fingerprint for good: a query by that text still found it at distance 0."""
-    attach.attach(articles, "arts", "public.articles", "id", "body", triggers=triggers)
-    assert attach.sync(articles, "arts").empty == 1  # the row inserted with a NULL body
+    keep.attach(articles, "arts", "public.articles", "id", "body", triggers=triggers)
+    assert keep.sync(articles, "arts").empty == 1  # the row inserted with a NULL body
     keys = "SELECT key FROM simdb.arts ORDER BY key"
     assert [row[0] for row in articles.execute(keys)] == ["1", "2", "3", "4"]
     articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (emptied,))
-    report = attach.sync(articles, "arts")
+    report = keep.sync(articles, "arts")
     # (a full compare counts the NULL row of the fixture again; the queue holds only row 1)
     assert (report.empty, report.updated, report.removed) == (1 if triggers else 2, 0, 0)
     assert [row[0] for row in articles.execute(keys)] == ["2", "3", "4"]
@@ -469,16 +468,16 @@ def test_a_fill_in_pages_stores_what_reading_every_row_gives(
     for number, key in enumerate(KEY_TYPES[key_type]):
         body = [None, "", "... !!! ...", BODY][number % 4] if number % 5 == 1 else f"{BODY} variant {number}"
         conn.execute("INSERT INTO public.pages VALUES (%s, %s, %s)", (key, body, number % 7 != 3))
-    monkeypatch.setattr(attach, "BATCH", 3)
-    attach.attach(conn, "pages", "public.pages", "id", "body", "live")
-    report = attach.sync(conn, "pages", jobs=2)
+    monkeypatch.setattr(side, "BATCH", 3)
+    keep.attach(conn, "pages", "public.pages", "id", "body", "live")
+    report = keep.sync(conn, "pages", jobs=2)
     expected = _expected_rows(conn, "SELECT id::text, body FROM public.pages WHERE live")
     assert _stored_rows(conn, "pages") == expected
     live = conn.execute("SELECT count(*) FROM public.pages WHERE live").fetchone()
     assert (report.added, report.empty) == (len(expected), live[0] - len(expected) if live else -1)
     conn.execute("UPDATE public.pages SET body = body || ' more' WHERE body <> ''")
     conn.execute("UPDATE public.pages SET live = NOT live")
-    attach.sync(conn, "pages", jobs=2)
+    keep.sync(conn, "pages", jobs=2)
     assert _stored_rows(conn, "pages") == _expected_rows(
         conn, "SELECT id::text, body FROM public.pages WHERE live"
     )
@@ -493,8 +492,8 @@ def test_rows_deleted_and_inserted_during_a_fill_leave_it_exact(
     conn.execute(
         "INSERT INTO public.posts SELECT n, %s || n FROM generate_series(1, 30) AS n", (BODY + " post ",)
     )
-    monkeypatch.setattr(attach, "BATCH", 5)
-    attach.attach(conn, "posts", "public.posts", "id", "body")
+    monkeypatch.setattr(side, "BATCH", 5)
+    keep.attach(conn, "posts", "public.posts", "id", "body")
     calls = []
 
     def meanwhile(rows: int) -> None:
@@ -503,7 +502,7 @@ def test_rows_deleted_and_inserted_during_a_fill_leave_it_exact(
             conn.execute("INSERT INTO public.posts VALUES (100, %s)", (BODY + " late",))
         calls.append(rows)
 
-    report = attach.sync(conn, "posts", meanwhile)
+    report = keep.sync(conn, "posts", meanwhile)
     assert (report.added, report.removed, sum(calls)) == (30, 1, 30)
     assert _stored_rows(conn, "posts") == _expected_rows(conn, "SELECT id::text, body FROM public.posts")
 
@@ -524,8 +523,8 @@ def test_a_fill_writes_no_temporary_files(conn: Conn) -> None:
         return int(str(row.fetchone()[0]))  # type: ignore[index]
 
     before = temp_bytes()
-    attach.attach(conn, "posts", "public.posts", "id", "body")
-    assert attach.sync(conn, "posts", jobs=2).added == 4000
+    keep.attach(conn, "posts", "public.posts", "id", "body")
+    assert keep.sync(conn, "posts", jobs=2).added == 4000
     assert temp_bytes() - before == 0
 
 
@@ -547,14 +546,14 @@ def test_a_first_fill_hashes_texts_as_the_server_does_in_a_latin1_database(admin
             conn.execute("CREATE TABLE posts (id int PRIMARY KEY, body text, fp bigint)")
             texts = {1: "café crème brûlée " * 20, 2: "naïve façade déjà vu " * 20}
             conn.cursor().executemany("INSERT INTO posts (id, body) VALUES (%s, %s)", list(texts.items()))
-            attach.attach(conn, "posts", "posts", "id", "body")
-            assert attach.sync(conn, "posts").added == 2
+            keep.attach(conn, "posts", "posts", "id", "body")
+            assert keep.sync(conn, "posts").added == 2
             stored = dict(conn.execute("SELECT key, content_hash FROM simdb.posts").fetchall())
             server = dict(conn.execute("SELECT id::text, decode(md5(body), 'hex') FROM posts").fetchall())
             assert stored == server and stored["1"] != hashlib.md5(texts[1].encode()).digest()
-            assert not attach.sync(conn, "posts", full=True).changed
-            intable.attach_in_table(conn, "posts_fp", "posts", "id", "fp", "body")
-            assert attach.sync(conn, "posts_fp").filled == 2
+            assert not keep.sync(conn, "posts", full=True).changed
+            app_column.attach_in_table(conn, "posts_fp", "posts", "id", "fp", "body")
+            assert keep.sync(conn, "posts_fp").filled == 2
             assert conn.execute("SELECT count(*) FROM posts WHERE fp IS NULL").fetchone() == (0,)
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as admin:

@@ -20,8 +20,7 @@ from psycopg import sql
 from support import Conn, simdb
 
 from simdb.errors import PermissionDenied
-from simdb.follow import queue as capture
-from simdb.follow import side as attach
+from simdb.follow import keep, queue, side
 from simdb.index import lifecycle as index
 
 WORDS = [f"word{n}" for n in range(60)]
@@ -54,8 +53,8 @@ def rows(conn: Conn, name: str) -> list[tuple[object, ...]]:
 def fresh(conn: Conn, condition: str | None = None) -> list[tuple[object, ...]]:
     """The rows a new attach of public.docs (by snapshot) holds now, of index live's spec."""
     spec = index.get(conn, "live").spec
-    attach.attach(conn, "fresh", "public.docs", "id", "body", condition, spec, triggers=False)
-    attach.sync(conn, "fresh")
+    keep.attach(conn, "fresh", "public.docs", "id", "body", condition, spec, triggers=False)
+    keep.sync(conn, "fresh")
     made = rows(conn, "fresh")
     index.drop(conn, "fresh")
     return made
@@ -75,8 +74,8 @@ def test_the_queue_leaves_the_index_equal_to_a_fresh_attach(
     dsn: str, docs: Conn, condition: str | None
 ) -> None:
     conn = docs
-    attach.attach(conn, "live", "public.docs", "id", "body", condition)
-    first = capture.sync(conn, "live")  # the first fill compares snapshots
+    keep.attach(conn, "live", "public.docs", "id", "body", condition)
+    first = queue.sync(conn, "live")  # the first fill compares snapshots
     assert first.added == (32 if condition else 40) and queued(conn) == []
     with psycopg.connect(dsn, autocommit=True) as app, psycopg.connect(dsn, autocommit=True) as other:
         app.execute("INSERT INTO public.docs VALUES (41, %s, 'en', 0), (42, %s, 'de', 0)", (text(3), text(4)))
@@ -99,19 +98,19 @@ def test_the_queue_leaves_the_index_equal_to_a_fresh_attach(
             app.execute("DELETE FROM public.docs WHERE id = 12")
             app.execute("SELECT 1 / 0")
     assert queued(conn) == before
-    report = capture.sync(conn, "live")
-    assert isinstance(report, capture.DrainReport) and report.failed == 0
+    report = queue.sync(conn, "live")
+    assert isinstance(report, queue.DrainReport) and report.failed == 0
     assert queued(conn) == []
     assert rows(conn, "live") == fresh(conn, condition)
-    assert capture.sync(conn, "live").queued == 0
+    assert queue.sync(conn, "live").queued == 0
 
 
 def test_what_the_triggers_queue(docs: Conn) -> None:
     """Only a change of the key or the text queues a key (without --where); one statement is one
     INSERT into the queue however many rows it changed."""
     conn = docs
-    attach.attach(conn, "live", "public.docs", "id", "body")
-    capture.sync(conn, "live")
+    keep.attach(conn, "live", "public.docs", "id", "body")
+    queue.sync(conn, "live")
     conn.execute("UPDATE public.docs SET views = 7, lang = 'fr'")
     conn.execute("UPDATE public.docs SET body = body")
     assert queued(conn) == []
@@ -119,21 +118,21 @@ def test_what_the_triggers_queue(docs: Conn) -> None:
     conn.execute("UPDATE public.docs SET id = id + 1000 WHERE id = 40")
     conn.execute("DELETE FROM public.docs WHERE id = 39")
     assert queued(conn) == ["1", "1040", "2", "3", "39", "40"]
-    report = capture.sync(conn, "live")
+    report = queue.sync(conn, "live")
     assert (report.added, report.updated, report.removed, report.queued) == (1, 3, 2, 6)
     assert rows(conn, "live") == fresh(conn)
 
 
 def test_truncate_empties_the_index_at_once(docs: Conn) -> None:
     conn = docs
-    attach.attach(conn, "live", "public.docs", "id", "body")
-    capture.sync(conn, "live")
+    keep.attach(conn, "live", "public.docs", "id", "body")
+    queue.sync(conn, "live")
     conn.execute("UPDATE public.docs SET body = 'queued before the truncate' WHERE id = 1")
     with conn.transaction():
         conn.execute("TRUNCATE public.docs")
         conn.execute("INSERT INTO public.docs VALUES (7, %s, 'en', 0)", (text(5),))
     assert rows(conn, "live") == []  # before any sync
-    capture.sync(conn, "live")
+    queue.sync(conn, "live")
     assert rows(conn, "live") == fresh(conn) and [row[0] for row in rows(conn, "live")] == ["7"]
 
 
@@ -141,12 +140,12 @@ def test_a_sync_with_nothing_queued_touches_neither_the_table_nor_the_index(dsn:
     """While another transaction holds both tables locked against everything, a sync with an
     empty queue still completes: it read only the catalog and the queue."""
     conn = docs
-    attach.attach(conn, "live", "public.docs", "id", "body")
-    capture.sync(conn, "live")
+    keep.attach(conn, "live", "public.docs", "id", "body")
+    queue.sync(conn, "live")
     with psycopg.connect(dsn) as holder:
         holder.execute("LOCK TABLE public.docs, simdb.live IN ACCESS EXCLUSIVE MODE")
         conn.execute("SET lock_timeout = '20s'")
-        report = capture.sync(conn, "live")
+        report = queue.sync(conn, "live")
         holder.rollback()
     assert (report.queued, report.changed) == (0, False)
 
@@ -156,21 +155,21 @@ def test_a_row_that_fails_stays_queued_with_its_error(capsys: pytest.CaptureFixt
     the others are stored, and the bad one stays queued with its error until it is fixed."""
     conn.execute("CREATE TABLE public.notes (ref text, body text)")
     conn.execute("INSERT INTO public.notes VALUES ('a', %s)", (text(1),))
-    attach.attach(conn, "notes", "public.notes", "ref", "body")
-    capture.sync(conn, "notes")
+    keep.attach(conn, "notes", "public.notes", "ref", "body")
+    queue.sync(conn, "notes")
     long_key = "k" * 3000
     conn.execute(
         "INSERT INTO public.notes VALUES ('b', %s), (%s, %s), ('c', %s)",
         (text(2), long_key, text(3), text(4)),
     )
-    report = capture.sync(conn, "notes")
+    report = queue.sync(conn, "notes")
     assert (report.added, report.failed, report.queued) == (2, 1, 3)
     assert [key for (key,) in conn.execute("SELECT key FROM simdb.notes ORDER BY key")] == ["a", "b", "c"]
     (attempts, error), *more = conn.execute("SELECT attempts, last_error FROM simdb.notes__queue").fetchall()
     assert (
         more == [] and attempts == 1 and "is 3000 bytes in UTF-8, more than the 2600 a key may have" in error
     )
-    assert capture.sync(conn, "notes").failed == 1  # retried alone, and failing again
+    assert queue.sync(conn, "notes").failed == 1  # retried alone, and failing again
     code, out, _ = simdb(capsys, "status", "notes", "--json")
     state = json.loads(out)
     assert code == 0 and (state["capture"], state["pending"], state["failed"]) == ("triggers", 1, 1)
@@ -179,11 +178,11 @@ def test_a_row_that_fails_stays_queued_with_its_error(capsys: pytest.CaptureFixt
     assert out.startswith("index notes follows public.notes with triggers: 1 rows queued, the oldest queued")
     assert ", 1 failed; last synced " in out and "\n  failed: key 'kkkk" in out
     conn.execute("DELETE FROM public.notes WHERE ref = %s", (long_key,))
-    assert capture.sync(conn, "notes").failed == 0
+    assert queue.sync(conn, "notes").failed == 0
     assert queued(conn, "notes") == []
     # a key that two rows share fails the same way (a snapshot sync refuses it as a whole)
     conn.execute("INSERT INTO public.notes VALUES ('a', 'another note under the same key')")
-    assert capture.sync(conn, "notes").failed == 1
+    assert queue.sync(conn, "notes").failed == 1
     assert "key column 'ref' of public.notes is not unique" in str(
         conn.execute("SELECT last_error FROM simdb.notes__queue").fetchone()
     )
@@ -191,20 +190,20 @@ def test_a_row_that_fails_stays_queued_with_its_error(capsys: pytest.CaptureFixt
 
 def test_two_syncs_never_take_one_key_together(dsn: str, docs: Conn) -> None:
     conn = docs
-    attach.attach(conn, "live", "public.docs", "id", "body")
-    capture.sync(conn, "live")
+    keep.attach(conn, "live", "public.docs", "id", "body")
+    queue.sync(conn, "live")
     conn.execute("UPDATE public.docs SET body = body || ' again' WHERE id <= 10")
     conn.execute("UPDATE public.docs SET body = body || ' and again' WHERE id = 1")  # 1 queued twice
     with psycopg.connect(dsn, autocommit=True) as first, first.transaction():
-        picked, taken = capture._claim(
+        picked, taken = queue._claim(
             first, "live", 1, datetime.now().astimezone()
         )  # the oldest row, key 1: held until commit
         assert (picked, taken) == (1, ["1"])
-        second = capture.drain(conn, "live")  # takes 2..10 and leaves key 1's other row queued
+        second = queue.drain(conn, "live")  # takes 2..10 and leaves key 1's other row queued
         assert (second.queued, second.updated) == (9, 9)
         assert queued(conn) == ["1", "1"]  # (the first sync's claim is not committed yet)
-        capture._Work.load(first, "live").apply(taken, capture.DrainReport())
-    third = capture.drain(conn, "live")  # key 1's second row: its text is stored already
+        queue._Work.load(first, "live").apply(taken, queue.DrainReport())
+    third = queue.drain(conn, "live")  # key 1's second row: its text is stored already
     assert (third.queued, third.unchanged, third.updated) == (1, 1, 0)
     assert queued(conn) == [] and rows(conn, "live") == fresh(conn)
 
@@ -213,17 +212,17 @@ def test_watch_applies_a_commit_when_notified(dsn: str, docs: Conn) -> None:
     """--watch waits on LISTEN: with an hour between two looks at the queue, the commit's
     notification alone brings the row in."""
     conn = docs
-    attach.attach(conn, "live", "public.docs", "id", "body")
-    seen: list[attach.SyncReport] = []
+    keep.attach(conn, "live", "public.docs", "id", "body")
+    seen: list[side.SyncReport] = []
     changed, stop = threading.Event(), threading.Event()
 
-    def record(report: attach.SyncReport) -> None:
+    def record(report: side.SyncReport) -> None:
         seen.append(report)
         changed.set()
 
     def watcher() -> None:
         with psycopg.connect(dsn, autocommit=True) as own:
-            capture.watch(own, "live", 3600, record, stop=stop.is_set)
+            keep.watch(own, "live", 3600, record, stop=stop.is_set)
 
     thread = threading.Thread(target=watcher)
     thread.start()
@@ -233,7 +232,7 @@ def test_watch_applies_a_commit_when_notified(dsn: str, docs: Conn) -> None:
         conn.execute("INSERT INTO public.docs VALUES (50, %s, 'en', 0)", (text(8),))
         assert changed.wait(60)
         last = seen[-1]
-        assert isinstance(last, capture.DrainReport) and (last.added, last.queued) == (1, 1)
+        assert isinstance(last, queue.DrainReport) and (last.added, last.queued) == (1, 1)
     finally:
         stop.set()
         conn.execute('NOTIFY "simdb_live"')  # wake it to see the stop
@@ -305,8 +304,8 @@ def test_roles_an_application_writes_a_writer_syncs_a_reader_cannot(
     dsn: str, docs: Conn, roles: tuple[str, str, str]
 ) -> None:
     conn, (reader, writer, app) = docs, roles
-    attach.attach(conn, "live", "public.docs", "id", "body")
-    capture.sync(conn, "live")
+    keep.attach(conn, "live", "public.docs", "id", "body")
+    queue.sync(conn, "live")
     index.grant(conn, "live", reader)
     index.grant(conn, "live", writer, writer=True)
     conn.execute(sql.SQL("GRANT SELECT ON public.docs TO {}").format(sql.Identifier(writer)))
@@ -321,10 +320,10 @@ def test_roles_an_application_writes_a_writer_syncs_a_reader_cannot(
             session.execute("SELECT * FROM simdb.live__queue")
     with _as(dsn, reader) as session:
         with pytest.raises(PermissionDenied):
-            capture.sync(session, "live")
+            queue.sync(session, "live")
         assert session.execute("SELECT pending, failed FROM simdb.live__status").fetchone() == (3, 0)
     with _as(dsn, writer) as session:
-        report = capture.sync(session, "live")
+        report = queue.sync(session, "live")
         assert (report.added, report.updated, report.removed) == (1, 1, 1)
     assert queued(conn) == [] and rows(conn, "live") == fresh(conn)
 
@@ -382,12 +381,12 @@ def test_bench_measures_the_lag_of_each_commit_at_a_steady_rate(conn: Conn, dsn:
             sql.Identifier(apptable.TABLE)
         )
     )
-    attach.attach(conn, apptable.SIDE, f"public.{apptable.TABLE}", "id", "body")
+    keep.attach(conn, apptable.SIDE, f"public.{apptable.TABLE}", "id", "body")
     reports: list[object] = []
     stop = threading.Event()
     with psycopg.connect(dsn, autocommit=True) as watcher:
         watching = threading.Thread(
-            target=attach.watch,
+            target=keep.watch,
             args=(watcher, apptable.SIDE, 3600.0, reports.append),
             kwargs={"stop": stop.is_set},
             daemon=True,

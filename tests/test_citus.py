@@ -18,8 +18,7 @@ from support import Conn, simdb
 from simdb import fingerprint, ingest, query
 from simdb import pairs as batch
 from simdb.errors import InvalidParameter
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
 from simdb.index.modes import SimhashIndex
 from simdb.index.placement import ByPrefix, Distributed
@@ -298,9 +297,9 @@ def test_an_index_in_a_distributed_application_table(citus_conn: Conn) -> None:
     citus_conn.execute("SELECT create_distributed_table('app_articles', 'id', shard_count => 4)")
     try:
         for triggers in (True, False):  # (side tables beside it work too: test_citus_apps.py)
-            assert attach.attach(citus_conn, "side", "public.app_articles", "id", "body", triggers=triggers)
+            assert keep.attach(citus_conn, "side", "public.app_articles", "id", "body", triggers=triggers)
             index.drop(citus_conn, "side")
-        made = intable.attach_in_table(citus_conn, "arts", "public.app_articles", "id", "fp")
+        made = app_column.attach_in_table(citus_conn, "arts", "public.app_articles", "id", "fp")
         assert made.whereabouts == "distributed by id, 4 shards, in public.app_articles.fp"
         values = {
             number: to_signed(fingerprint(f"article {number} about topic {number % 3}"))

@@ -22,8 +22,7 @@ from test_contract import _components
 from simdb import pairs as batch
 from simdb import query
 from simdb.errors import InvalidParameter
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.follow.queue import DrainReport
 from simdb.index import lifecycle as index
 from simdb.index.modes import Index
@@ -145,7 +144,7 @@ def _side_table_follows_the_table(conn: Conn, capsys: pytest.CaptureFixture[str]
     made = index.get(conn, "docs")
     _answers_equal_brute_force(conn, capsys, made)
     _change_rows(conn)
-    report = attach.sync(conn, "docs")
+    report = keep.sync(conn, "docs")
     assert (report.added, report.updated, report.removed) == (4, 5, 2)
     _answers_equal_brute_force(conn, capsys, made)
     index.drop(conn, "docs")
@@ -167,9 +166,9 @@ def test_an_index_in_the_fingerprint_column(
     """(a): the application writes each row's fingerprint; simdb's B-trees are on its column."""
     if kind not in WORKS_IN_COLUMN:
         with pytest.raises(InvalidParameter, match=NOT_HASH):
-            intable.attach_in_table(citus_conn, "docs", TABLE, "id", "fp")
+            app_column.attach_in_table(citus_conn, "docs", TABLE, "id", "fp")
         return
-    made = intable.attach_in_table(citus_conn, "docs", TABLE, "id", "fp")
+    made = app_column.attach_in_table(citus_conn, "docs", TABLE, "id", "fp")
     for key, text in _rows(citus_conn).items():
         value = to_signed(int(made.sketch(text)))
         citus_conn.execute("UPDATE app_docs SET fp = %s WHERE id = %s", (value, int(key)))
@@ -230,14 +229,14 @@ def test_a_side_table_with_triggers(citus_conn: Conn, capsys: pytest.CaptureFixt
     _change_rows(citus_conn)
     code, out, _ = simdb(capsys, "status", "docs")
     assert code == 0 and "with triggers: 11 rows queued" in out, out  # 5 updated, 2 deleted, 4 new
-    report = attach.sync(citus_conn, "docs")
+    report = keep.sync(citus_conn, "docs")
     assert (report.added, report.updated, report.removed) == (4, 5, 2)
     assert isinstance(report, DrainReport) and report.queued == 11  # the changed keys, no table scan
     _answers_equal_brute_force(citus_conn, capsys, made)
     citus_conn.execute("UPDATE app_docs SET fp = 1")  # (not the text: nothing to record)
-    assert attach.sync(citus_conn, "docs").changed is False
+    assert keep.sync(citus_conn, "docs").changed is False
     citus_conn.execute("TRUNCATE app_docs")  # (not recorded on Citus: a full sync sees it)
-    assert attach.sync(citus_conn, "docs", full=True).changed is (kind == "distributed")
+    assert keep.sync(citus_conn, "docs", full=True).changed is (kind == "distributed")
     assert citus_conn.execute("SELECT count(*) FROM simdb.docs").fetchone() == (0,)
     index.drop(citus_conn, "docs")
     assert _simdb_objects_left(citus_conn) == []

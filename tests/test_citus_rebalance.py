@@ -17,8 +17,7 @@ from test_contract import JaccardOracle, Oracle, SimhashOracle, _components
 
 from simdb import pairs as batch
 from simdb import query
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.follow.queue import DrainReport
 from simdb.index import catalog
 from simdb.index import lifecycle as index
@@ -163,10 +162,10 @@ def test_triggers_on_an_application_table_move_with_its_shards(citus_conn: Conn)
                 "INSERT INTO app_moved (id, body) VALUES (%s, %s)",
                 (number, " ".join(words[number:] + words[:number])),
             )
-        side = attach.attach(citus_conn, "side", "public.app_moved", "id", "body")
-        attach.sync(citus_conn, "side")
-        intable.attach_in_table(citus_conn, "column", "public.app_moved", "id", "fp", "body")
-        attach.sync(citus_conn, "column")
+        side = keep.attach(citus_conn, "side", "public.app_moved", "id", "body")
+        keep.sync(citus_conn, "side")
+        app_column.attach_in_table(citus_conn, "column", "public.app_moved", "id", "fp", "body")
+        keep.sync(citus_conn, "column")
         with extra_worker(citus_conn) as port:
             citus_conn.execute(f"SELECT citus_rebalance_start(shard_transfer_mode => '{TRANSFER}')")
             citus_conn.execute("SELECT citus_rebalance_wait()")
@@ -176,9 +175,9 @@ def test_triggers_on_an_application_table_move_with_its_shards(citus_conn: Conn)
                 "UPDATE app_moved SET body = body || ' more'"
             )  # every shard, the moved ones too
             assert citus_conn.execute("SELECT count(*) FROM app_moved WHERE fp IS NULL").fetchone() == (20,)
-            report = attach.sync(citus_conn, "side")
+            report = keep.sync(citus_conn, "side")
             assert isinstance(report, DrainReport) and (report.queued, report.updated) == (20, 20)
-            assert attach.sync(citus_conn, "column").changed
+            assert keep.sync(citus_conn, "column").changed
             expected = {
                 str(key): side.sketch(str(body))
                 for key, body in citus_conn.execute("SELECT id, body FROM app_moved")

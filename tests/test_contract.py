@@ -22,7 +22,7 @@ from support import Conn, jaccard_corpus
 from simdb import ingest, query
 from simdb import pairs as batch
 from simdb.errors import InvalidParameter
-from simdb.follow import column as intable
+from simdb.follow import app_column
 from simdb.index import lifecycle as index
 from simdb.index.modes import Index, JaccardIndex, JaccardSpec, SimhashSpec, Sketch, Spec
 from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement
@@ -91,7 +91,7 @@ def _in_table(conn: Conn, oracle: Oracle, placed: Placement) -> tuple[Index, dic
         for key, value in rows.items():
             copy.write_row((key, planned.to_sql(value)))
         copy.write_row(("no_sketch_yet", None))
-    made = intable.attach_in_table(
+    made = app_column.attach_in_table(
         conn, "docs", "public.app_docs", "id", "sketch", spec=oracle.spec, expected_rows=4000
     )
     return made, rows

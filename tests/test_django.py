@@ -53,8 +53,7 @@ from simdb.django import (  # noqa: E402
     compute_fingerprints,
 )
 from simdb.errors import InvalidParameter  # noqa: E402
-from simdb.follow import column as intable  # noqa: E402
-from simdb.follow import side as attach  # noqa: E402
+from simdb.follow import app_column, keep  # noqa: E402
 from simdb.index import lifecycle as index  # noqa: E402
 from simdb.index.modes.jaccard import JaccardSpec  # noqa: E402
 from simdb.index.modes.simhash import SimhashSpec  # noqa: E402
@@ -429,7 +428,7 @@ def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> Non
     with psycopg.connect(migrated, autocommit=True) as conn:
         schema.ensure_schema(conn)
         spec = SimhashSpec(max_distance=3, blocks=Article._meta.indexes[0].layout(64).plan.blocks)
-        intable.attach_in_table(
+        app_column.attach_in_table(
             conn, "arts", "public.articles_article", "id", "fingerprint", "body", spec=spec
         )
         assert _table_btrees(migrated) == [
@@ -443,7 +442,7 @@ def test_the_in_table_trigger_is_the_safety_net_for_update(migrated: str) -> Non
 
         Article.objects.filter(pk=article.pk).update(body=second)
         assert Article.objects.get(pk=article.pk).fingerprint is None
-        assert attach.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}  # (no sketch left to check)
+        assert keep.sync(conn, "arts").as_dict() == {"filled": 1, "empty": 0}  # (no sketch left to check)
     assert Article.objects.get(pk=article.pk).fingerprint == simdb.fingerprint(second)
     assert near_ids(simdb.fingerprint(second)) == [article.pk]
 
@@ -779,7 +778,7 @@ def test_attach_builds_only_the_btrees_the_table_lacks(migrated: str) -> None:
         schema.ensure_schema(conn)
         blocks = Article._meta.indexes[0].layout(64).plan.blocks
         for name, spec in (("arts", SimhashSpec(3, blocks)), ("other", SimhashSpec(3, 5))):
-            intable.attach_in_table(
+            app_column.attach_in_table(
                 conn,
                 name,
                 "public.articles_article",
@@ -789,7 +788,7 @@ def test_attach_builds_only_the_btrees_the_table_lacks(migrated: str) -> None:
                 spec=spec,
                 defer_btrees=True,
             )
-            attach.sync(conn, name)  # (the first fill builds the B-trees attach deferred)
+            keep.sync(conn, name)  # (the first fill builds the B-trees attach deferred)
         shared = ["articles_article_pkey", "simdb_arts_key", "simdb_arts_unfilled"]
         others = ["simdb_other_key", *own, "simdb_other_unfilled"]
         assert _table_btrees(migrated) == sorted([*BTREES, *shared, *others])
@@ -798,7 +797,7 @@ def test_attach_builds_only_the_btrees_the_table_lacks(migrated: str) -> None:
             assert [(match.key, match.distance) for match in found] == [(str(article.pk), 0)]
 
         conn.execute("DROP INDEX article_fp_p2")  # as a migration removing SimhashIndex would
-        attach.sync(conn, "arts")
+        keep.sync(conn, "arts")
         rebuilt = [name for name in BTREES if name != "article_fp_p2"] + ["simdb_arts_p2"]
         assert _table_btrees(migrated) == sorted([*rebuilt, *shared, *others])
 

@@ -26,7 +26,7 @@ from support import simdb
 from simdb import alembic as simdb_ops
 from simdb import fingerprint, schema
 from simdb.errors import InvalidParameter, SimdbError
-from simdb.follow import side as attach
+from simdb.follow import keep
 from simdb.index import catalog
 from simdb.sketch.bits import hamming as bit_distance
 from simdb.sketch.bits import to_signed
@@ -62,7 +62,7 @@ def test_app_migrations_attach_simdb_and_queries_join_the_model(empty_db: str) -
         session.commit()
     with psycopg.connect(empty_db, autocommit=True) as conn:
         assert schema.current_revision(conn) == schema.HEAD
-        assert attach.sync(conn, "articles_dups").added == 3
+        assert keep.sync(conn, "articles_dups").added == 3
 
     with Session(engine) as session:
         dups = near("articles_dups", fingerprint(BODY), 3)

@@ -15,8 +15,7 @@ from support import Conn, simdb
 
 from simdb import fingerprint, ingest, query, schema
 from simdb.errors import IndexMismatch, InvalidParameter, SimdbError
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
 from simdb.index.modes import JaccardSpec, SimhashSpec
 from simdb.index.placement import Distributed
@@ -74,7 +73,7 @@ def test_attach_fills_the_column_and_every_face_answers_with_the_table_key(
 
 
 def test_a_write_is_found_in_its_own_transaction_and_a_rollback_leaves_no_trace(articles: Conn) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp")
     value = to_signed(fingerprint("a brand new document written by the application itself"))
     with articles.transaction() as transaction:
         (key,) = articles.execute(
@@ -87,25 +86,25 @@ def test_a_write_is_found_in_its_own_transaction_and_a_rollback_leaves_no_trace(
 
 
 def test_a_text_change_clears_the_sketch_unless_the_write_sets_it_and_sync_refills(articles: Conn) -> None:
-    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
+    made = app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    assert keep.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
     articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (OTHER,))
     articles.execute("UPDATE public.articles SET lang = 'de' WHERE id = 2")  # text untouched: kept
     articles.execute("UPDATE public.articles SET body = 'own value', fp = 42 WHERE id = 3")  # the app's wins
     assert _fingerprints(articles) == {1: None, 2: to_signed(fingerprint(BODY + " extra")), 3: 42, 4: None}
     assert _near(articles, "3") == [("3", 0)]  # row 1 is not in the index while its sketch is missing
     articles.execute("UPDATE public.articles SET body = '' WHERE id = 2")  # emptied: leaves the index
-    assert intable.fill(articles, made, made.storage).as_dict() == {"filled": 1, "empty": 1}  # type: ignore[arg-type]
+    assert app_column.fill(articles, made, made.storage).as_dict() == {"filled": 1, "empty": 1}  # type: ignore[arg-type]
     assert _fingerprints(articles) == {1: to_signed(fingerprint(OTHER)), 2: None, 3: 42, 4: None}
-    assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}
+    assert keep.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}
 
 
 def test_a_write_that_sets_the_sketch_it_had_keeps_it(articles: Conn) -> None:
     """An UPDATE that names the sketch column keeps the value it gives, even the one the row had
     (an ORM saving every column after a punctuation-only edit); one that leaves it out clears it,
     and one that sets it to NULL clears it too; one statement may do all three to its rows."""
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    attach.sync(articles, "arts")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    keep.sync(articles, "arts")
     before = _fingerprints(articles)
     articles.execute("UPDATE public.articles SET body = body || '.', fp = fp WHERE id = 1")
     assert _fingerprints(articles) == before
@@ -130,7 +129,7 @@ def test_the_migration_gives_an_older_index_the_trigger_that_keeps_a_sketch_writ
     with psycopg.connect(empty_db, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.articles (id bigserial PRIMARY KEY, body text, fp bigint)")
         conn.execute("INSERT INTO public.articles (body) VALUES (%s), (%s)", (BODY, OTHER))
-        intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
+        app_column.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body")
         conn.execute("DROP TRIGGER IF EXISTS simdb_arts_claim ON public.articles")  # as 0015 left it
         written = "UPDATE public.articles SET fp = %s WHERE id = %s"  # (as a sync of then would)
         conn.execute(written, (to_signed(fingerprint(BODY)), 1))
@@ -156,7 +155,7 @@ def test_a_fill_of_a_page_or_more_vacuums_the_table_and_a_small_one_does_not(con
     conn.execute(
         "INSERT INTO public.articles (body) SELECT 'note ' || n || ' on topic ' || n %% 97"
         " FROM generate_series(1, %s) AS n",
-        (10 * intable.BATCH + 10,),
+        (10 * app_column.BATCH + 10,),
     )
     conn.execute("ALTER TABLE public.articles SET (autovacuum_enabled = off)")
     vacuums = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'public.articles'::regclass"
@@ -166,30 +165,30 @@ def test_a_fill_of_a_page_or_more_vacuums_the_table_and_a_small_one_does_not(con
         return (conn.execute(vacuums).fetchone() or (None,))[0]
 
     size = "SELECT pg_table_size('public.articles')"
-    intable.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body", defer_btrees=True)
+    app_column.attach_in_table(conn, "arts", "public.articles", "id", "fp", "body", defer_btrees=True)
     before = (conn.execute(size).fetchone() or (0,))[0]
-    assert attach.sync(conn, "arts").as_dict() == {"filled": 10 * intable.BATCH + 10, "empty": 0}
+    assert keep.sync(conn, "arts").as_dict() == {"filled": 10 * app_column.BATCH + 10, "empty": 0}
     assert vacuumed() == 6  # after each 2 pages of 2,000 rows (a tenth: 2,001 rows), and at the end
     assert (conn.execute(size).fetchone() or (0,))[0] < 1.4 * before  # (2x without)
     conn.execute("UPDATE public.articles SET body = body || ' again' WHERE id <= 5")
-    assert attach.sync(conn, "arts").as_dict() == {"filled": 5, "empty": 0}
+    assert keep.sync(conn, "arts").as_dict() == {"filled": 5, "empty": 0}
     assert vacuumed() == 6  # (left to autovacuum)
 
 
 def test_sync_writes_no_stale_sketch_over_a_text_changed_meanwhile(articles: Conn, dsn: str) -> None:
     """The fill writes a sketch only where the text is still the one it sketched."""
-    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    made = app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     rows = [("1", fingerprint(BODY), "not the md5 of the text now")]
-    assert intable._write(articles, made, made.storage, "bigint", rows) == (0, 0)  # type: ignore[arg-type]
+    assert app_column._write(articles, made, made.storage, "bigint", rows) == (0, 0)  # type: ignore[arg-type]
     assert _fingerprints(articles)[1] is None
 
 
 def test_watch_fills_a_commit_without_polling(articles: Conn, dsn: str) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     reports: list[object] = []
     with psycopg.connect(dsn, autocommit=True) as watcher:
         listening = threading.Thread(
-            target=attach.watch, args=(watcher, "arts", 3600.0, reports.append, 2), daemon=True
+            target=keep.watch, args=(watcher, "arts", 3600.0, reports.append, 2), daemon=True
         )
         listening.start()
         while not reports:  # the first fill (everything) is done: it is listening
@@ -204,8 +203,8 @@ def test_watch_fills_a_commit_without_polling(articles: Conn, dsn: str) -> None:
 
 
 def test_writes_through_simdb_are_refused(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    attach.sync(articles, "arts")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    keep.sync(articles, "arts")
     made = index.get(articles, "arts")
     hint = (
         "(write that table: a row is in the index while its fp is set (and leaves it when the row is"
@@ -226,8 +225,8 @@ def test_writes_through_simdb_are_refused(capsys: pytest.CaptureFixture[str], ar
 def test_drop_removes_exactly_simdbs_objects(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
     articles.execute("CREATE INDEX articles_lang ON public.articles (lang)")
     before = _objects(articles)
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    attach.sync(articles, "arts")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    keep.sync(articles, "arts")
     assert _objects(articles) - before == {
         "index simdb_arts_key", "index simdb_arts_p0", "index simdb_arts_p1", "index simdb_arts_p2",
         "index simdb_arts_p3", "index simdb_arts_unfilled", "trigger simdb_arts_claim",
@@ -244,7 +243,7 @@ def test_drop_removes_exactly_simdbs_objects(capsys: pytest.CaptureFixture[str],
 def test_drop_after_the_table_was_renamed(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
     """simdb's triggers go with their functions wherever the table is now (dropping them by the
     recorded table name found nothing, and the functions they call then refused to go)."""
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     articles.execute("ALTER TABLE public.articles RENAME TO posts")
     assert simdb(capsys, "drop", "arts", "--yes") == (0, "dropped index arts\n", "")
     articles.execute("ALTER TABLE public.posts RENAME TO articles")
@@ -272,10 +271,10 @@ def test_attach_checks_the_columns_first(articles: Conn) -> None:
     ]
     for arguments, message in cases:
         with pytest.raises(InvalidParameter, match=message.replace("(", r"\(")):
-            intable.attach_in_table(articles, "arts", *arguments)  # type: ignore[arg-type]
+            app_column.attach_in_table(articles, "arts", *arguments)  # type: ignore[arg-type]
         assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
     with pytest.raises(InvalidParameter, match="--signature-column does not apply to a simhash index"):
-        intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", sketch_kind="signature")
+        app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", sketch_kind="signature")
 
 
 def test_attach_refuses_a_btree_name_the_table_has_and_leaves_it_alone(articles: Conn) -> None:
@@ -284,7 +283,7 @@ def test_attach_refuses_a_btree_name_the_table_has_and_leaves_it_alone(articles:
     articles.execute("CREATE INDEX simdb_arts_key ON public.articles (lang)")
     before = _objects(articles)
     with pytest.raises(InvalidParameter, match=r"named as public\.simdb_arts_key, which exists already"):
-        intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+        app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     assert _objects(articles) == before
     assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
 
@@ -292,10 +291,10 @@ def test_attach_refuses_a_btree_name_the_table_has_and_leaves_it_alone(articles:
 def test_jaccard_in_table_with_a_where_condition(articles: Conn) -> None:
     articles.execute("ALTER TABLE public.articles ADD COLUMN sig bigint[]")
     spec = JaccardSpec(threshold=0.5)
-    made = intable.attach_in_table(
+    made = app_column.attach_in_table(
         articles, "arts", "public.articles", "id", "sig", "body", "lang = 'en'", spec
     )
-    assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
+    assert keep.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
     articles.execute("UPDATE public.articles SET lang = 'de' WHERE id = 2")
     found = query.near(articles, made, made.sketch(BODY))
     assert [match.key for match in found] == ["1"]  # row 2 no longer meets the condition
@@ -332,7 +331,7 @@ def test_cli_attach_json_and_list(capsys: pytest.CaptureFixture[str], articles: 
 
 def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], articles: Conn) -> None:
     """Not the side table's "without triggers: each sync compares the whole table"."""
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     articles.execute("UPDATE public.articles SET body = '' WHERE id = 3")  # no words: stays unfilled
     assert simdb(capsys, "status", "arts") == (
         0,
@@ -341,7 +340,7 @@ def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], 
         " last synced never\n",
         "",
     )
-    attach.sync(articles, "arts")  # fills 2, finds row 3 without words: not pending, and synced
+    keep.sync(articles, "arts")  # fills 2, finds row 3 without words: not pending, and synced
     code, out, _ = simdb(capsys, "status", "arts", "--json")
     shown = json.loads(out)
     synced = articles.execute("SELECT synced_at FROM simdb._sources WHERE index_name = 'arts'").fetchone()
@@ -362,11 +361,11 @@ def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], 
         f" last synced {synced[0].isoformat(timespec='seconds')}\n",
     )
     articles.execute("DELETE FROM public.articles WHERE id = 3")
-    attach.sync(articles, "arts")  # (reads nothing, and records that no row is without words now)
+    keep.sync(articles, "arts")  # (reads nothing, and records that no row is without words now)
     articles.execute("UPDATE public.articles SET body = 'new words' WHERE id = 1")
     assert {k: v for k, v in json.loads(simdb(capsys, "status", "arts", "--json")[1]).items() if k in (
         "pending", "wordless")} == {"pending": 1, "wordless": 0}  # fmt: skip
-    intable.attach_in_table(articles, "bare", "public.articles", "id", "fp")
+    app_column.attach_in_table(articles, "bare", "public.articles", "id", "fp")
     assert simdb(capsys, "status", "bare") == (
         0,
         "index bare lives in public.articles.fp, which the application writes: each write is"
@@ -378,7 +377,7 @@ def test_status_says_what_a_sync_would_fill(capsys: pytest.CaptureFixture[str], 
 def test_sync_after_a_renamed_column_or_table_says_so_in_one_line(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:
-    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    made = app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     fix = "(rename it back, or drop the index (`simdb drop arts`) and attach it to the table as it is now)"
     for rename, back, gone in [
         (
@@ -394,9 +393,9 @@ def test_sync_after_a_renamed_column_or_table_says_so_in_one_line(
         where = f"{gone} of public.articles" if "column" in gone else f"{gone} public.articles"
         assert (code, err) == (1, f"simdb: error: index 'arts' {where}, which is gone (renamed?) {fix}\n")
         with pytest.raises(IndexMismatch, match="which is gone"):
-            intable.refill(articles, made, made.storage)  # type: ignore[arg-type]
+            app_column.refill(articles, made, made.storage)  # type: ignore[arg-type]
         articles.execute(f"ALTER TABLE public.{back}")
-    assert attach.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
+    assert keep.sync(articles, "arts").as_dict() == {"filled": 3, "empty": 0}
 
 
 def test_cli_refuses_side_table_options_before_it_makes_the_schema(
@@ -418,8 +417,8 @@ def test_cli_refuses_side_table_options_before_it_makes_the_schema(
 def test_a_granted_role_queries_an_index_in_the_table_and_cannot_write_the_table_through_it(
     articles: Conn, dsn: str
 ) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body", spec=SimhashSpec())
-    attach.sync(articles, "arts")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body", spec=SimhashSpec())
+    keep.sync(articles, "arts")
     role = "simdb_intable_reader"
     articles.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
     articles.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
@@ -437,12 +436,12 @@ def test_a_granted_role_queries_an_index_in_the_table_and_cannot_write_the_table
 
 
 def test_reindex_moves_the_column_to_the_newest_spec(articles: Conn) -> None:
-    intable.attach_in_table(
+    app_column.attach_in_table(
         articles, "arts", "public.articles", "id", "fp", "body", spec=SimhashSpec(fingerprint_spec=1)
     )
-    attach.sync(articles, "arts")
+    keep.sync(articles, "arts")
     assert _fingerprints(articles)[1] == to_signed(fingerprint(BODY, spec=1))
-    report = attach.reindex(articles, "arts")
+    report = keep.reindex(articles, "arts")
     assert (report.from_version, report.to_version, report.rows) == (1, 2, 3)
     assert _fingerprints(articles) == {
         1: to_signed(fingerprint(BODY)),
@@ -451,11 +450,11 @@ def test_reindex_moves_the_column_to_the_newest_spec(articles: Conn) -> None:
         4: None,
     }
     assert index.get(articles, "arts").spec_version == 2
-    intable.attach_in_table(
+    app_column.attach_in_table(
         articles, "bare", "public.articles", "id", "fp", spec=SimhashSpec(fingerprint_spec=1)
     )
     with pytest.raises(InvalidParameter, match="index 'bare' has no text column: the application writes"):
-        attach.reindex(articles, "bare")
+        keep.reindex(articles, "bare")
 
 
 def test_fill_in_pages_with_threads_writes_each_rows_own_fingerprint(
@@ -467,9 +466,9 @@ def test_fill_in_pages_with_threads_writes_each_rows_own_fingerprint(
     articles.cursor().executemany(
         "INSERT INTO public.articles (body) VALUES (%s)", [(text,) for text in texts]
     )
-    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    monkeypatch.setattr(intable, "BATCH", 2)  # pages of 2 rows, sketched by 2 threads
-    assert intable.fill(articles, made, made.storage, jobs=2).as_dict() == {"filled": 12, "empty": 0}  # type: ignore[arg-type]
+    made = app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    monkeypatch.setattr(app_column, "BATCH", 2)  # pages of 2 rows, sketched by 2 threads
+    assert app_column.fill(articles, made, made.storage, jobs=2).as_dict() == {"filled": 12, "empty": 0}  # type: ignore[arg-type]
     bodies = dict(articles.execute("SELECT id, body FROM public.articles").fetchall())  # type: ignore[arg-type]
     expected = {key: None if body is None else to_signed(fingerprint(body)) for key, body in bodies.items()}
     assert _fingerprints(articles) == expected
@@ -478,8 +477,8 @@ def test_fill_in_pages_with_threads_writes_each_rows_own_fingerprint(
 def test_renaming_the_fingerprint_column_never_fails_the_applications_writes(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    attach.sync(articles, "arts")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    keep.sync(articles, "arts")
     articles.execute("ALTER TABLE public.articles RENAME COLUMN fp TO fingerprint")
     articles.execute("UPDATE public.articles SET body = %s WHERE id = 1", (OTHER,))  # the trigger clears it
     assert articles.execute("SELECT fingerprint FROM public.articles WHERE id = 1").fetchone() == (None,)
@@ -489,14 +488,14 @@ def test_renaming_the_fingerprint_column_never_fails_the_applications_writes(
 
 
 def test_sync_full_sketches_every_row_again_as_a_repair(articles: Conn) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
-    attach.sync(articles, "arts")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    keep.sync(articles, "arts")
     articles.execute("ALTER TABLE public.articles DISABLE TRIGGER USER")  # a write that bypassed them
     articles.execute("UPDATE public.articles SET body = %s WHERE id = 2", (OTHER,))
     articles.execute("ALTER TABLE public.articles ENABLE TRIGGER USER")
-    assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 0}  # nothing NULL: not seen
+    assert keep.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 0}  # nothing NULL: not seen
     before = _row_versions(articles)
-    assert attach.sync(articles, "arts", full=True).as_dict() == {
+    assert keep.sync(articles, "arts", full=True).as_dict() == {
         "filled": 1,
         "empty": 0,
         "unchanged": 2,
@@ -508,7 +507,7 @@ def test_sync_full_sketches_every_row_again_as_a_repair(articles: Conn) -> None:
 
 
 def test_a_reader_cannot_sync_and_distribute_is_refused(articles: Conn, dsn: str) -> None:
-    intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
+    app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body")
     role = "simdb_intable_only_reader"
     articles.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
     articles.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
@@ -518,7 +517,7 @@ def test_a_reader_cannot_sync_and_distribute_is_refused(articles: Conn, dsn: str
         with psycopg.connect(dsn, autocommit=True) as session:
             session.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
             with pytest.raises(SimdbError, match=f"role {role} may not sync index 'arts': a sync writes"):
-                attach.sync(session, "arts")
+                keep.sync(session, "arts")
     finally:
         articles.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         articles.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
@@ -527,10 +526,12 @@ def test_a_reader_cannot_sync_and_distribute_is_refused(articles: Conn, dsn: str
 
 
 def test_a_first_fill_builds_the_deferred_btrees_once_at_its_end(articles: Conn) -> None:
-    made = intable.attach_in_table(articles, "arts", "public.articles", "id", "fp", "body", defer_btrees=True)
+    made = app_column.attach_in_table(
+        articles, "arts", "public.articles", "id", "fp", "body", defer_btrees=True
+    )
     btrees = {f"index simdb_arts_p{number}" for number in range(len(made.columns))}
     assert not btrees & _objects(articles)
-    attach.sync(articles, "arts")
+    keep.sync(articles, "arts")
     assert btrees <= _objects(articles)
     assert _near(articles, "1")[0] == ("1", 0)
 
@@ -583,4 +584,4 @@ def test_attaching_again_checks_the_sketches_the_column_holds_and_rewrites_only_
     code, out, _ = simdb(capsys, "status", "arts", "--json")
     shown = json.loads(out)
     assert (code, shown["pending"], shown["unchecked"], shown["wordless"]) == (0, 0, 0, 1)  # row 5: no words
-    assert attach.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}  # checked once, not again
+    assert keep.sync(articles, "arts").as_dict() == {"filled": 0, "empty": 1}  # checked once, not again

@@ -16,8 +16,7 @@ from support import Conn, btree_values, jaccard_corpus, simdb
 
 from simdb import ingest, query, schema
 from simdb.errors import InvalidParameter
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import catalog, names
 from simdb.index import lifecycle as index
 from simdb.index.modes import JaccardIndex, JaccardSpec
@@ -203,13 +202,13 @@ def test_attach_and_sync_a_jaccard_index(conn: Conn) -> None:
     rows = [(1, texts["d2"]), (2, texts["d2_e02"]), (3, texts["u9"])]
     with conn.cursor() as cursor:
         cursor.executemany("INSERT INTO public.articles VALUES (%s, %s)", rows)
-    made = attach.attach(conn, "arts", "public.articles", "id", "body", spec=JaccardSpec())
-    report = attach.sync(conn, "arts")
+    made = keep.attach(conn, "arts", "public.articles", "id", "body", spec=JaccardSpec())
+    report = keep.sync(conn, "arts")
     assert (report.added, report.updated) == (3, 0)
     assert [m.key for m in query.near(conn, made, made.sketch(texts["d2"]))] == ["1", "2"]
     conn.execute("UPDATE public.articles SET body = %s WHERE id = 3", (texts["d2_e01"],))
     conn.execute("DELETE FROM public.articles WHERE id = 2")
-    report = attach.sync(conn, "arts")
+    report = keep.sync(conn, "arts")
     assert (report.added, report.updated, report.unchanged) == (0, 1, 0)
     assert [m.key for m in query.near(conn, made, made.sketch(texts["d2"]))] == ["1", "3"]
 
@@ -454,15 +453,15 @@ def test_an_application_column_keeps_v2_sketches_unless_told_and_is_checked(conn
     v3 = JaccardSpec().sketch(texts["d4"], DEFAULT_FEATURES)
     conn.execute("INSERT INTO public.notes VALUES ('d4', %s)", (to_stored(v3),))
     with pytest.raises(InvalidParameter, match=r"holds sketches that index 'notes_alike' does not take"):
-        intable.attach_in_table(conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec())
+        app_column.attach_in_table(conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec())
     assert conn.execute("SELECT count(*) FROM simdb._indexes").fetchone() == (0,)  # nothing made
-    made = intable.attach_in_table(
+    made = app_column.attach_in_table(
         conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec(signature_spec=3)
     )
     assert made.spec_version == 3
     assert [m.key for m in query.near(conn, made, made.sketch(texts["d4"]))] == ["d4"]
     conn.execute("UPDATE public.notes SET sig = %s", (to_stored(document_signature(texts["d4"])),))
     index.drop(conn, "notes_alike")
-    again = intable.attach_in_table(conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec())
+    again = app_column.attach_in_table(conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec())
     assert again.spec_version == 2
     assert [m.key for m in query.near(conn, again, document_signature(texts["d4"]))] == ["d4"]

@@ -11,7 +11,7 @@ from psycopg import sql
 from support import Conn
 
 from simdb import ingest, query, schema
-from simdb.follow import side as attach
+from simdb.follow import keep
 from simdb.index import lifecycle as index
 from simdb.sketch.bits import hamming, to_unsigned
 
@@ -123,7 +123,7 @@ def test_migration_0006_moves_populated_v1_indexes_and_answers_throughout(empty_
         conn.execute("DELETE FROM public.articles WHERE id = 7")
         assert conn.execute("SELECT count(*) FROM simdb.arts WHERE key = '7'").fetchone() == (0,)
         conn.execute("INSERT INTO public.articles VALUES (100, 'article number 3 about 3 things and words')")
-        assert attach.sync(conn, "arts").added == 1
+        assert keep.sync(conn, "arts").added == 1
     # an older revision reads the moved tables as they are, and upgrading again changes nothing
     schema.downgrade(empty_db, "0005")
     schema.upgrade(empty_db)

@@ -19,7 +19,7 @@ from support import Conn
 
 from simdb import ingest
 from simdb import pairs as batch
-from simdb.follow import side as attach
+from simdb.follow import keep
 from simdb.index import lifecycle as index
 from simdb.index.modes.simhash import SimhashSpec
 from simdb.measure import calibrate
@@ -77,9 +77,9 @@ def test_sync_clusters_and_calibrate_report_their_work(conn: Conn, tmp_path: Pat
         "INSERT INTO public.notes SELECT n, 'the same old note, again and again ' || (n % 3)"
         " FROM generate_series(1, 30) AS n"
     )
-    attach.attach(conn, "notes", "public.notes", "id", "body")
+    keep.attach(conn, "notes", "public.notes", "id", "body")
     synced: list[int] = []
-    assert attach.sync(conn, "notes", synced.append).added == 30 and sum(synced) == 30
+    assert keep.sync(conn, "notes", synced.append).added == 30 and sum(synced) == 30
     joined: list[int] = []
     found = batch.clusters(conn, index.get(conn, "notes"), progress=joined.append)
     assert found.pairs > 0 and sum(joined) == found.pairs

@@ -13,8 +13,7 @@ from support import Conn, simdb
 
 from simdb import ingest, schema
 from simdb.errors import PermissionDenied
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
 
 
@@ -144,7 +143,7 @@ def test_a_writer_syncs_an_attached_index_and_a_reader_cannot(
     reader, writer = roles
     conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO public.notes VALUES (1, 'the first note of a long list of notes')")
-    attach.attach(conn, "notes", "public.notes", "id", "body")
+    keep.attach(conn, "notes", "public.notes", "id", "body")
     index.grant(conn, "notes", reader)
     index.grant(conn, "notes", writer, writer=True)
     conn.execute(
@@ -154,13 +153,13 @@ def test_a_writer_syncs_an_attached_index_and_a_reader_cannot(
     )
     conn.execute("INSERT INTO public.notes VALUES (2, 'a second note, written after the attach')")
     with _as_role(dsn, writer) as session:
-        assert attach.sync(session, "notes").added == 2  # (attach itself does not sync)
+        assert keep.sync(session, "notes").added == 2  # (attach itself does not sync)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the column a sync records, no more
             session.execute("UPDATE simdb._sources SET source_table = 'elsewhere'")
     assert [row[0] for row in conn.execute("SELECT key FROM simdb.notes ORDER BY key")] == ["1", "2"]
     conn.execute("INSERT INTO public.notes VALUES (3, 'a third note that only the writer may add')")
     with _as_role(dsn, reader) as session, pytest.raises(PermissionDenied) as refused:
-        attach.sync(session, "notes")
+        keep.sync(session, "notes")
     assert str(refused.value) == (
         f"role {reader} may not sync index 'notes': a sync writes simdb.notes and takes the keys queued"
         f" in simdb.notes__queue (sync as the index's owner, or grant the role that: `simdb grant notes"
@@ -177,19 +176,19 @@ def test_a_writer_fills_an_index_in_the_table_and_records_the_sync(
     reader, writer = roles
     conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text, fp bigint)")
     conn.execute("INSERT INTO public.notes VALUES (1, 'the first note of a long list of notes'), (2, '')")
-    intable.attach_in_table(conn, "notes", "public.notes", "id", "fp", "body")
+    app_column.attach_in_table(conn, "notes", "public.notes", "id", "fp", "body")
     index.grant(conn, "notes", writer, writer=True)
     index.grant(conn, "notes", reader)
     conn.execute(sql.SQL("GRANT SELECT, UPDATE (fp) ON public.notes TO {}").format(sql.Identifier(writer)))
     conn.execute(sql.SQL("GRANT SELECT, UPDATE (fp) ON public.notes TO {}").format(sql.Identifier(reader)))
     recorded = "SELECT synced_at IS NOT NULL, wordless FROM simdb._sources WHERE index_name = 'notes'"
     with _as_role(dsn, writer) as session:
-        assert attach.sync(session, "notes").as_dict() == {"filled": 1, "empty": 1}
+        assert keep.sync(session, "notes").as_dict() == {"filled": 1, "empty": 1}
     assert conn.execute(recorded).fetchone() == (True, 1)
     conn.execute("UPDATE public.notes SET fp = NULL, body = 'a note rewritten with other words' WHERE id = 1")
     conn.execute("UPDATE simdb._sources SET synced_at = NULL, wordless = NULL")
     with _as_role(dsn, reader) as session:  # (a reader of the catalog: fills, unrecorded)
-        assert attach.sync(session, "notes").as_dict() == {"filled": 1, "empty": 1}
+        assert keep.sync(session, "notes").as_dict() == {"filled": 1, "empty": 1}
     assert conn.execute(recorded).fetchone() == (False, None)
 
 

@@ -12,7 +12,7 @@ from support import Conn, simdb
 
 from simdb import ingest, query
 from simdb.errors import IndexMismatch
-from simdb.follow import side as attach
+from simdb.follow import keep, side
 from simdb.index import lifecycle as index
 from simdb.index.modes import JaccardSpec, SimhashSpec
 from simdb.sketch.bits import hamming, to_hex, to_unsigned
@@ -175,7 +175,7 @@ def test_reindex_moves_an_attached_index_while_queries_run(
 
     answers: list[int] = []
     done: list[int] = []
-    monkeypatch.setattr(attach, "BATCH", 5)
+    monkeypatch.setattr(side, "BATCH", 5)
     with psycopg.connect(dsn, autocommit=True) as other:
 
         def query_meanwhile(rows: int) -> None:  # as each part of a batch is done, from another session
@@ -183,7 +183,7 @@ def test_reindex_moves_an_attached_index_while_queries_run(
             answers.append(int(str(found[0])) if found else -1)
             done.append(rows)
 
-        report = attach.reindex(conn, "docs", progress=query_meanwhile)
+        report = keep.reindex(conn, "docs", progress=query_meanwhile)
     assert (report.from_version, report.to_version, report.rows) == (1, 2, 22)
     assert sum(done) == 22 and len(answers) >= 5 and all(count >= 1 for count in answers)
     assert stored(conn, "docs") == {key: fingerprint(body, spec=2) for key, body in live.items()}

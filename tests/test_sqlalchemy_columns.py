@@ -21,7 +21,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.schema import CreateIndex
 
 from simdb.errors import InvalidParameter
-from simdb.follow import column as intable
+from simdb.follow import app_column
 from simdb.index import lifecycle as index
 from simdb.index.modes import JaccardSpec, SimhashSpec
 from simdb.sketch.bits import to_signed
@@ -74,7 +74,9 @@ def articles(dsn: str) -> dict[int, int]:
         with conn.cursor().copy("COPY public.articles (id, fp) FROM STDIN") as copy:
             for key, value in fingerprints.items():
                 copy.write_row((key, to_signed(value)))
-        intable.attach_in_table(conn, "articles_dups", "public.articles", "id", "fp", spec=SimhashSpec(3, 4))
+        app_column.attach_in_table(
+            conn, "articles_dups", "public.articles", "id", "fp", spec=SimhashSpec(3, 4)
+        )
         conn.execute("ANALYZE public.articles")
     return fingerprints
 
@@ -248,7 +250,7 @@ def test_a_128_bit_column_and_settings_read_from_the_database(dsn: str) -> None:
         session.commit()
     with psycopg.connect(dsn, autocommit=True) as conn:
         spec = SimhashSpec(max_distance=4, blocks=6, bits=128)
-        intable.attach_in_table(conn, "pages_dups", "public.pages", "id", "fp", spec=spec)
+        app_column.attach_in_table(conn, "pages_dups", "public.pages", "id", "fp", spec=spec)
         made = index.get(conn, "pages_dups")
     with Session(engine) as session:
         for probe in [fingerprints[i] ^ 1 for i in range(0, 50, 5)]:
@@ -290,7 +292,7 @@ def test_a_signature_column_finds_what_simdb_similar_finds_through_the_band_btre
         session.add_all(Doc(id=key, sig=document_signature(text)) for key, text in texts.items())
         session.commit()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        intable.attach_in_table(
+        app_column.attach_in_table(
             conn, "docs_alike", "public.docs", "id", "sig", spec=JaccardSpec(threshold=0.8)
         )
         conn.execute("ANALYZE public.docs")

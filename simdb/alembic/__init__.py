@@ -33,8 +33,7 @@ from simdb import schema
 from simdb.db import sabridge
 from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter, SimdbError
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import catalog, names
 from simdb.index import lifecycle as index
 from simdb.index import v1_upgrade as layout
@@ -137,15 +136,15 @@ def attach_index(
         )
     if given:
         ((kind, column),) = given
-        intable.attach_in_table(
+        app_column.attach_in_table(
             driver, name, table, key_column, column, text_column, **options, sketch_kind=kind
         )
     else:
-        attach.attach(driver, name, table, key_column, text_column or "", **options)
+        keep.attach(driver, name, table, key_column, text_column or "", **options)
     if not text_column:
         return
     if sync:
-        attach.sync(driver, name)
+        keep.sync(driver, name)
     else:
         _log.warning(
             "simdb index %s is attached to %s but holds no rows yet: run `simdb sync %s` "

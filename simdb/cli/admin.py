@@ -24,9 +24,7 @@ from simdb.cli.common import (
     spec_from_options,
 )
 from simdb.errors import InvalidParameter
-from simdb.follow import column as intable
-from simdb.follow import queue as capture
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
 from simdb.index import modes, names
 from simdb.index.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
@@ -282,7 +280,7 @@ def attach_(
     with database(ctx, create_schema=True) as conn:
         if given:
             ((kind, column),) = given.items()
-            made = intable.attach_in_table(
+            made = app_column.attach_in_table(
                 conn,
                 name,
                 table,
@@ -295,7 +293,7 @@ def attach_(
                 defer_btrees=not no_sync,
             )
         else:
-            made = attach.attach(
+            made = keep.attach(
                 conn,
                 name,
                 table,
@@ -309,7 +307,7 @@ def attach_(
         show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync and text_column:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.first_sync(conn, name, done, jobs=jobs), as_json)
+                show(keep.first_sync(conn, name, done, jobs=jobs), as_json)
 
 
 @click.command(name="sync")
@@ -353,7 +351,7 @@ def sync_(
     with database(ctx) as conn:
         if watch:
             try:
-                attach.watch(
+                keep.watch(
                     conn,
                     name,
                     interval,
@@ -366,7 +364,7 @@ def sync_(
                 return
         else:
             with counter(f"sync {name}", " rows") as done:
-                show(attach.sync(conn, name, done, full=full, jobs=jobs), as_json)
+                show(keep.sync(conn, name, done, full=full, jobs=jobs), as_json)
 
 
 @click.command(name="status")
@@ -378,7 +376,7 @@ def status_(ctx: click.Context, name: str, as_json: bool) -> None:
     """How far attached index NAME is behind its table: rows queued, failed, the oldest's age (an
     index in your table's column: the rows with text and no fingerprint yet)."""
     with database(ctx) as conn:
-        show(capture.status(conn, name), as_json)
+        show(keep.status(conn, name), as_json)
 
 
 @click.command(name="reindex")
@@ -394,7 +392,7 @@ def reindex_(ctx: click.Context, name: str, jobs: int, as_json: bool) -> None:
     new spec when all are done. Indexes ingested from files must be ingested again instead.
     """
     with database(ctx) as conn, counter(f"reindex {name}", " rows") as done:
-        show(attach.reindex(conn, name, done, jobs=jobs), as_json)
+        show(keep.reindex(conn, name, done, jobs=jobs), as_json)
 
 
 @click.command(name="plan")

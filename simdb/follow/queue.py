@@ -27,8 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 import psycopg
 from psycopg import sql
@@ -36,16 +35,12 @@ from psycopg import sql
 from simdb import ingest
 from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter, PermissionDenied, SimdbError
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import side
+from simdb.follow.base import TRIGGERS, Progress, Status, Synced
 from simdb.index import catalog, names, placement, tables
 from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, Sketch
-from simdb.index.storage import InTable
 
-TRIGGERS = "triggers"
-NONE = "none"
-IN_TABLE = "column"  # what `simdb status` says of an index in the application's own column
 BATCH = 500  # keys claimed per transaction
 _LOCKED_RETRIES = 20  # rounds to wait for keys another sync holds, before leaving them queued
 _LOCKED_PAUSE = 0.05  # seconds between two such rounds
@@ -65,7 +60,7 @@ _ROW_ERRORS = (
 # --- installing and removing ---------------------------------------------------------------
 
 
-def install(conn: Connection, made: Index, source: attach.Source) -> None:
+def install(conn: Connection, made: Index, source: side.Source) -> None:
     """Create index NAME's queue, trigger functions, triggers and status view, and record that
     it has triggers; in the caller's transaction (attach's)."""
     name = made.name
@@ -124,7 +119,7 @@ def install(conn: Connection, made: Index, source: attach.Source) -> None:
 
 
 def _shard_trigger_bodies(
-    conn: Connection, made: Index, source: attach.Source, column: str
+    conn: Connection, made: Index, source: side.Source, column: str
 ) -> dict[str, tuple[str, sql.Composed]]:
     """On a table Citus distributes by `column`: {event: ('', body)} of row triggers that run on
     its shards and record each changed key in the inbox, a table distributed by the same column
@@ -184,7 +179,7 @@ def _shard_trigger_bodies(
     }
 
 
-def _trigger_bodies(made: Index, source: attach.Source) -> dict[str, tuple[str, sql.Composed]]:
+def _trigger_bodies(made: Index, source: side.Source) -> dict[str, tuple[str, sql.Composed]]:
     """{event: (REFERENCING clause, PL/pgSQL body)} of the four capture triggers."""
     name, queue = made.name, names.queue_table(made.name)
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
@@ -277,7 +272,7 @@ def queue_exists(conn: Connection, name: str) -> bool:
 
 
 @dataclass
-class DrainReport(attach.SyncReport):
+class DrainReport(side.SyncReport):
     """What a sync from the queue did: SyncReport's counts over the keys it took, how many keys
     it took, and how many failed (left queued with their error)."""
 
@@ -330,9 +325,9 @@ def sync(
     full: bool = False,
     jobs: int = 1,
     loaded: Index | None = None,
-) -> attach.SyncReport:
+) -> side.SyncReport:
     """Bring attached index NAME up to date: from its queue when it has triggers; by comparing
-    snapshots (attach.compare) when it has none, when `full` (a repair), or for its first fill.
+    snapshots (side.compare) when it has none, when `full` (a repair), or for its first fill.
     `loaded`: the index, where the caller has loaded it already (attach.sync).
 
     A full sync of an index with triggers first clears the queue (the snapshot it then reads
@@ -340,15 +335,15 @@ def sync(
     refuse_readers(conn, name)
     if loaded is None:
         indexes.get(conn, name)  # (IndexNotFound for a name that is none)
-    attach.source_of(conn, name)  # (the table and columns are there: the catalog says, not the table)
+    side.source_of(conn, name)  # (the table and columns are there: the catalog says, not the table)
     if catalog.capture(conn, name) != TRIGGERS:
-        return attach.compare(conn, name, progress, jobs=jobs)
+        return side.compare(conn, name, progress, jobs=jobs)
     if not full and catalog.synced_at(conn, name) is not None:
         return drain(conn, name)
     with conn.transaction():
         _take_inbox(conn, name)
         conn.execute(sql.SQL("DELETE FROM {}").format(names.queue_table(name)))
-    report = attach.compare(conn, name, progress, jobs=jobs)
+    report = side.compare(conn, name, progress, jobs=jobs)
     after = drain(conn, name)
     for counter in ("inserted", "updated", "unchanged", "removed"):
         setattr(report, counter, getattr(report, counter) + getattr(after, counter))
@@ -465,7 +460,7 @@ class _Work:
 
     conn: Connection
     made: Index
-    source: attach.Source
+    source: side.Source
     key_type: str
     linked: bool  # the index has source_key (--cascade): set it on the rows stored
     seen: dict[str, int] = field(default_factory=dict)
@@ -473,7 +468,7 @@ class _Work:
     @classmethod
     def load(cls, conn: Connection, name: str) -> _Work:
         made = indexes.get(conn, name)
-        source = attach.source_of(conn, name)
+        source = side.source_of(conn, name)
         key_type = tables.key_type(conn, source)
         return cls(conn, made, source, key_type, indexes.has_column(conn, name, "source_key"))
 
@@ -559,7 +554,7 @@ class _Work:
         )
 
 
-def _refuse_shared_keys(source: attach.Source, keys: Iterable[str]) -> None:
+def _refuse_shared_keys(source: side.Source, keys: Iterable[str]) -> None:
     """A key that more than one current row has cannot be one index row (as a full sync says)."""
     seen: set[str] = set()
     for key in keys:
@@ -575,125 +570,12 @@ def _refuse_shared_keys(source: attach.Source, keys: Iterable[str]) -> None:
 # --- watching ----------------------------------------------------------------------------------
 
 
-def watch(
-    conn: Connection,
-    name: str,
-    interval: float,
-    report: Callable[[attach.Synced], None],
-    rounds: int | None = None,
-    stop: Callable[[], bool] | None = None,
-    *,
-    jobs: int = 1,
-) -> None:
-    """Keep index NAME in sync until interrupted, `rounds` syncs were made, or `stop()` says so;
-    `report` the first sync and each one that changed something.
-
-    With triggers: LISTEN on the index's channel (a connection of its own, in autocommit), sync
-    at the start, on each notification, and every `interval` seconds in case one was missed;
-    waiting costs nothing and reads no table. Without: attach.poll, a full sync each `interval`.
-    """
-    if catalog.capture(conn, name) != TRIGGERS:
-        attach.poll(conn, name, interval, report, rounds, stop, jobs=jobs)
-        return
-    password = conn.info.password
-    options: dict[str, Any] = {"password": password} if password else {}
-    with psycopg.connect(conn.info.dsn, autocommit=True, **options) as listener:
-        listener.execute(sql.SQL("LISTEN {}").format(names.channel(name)))
-        done = 0
-        while True:
-            result = sync(conn, name, jobs=jobs)
-            if done == 0 or result.changed:
-                report(result)
-            done += 1
-            if (rounds is not None and done >= rounds) or (stop is not None and stop()):
-                return
-            for _ in listener.notifies(timeout=interval, stop_after=1):
-                pass
-            if stop is not None and stop():
-                return
-
-
 # --- status ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Status:
-    """How far attached index NAME is behind its table: what `simdb status NAME` shows."""
-
-    name: str
-    table: str
-    capture: str
-    synced_at: datetime | None
-    pending: int | None = None  # queued rows (None without triggers)
-    failed: int | None = None  # queued rows that failed at least once
-    oldest_pending_age: timedelta | None = None
-    failures: list[tuple[str, int, str]] = field(default_factory=list)  # (key, attempts, last error)
-    unchecked: int = 0  # in the application's column: sketches from before the attach, not checked yet
-    wordless: int | None = None  # in an application's column: rows whose text has no words
-
-    def as_dict(self) -> dict[str, object]:
-        age = self.oldest_pending_age
-        shown: dict[str, object] = {
-            "name": self.name,
-            "table": self.table,
-            "capture": self.capture,
-            "synced_at": None if self.synced_at is None else self.synced_at.isoformat(),
-            "pending": self.pending,
-            "failed": self.failed,
-            "oldest_pending_seconds": None if age is None else round(age.total_seconds(), 3),
-            "failures": [{"key": key, "attempts": n, "error": error} for key, n, error in self.failures],
-            **({} if self.wordless is None else {"wordless": self.wordless}),
-        }
-        if self.capture == IN_TABLE and self.pending is not None:  # (of pending: sketches to check)
-            shown["unchecked"] = self.unchecked
-        return shown
-
-    def lines(self) -> list[str]:
-        synced = "never" if self.synced_at is None else self.synced_at.isoformat(timespec="seconds")
-        if self.capture == IN_TABLE:
-            if self.pending is None:
-                return [
-                    f"index {self.name} lives in {self.table}, which the application writes: each"
-                    " write is searchable in its own transaction (nothing to sync)"
-                ]
-            waiting = (
-                f"{self.pending - self.unchecked} rows with text have none yet, and {self.unchecked}"
-                " sketches it held when attached are not checked against their text yet"
-                f" (`simdb sync {self.name}` fills and checks them)"
-                if self.unchecked
-                else f"{self.pending} rows with text have none yet (`simdb sync {self.name}` fills them)"
-            )
-            return [
-                f"index {self.name} lives in {self.table}: {waiting}, {self.wordless} whose text has no"
-                f" words stay without one (as the last sync found them); last synced {synced}"
-            ]
-        if self.capture != TRIGGERS:
-            return [
-                f"index {self.name} follows {self.table} without triggers: each sync compares the"
-                f" whole table; last synced {synced}"
-            ]
-        age = self.oldest_pending_age
-        oldest = "" if age is None else f", the oldest queued {age.total_seconds():.1f} s ago"
-        lines = [
-            f"index {self.name} follows {self.table} with triggers: {self.pending} rows queued"
-            f"{oldest}, {self.failed} failed; last synced {synced}"
-        ]
-        lines += [f"  failed: key {key!r} ({n} attempts): {error}" for key, n, error in self.failures]
-        return lines
-
-
-def status(conn: Connection, name: str) -> Status:
-    """Index NAME's capture, queue and last sync (InvalidParameter if it is not attached); of an
-    index in the application's column, the rows a sync would fill."""
-    made = indexes.get(conn, name)
-    if isinstance(made.storage, InTable):
-        stored, synced = made.storage, catalog.synced_at(conn, name)
-        label = f"{stored.label}.{stored.sketch_column}"
-        if not stored.text_column:
-            return Status(name, label, IN_TABLE, synced)
-        wordless, unchecked = catalog.wordless(conn, name), intable.unchecked(conn, name, stored)
-        pending = max(0, intable.unfilled(conn, stored) - wordless) + unchecked
-        return Status(name, label, IN_TABLE, synced, pending, unchecked=unchecked, wordless=wordless)
+def status(conn: Connection, made: Index) -> Status:
+    """Side table `made`'s capture, queue and last sync (InvalidParameter if it is not attached)."""
+    name = made.name
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(
@@ -716,3 +598,24 @@ def status(conn: Connection, name: str) -> Status:
         (_FAILED_SHOWN,),
     ).fetchall()
     return Status(name, table, mode, synced, int(pending), int(failed), age, [tuple(f) for f in failures])
+
+
+class SideTable:
+    """How a side table follows its table: its queue of changes where it has triggers, else
+    a compare of the whole table (simdb.follow.side); the follower of every index not in the
+    application's own column (a sync of one ingested from files says it is not attached)."""
+
+    def sync(self, conn: Connection, made: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
+        return sync(conn, made.name, progress, full=full, jobs=jobs, loaded=made)
+
+    def reindex(self, conn: Connection, made: Index, target: Index, progress: Progress, *, jobs: int) -> int:
+        return side.reindex_rows(conn, made, target, progress, jobs=jobs)
+
+    def status(self, conn: Connection, made: Index) -> Status:
+        return status(conn, made)
+
+    def notifies(self, conn: Connection, name: str) -> bool:
+        return catalog.capture(conn, name) == TRIGGERS
+
+
+FOLLOWER = SideTable()

@@ -12,9 +12,7 @@ asked for, never added by default.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -22,16 +20,11 @@ import psycopg
 from psycopg import sql
 
 from simdb import ingest
-from simdb.db import reconnect
 from simdb.db.connection import Connection
-from simdb.errors import IndexMismatch, InvalidParameter, during_interrupt
-from simdb.follow import column as intable
+from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.index import catalog, placement, tables
 from simdb.index import lifecycle as indexes
-from simdb.index.modes import Index, Spec
-from simdb.index.storage import InTable
-from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
-from simdb.sketch.features import DEFAULT_FEATURES, Features
+from simdb.index.modes import Index
 from simdb.sources.readers import Document
 
 BATCH = 2000  # rows of a page read from the source table, and of a batch stored
@@ -86,7 +79,7 @@ def _refuse_duplicate_keys(conn: Connection, source: Source) -> None:
         )
 
 
-def _validate(conn: Connection, source: Source, cascade: bool) -> str:
+def validate(conn: Connection, source: Source, cascade: bool) -> str:
     """Check the table, columns, condition and keys before anything is created; the key's type."""
     label = f"{source.schema}.{source.table}"
     tables.require_table(conn, source)
@@ -111,7 +104,7 @@ def _validate(conn: Connection, source: Source, cascade: bool) -> str:
     return key_type
 
 
-def _refuse_on_citus(conn: Connection, source: Source, *, cascade: bool, triggers: bool) -> None:
+def refuse_on_citus(conn: Connection, source: Source, *, cascade: bool, triggers: bool) -> None:
     """What a side table cannot do beside a Citus table (one that Citus' metadata lists): follow a
     reference or Citus-local table with triggers (a distributed one's triggers write an inbox
     beside its shards: simdb.follow.queue), or reference any with a foreign key. Comparing snapshots
@@ -134,51 +127,6 @@ def _refuse_on_citus(conn: Connection, source: Source, *, cascade: bool, trigger
             " coordinator to it would check the coordinator's empty shell, and no delete would cascade",
             "leave out --cascade: each sync removes the index rows whose source row is gone",
         )
-
-
-def attach(
-    conn: Connection,
-    name: str,
-    table: str,
-    key_column: str,
-    text_column: str,
-    condition: str | None = None,
-    spec: Spec | None = None,
-    *,
-    features: Features = DEFAULT_FEATURES,
-    expected_rows: int = DEFAULT_EXPECTED_ROWS,
-    cascade: bool = False,
-    triggers: bool = True,
-) -> Index:
-    """Create index NAME over an existing table: everything is checked first (the table, the
-    columns' types, the --where condition, unique keys), then created in one transaction.
-    `cascade`: index rows go with their source row at once (a foreign key; see the module).
-    `triggers`: triggers on the table queue its changes for sync (simdb.follow.queue); without, each
-    sync compares the whole table with the index."""
-    schema, relation = tables.parse_table(table)
-    source = Source(schema, relation, key_column, text_column, condition)
-    key_type = _validate(conn, source, cascade)
-    _refuse_on_citus(conn, source, cascade=cascade, triggers=triggers)
-    with conn.transaction():
-        made = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
-        catalog.add_source(conn, name, source)
-        if cascade:
-            conn.execute(
-                sql.SQL(
-                    "ALTER TABLE {index} ADD COLUMN source_key {type} UNIQUE"
-                    " REFERENCES {source} ({key}) ON DELETE CASCADE ON UPDATE SET NULL"
-                ).format(
-                    index=made.table,
-                    type=sql.SQL(key_type),
-                    source=source.relation,
-                    key=sql.Identifier(key_column),
-                )
-            )
-        if triggers:
-            from simdb.follow import queue as capture  # (capture builds on this module)
-
-            capture.install(conn, made, source)
-    return made
 
 
 def source_of(conn: Connection, name: str) -> Source:
@@ -247,57 +195,6 @@ class SyncReport(ingest.Report):
         }
 
 
-Synced = SyncReport | intable.FillReport  # what a sync of any index says it did
-
-
-def sync(
-    conn: Connection,
-    name: str,
-    progress: Callable[[int], object] | None = None,
-    *,
-    full: bool = False,
-    jobs: int = 1,
-) -> Synced:
-    """Bring index NAME up to date with the table it follows (`jobs` sketching threads): an index
-    in the application's table fills its missing sketches (simdb.follow.column; `full`: sketches every
-    row again, a repair); a side table applies
-    its queue of changes where it has triggers, unless `full`, and is compared with the table
-    otherwise (simdb.follow.queue.sync, then `compare`)."""
-    made = indexes.get(conn, name)
-    if isinstance(made.storage, InTable) and full:
-        return intable.refill(conn, made, made.storage, progress, jobs=jobs)
-    if isinstance(made.storage, InTable):
-        return intable.fill(conn, made, made.storage, progress, jobs=jobs)
-    from simdb.follow import queue as capture  # (capture builds on this module)
-
-    return capture.sync(conn, name, progress, full=full, jobs=jobs, loaded=made)
-
-
-def first_sync(
-    conn: Connection,
-    name: str,
-    progress: Callable[[int], object] | None = None,
-    *,
-    jobs: int = 1,
-) -> Synced:
-    """The sync that completes an attach (`sync`): if it fails (the database refuses a row, a
-    --where condition fails on one, Ctrl-C), index NAME is dropped again, so that a failed attach
-    leaves nothing half-made behind, and attaching again starts afresh."""
-    try:
-        return sync(conn, name, progress, jobs=jobs)
-    except BaseException as error:
-        with contextlib.suppress(psycopg.Error):
-            indexes.drop(conn, name)
-        lost = isinstance(error, psycopg.OperationalError) or during_interrupt(error)
-        if isinstance(error, psycopg.Error) and not lost:
-            raise InvalidParameter(
-                f"the first sync of index {name!r} failed, so the index was dropped again:"
-                f" {str(error).splitlines()[0]}",
-                "fix what failed (a --where condition that fails on some row?), then attach again",
-            ) from error
-        raise
-
-
 def compare(
     conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, jobs: int = 1
 ) -> SyncReport:
@@ -343,62 +240,29 @@ def _present_keys(conn: Connection, source: Source) -> sql.Composable:
     return present
 
 
-@dataclass
-class ReindexReport:
-    """What `simdb reindex` did: the rows moved from one spec version to another."""
-
-    name: str
-    from_version: int
-    to_version: int
-    rows: int
-
-    def as_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
-
-    def lines(self) -> list[str]:
-        if self.from_version == self.to_version:
-            return [f"index {self.name} already uses spec v{self.to_version}; nothing to do"]
-        moved = f"{self.rows} rows moved from spec v{self.from_version} to v{self.to_version}"
-        return [f"reindexed {self.name}: {moved}"]
-
-
-def reindex(
-    conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, jobs: int = 1
-) -> ReindexReport:
-    """Move attached index NAME to the newest spec of its mode, in place, batch by batch.
-
-    Each batch re-sketches rows from the source table's text and updates them in its own
-    transaction, so queries keep running (they see some rows moved and some not until the end);
-    the catalog switches to the new spec in the last transaction. An interrupted reindex leaves
-    the old spec recorded, and running it again completes the move.
-    """
-    made = indexes.get(conn, name)
-    target = made.upgraded()
-    if target is None:
-        return ReindexReport(name, made.spec_version, made.spec_version, 0)
-    if isinstance(made.storage, InTable):
-        refilled = intable.refill(conn, target, made.storage, progress, jobs=jobs)
-        moved = (
-            refilled.filled + refilled.unchanged
-        )  # (a sketch the new spec leaves as it was is not rewritten)
-        with conn.transaction():
-            catalog.set_spec_version(conn, name, target.spec_version)
-        return ReindexReport(name, made.spec_version, target.spec_version, moved)
+def reindex_rows(
+    conn: Connection,
+    made: Index,
+    target: Index,
+    progress: Callable[[int], object] | None = None,
+    *,
+    jobs: int = 1,
+) -> int:
+    """Sketch every indexed row of side table `made` again from its table's text, under `target`'s
+    spec, batch by batch (each batch in its own transaction, so queries keep running); the rows
+    moved. The caller switches the catalog to the new spec."""
     try:
-        source = source_of(conn, name)
+        source = source_of(conn, made.name)
     except InvalidParameter:
         raise InvalidParameter(
-            f"index {name!r} was ingested from documents, whose text simdb does not keep, so it cannot "
-            f"move it from spec v{made.spec_version} to v{target.spec_version} by itself",
-            f"create a new index (`simdb create {name}_v{target.spec_version}`), ingest the same sources "
-            f"into it again, and drop the old one once it is full",
+            f"index {made.name!r} was ingested from documents, whose text simdb does not keep, so it"
+            f" cannot move it from spec v{made.spec_version} to v{target.spec_version} by itself",
+            f"create a new index (`simdb create {made.name}_v{target.spec_version}`), ingest the same"
+            " sources into it again, and drop the old one once it is full",
         ) from None
     report = ingest.Report()
     _store_rows(conn, target, source, _INDEXED, report, progress, jobs)
-    with conn.transaction():
-        catalog.set_spec_version(conn, name, target.spec_version)
-    ingest.vacuum(conn, made)
-    return ReindexReport(name, made.spec_version, target.spec_version, report.stored)
+    return report.stored
 
 
 def _store_rows(
@@ -522,64 +386,3 @@ def _link_source_keys(conn: Connection, made: Index, source: Source) -> None:
             return
         except psycopg.errors.ForeignKeyViolation:
             continue
-
-
-def watch(
-    conn: Connection,
-    name: str,
-    interval: float,
-    report: Callable[[Synced], None],
-    rounds: int | None = None,
-    *,
-    jobs: int = 1,
-    stop: Callable[[], bool] | None = None,
-    connect: Callable[[], Connection] | None = None,
-    say: Callable[[str], None] = lambda line: None,
-) -> None:
-    """Keep index NAME in sync until interrupted, `rounds` syncs were made, or `stop()` says so;
-    `report` the first sync and each one that changed something. An index in the application's
-    table is woken by its triggers (intable.watch), a side table with triggers by its queue's
-    (capture.watch); one without triggers is polled every `interval` seconds (poll).
-
-    With `connect`, a lost connection (a server restart, pg_terminate_backend) does not end it:
-    `say` gets one line per outage, and it reconnects with backoff and syncs again from the start
-    (what changed meanwhile is queued, or a NULL sketch, so nothing is missed; `rounds` counts
-    again on each connection)."""
-
-    def watching(current: Connection) -> None:
-        made = indexes.get(current, name)
-        if isinstance(made.storage, InTable):
-            intable.watch(current, made, made.storage, interval, report, rounds, stop, jobs=jobs)
-            return
-        from simdb.follow import queue as capture  # (capture builds on this module)
-
-        capture.watch(current, name, interval, report, rounds, stop, jobs=jobs)
-
-    if connect is None:
-        watching(conn)
-        return
-    reconnect.keep_connected(watching, conn, connect, say, stop=stop)
-
-
-def poll(
-    conn: Connection,
-    name: str,
-    interval: float,
-    report: Callable[[Synced], None],
-    rounds: int | None = None,
-    stop: Callable[[], bool] | None = None,
-    *,
-    jobs: int = 1,
-) -> None:
-    """Sync every `interval` seconds until interrupted, `rounds` times, or `stop()` says so;
-    `report` the first round and each one that changed something."""
-    done = 0
-    while rounds is None or done < rounds:
-        result = sync(conn, name, jobs=jobs)
-        if done == 0 or result.changed:
-            report(result)
-        done += 1
-        if stop is not None and stop():
-            return
-        if rounds is None or done < rounds:
-            time.sleep(interval)

@@ -32,8 +32,7 @@ from psycopg import sql
 from simdb import ingest
 from simdb.db.connection import Connection
 from simdb.errors import SimdbError
-from simdb.follow import column as intable
-from simdb.follow import side as attach
+from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
 from simdb.index import names
 from simdb.index.modes import Index, SimhashSpec
@@ -198,12 +197,12 @@ def bench_app_table(
             ingest_s = time.perf_counter() - began
         table_name = f"public.{TABLE}"
         progress("the first fill of the table's fp column")
-        made = intable.attach_in_table(  # as `simdb attach` does before its first fill
+        made = app_column.attach_in_table(  # as `simdb attach` does before its first fill
             conn, IN_TABLE, table_name, "id", "fp", "body", spec=spec, expected_rows=rows, defer_btrees=True
         )
         fill_in, temp_in = _filled(conn, IN_TABLE, jobs)
         progress("the first fill of a side table with triggers")
-        attach.attach(conn, SIDE, table_name, "id", "body", spec=spec, expected_rows=rows)
+        keep.attach(conn, SIDE, table_name, "id", "body", spec=spec, expected_rows=rows)
         fill_side, temp_side = _filled(conn, SIDE, jobs)
         conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
         progress(f"{queries} near queries, three ways")
@@ -224,10 +223,10 @@ def bench_app_table(
             (SIDE, "side table with triggers", fill_side, temp_side),
         ):
             progress(f"{label}: syncs, and {lags} commits under sync --watch")
-            attach.sync(conn, name, jobs=jobs)  # (what the writes above left)
-            idle = [_timed(lambda name=name: attach.sync(conn, name)) for _ in range(50)]  # type: ignore[misc]
+            keep.sync(conn, name, jobs=jobs)  # (what the writes above left)
+            idle = [_timed(lambda name=name: keep.sync(conn, name)) for _ in range(50)]  # type: ignore[misc]
             _changes(conn, rng, changes)
-            changed_s = _timed(lambda name=name: attach.sync(conn, name, jobs=jobs)) / 1000  # type: ignore[misc]
+            changed_s = _timed(lambda name=name: keep.sync(conn, name, jobs=jobs)) / 1000  # type: ignore[misc]
             full_s = _full_read_s(conn, name, fill_s, jobs)
             lag, idle_reads = _watch_lag(conn, dsn, name, rng, lags, writes_per_second, rates)
             ways.append(
@@ -272,7 +271,7 @@ def bench_app_table(
 def _filled(conn: Connection, name: str, jobs: int) -> tuple[float, float]:
     """Seconds of index NAME's first fill, and MB of temporary files the server wrote meanwhile."""
     before = _temp_bytes(conn)
-    seconds = _timed(lambda: attach.sync(conn, name, jobs=jobs)) / 1000
+    seconds = _timed(lambda: keep.sync(conn, name, jobs=jobs)) / 1000
     return seconds, (_temp_bytes(conn) - before) / 1e6
 
 
@@ -293,7 +292,7 @@ def _full_read_s(conn: Connection, name: str, fill_s: float, jobs: int) -> float
     for the fp column, whose sync never re-reads the table, its first fill."""
     if name != SIDE:
         return fill_s
-    return _timed(lambda: attach.sync(conn, name, full=True, jobs=jobs)) / 1000
+    return _timed(lambda: keep.sync(conn, name, full=True, jobs=jobs)) / 1000
 
 
 def _number(conn: Connection, statement: sql.Composed) -> float:
@@ -382,7 +381,7 @@ def _write_times(
                     _statement_ms(conn, update, (rng.choice(texts), rng.randint(1, high)))
                 )
     conn.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER USER").format(table))
-    attach.sync(conn, SIDE, full=True)  # (the writes made with its triggers off)
+    keep.sync(conn, SIDE, full=True)  # (the writes made with its triggers off)
     return {kind: statistics.median(values) for kind, values in times.items()}
 
 
@@ -431,7 +430,7 @@ def _watch_lag(
 
     def watching() -> None:
         with psycopg.connect(dsn, autocommit=True) as watcher:
-            attach.watch(watcher, name, WATCH_INTERVAL, lambda _: started.set(), stop=stop.is_set)
+            keep.watch(watcher, name, WATCH_INTERVAL, lambda _: started.set(), stop=stop.is_set)
 
     thread = threading.Thread(target=watching, daemon=True)
     thread.start()

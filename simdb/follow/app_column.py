@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import sql
@@ -24,6 +24,7 @@ from psycopg import sql
 from simdb import ingest
 from simdb.db.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter, PermissionDenied
+from simdb.follow.base import IN_TABLE, Progress, Status, Synced
 from simdb.index import catalog, names, tables
 from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, SimhashSpec, Spec
@@ -587,31 +588,45 @@ def _key_type(conn: Connection, stored: InTable) -> str:
     return tables.key_type(conn, catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None))
 
 
-def watch(
-    conn: Connection,
-    made: Index,
-    stored: InTable,
-    interval: float,
-    report: Callable[[FillReport], None],
-    rounds: int | None = None,
-    stop: Callable[[], bool] | None = None,
-    *,
-    jobs: int = 1,
-) -> None:
-    """Fill now, then again on each NOTIFY from the table's triggers (a commit that inserted rows or
-    changed their text), and every `interval` seconds as well; `rounds` fills in all, or until
-    `stop()` says so. It listens on a connection of its own (as capture.watch), so a commit
-    notified while a fill runs is not missed; while nothing changes it reads nothing."""
-    password = conn.info.password
-    options: dict[str, Any] = {"password": password} if password else {}
-    with psycopg.connect(conn.info.dsn, autocommit=True, **options) as listener:
-        listener.execute(sql.SQL("LISTEN {}").format(names.channel(made.name)))
-        report(fill(conn, made, stored, jobs=jobs))
-        done = 1
-        while (rounds is None or done < rounds) and not (stop is not None and stop()):
-            for _ in listener.notifies(timeout=interval, stop_after=1):
-                pass
-            result = fill(conn, made, stored, jobs=jobs)
-            if result.changed:
-                report(result)
-            done += 1
+def status(conn: Connection, made: Index) -> Status:
+    """The rows a sync of index `made` would fill or check (nothing of an index whose application
+    writes the sketches)."""
+    stored, name = _stored(made), made.name
+    synced = catalog.synced_at(conn, name)
+    label = f"{stored.label}.{stored.sketch_column}"
+    if not stored.text_column:
+        return Status(name, label, IN_TABLE, synced)
+    wordless, checking = catalog.wordless(conn, name), unchecked(conn, name, stored)
+    pending = max(0, unfilled(conn, stored) - wordless) + checking
+    return Status(name, label, IN_TABLE, synced, pending, unchecked=checking, wordless=wordless)
+
+
+def _stored(made: Index) -> InTable:
+    """The storage of an index this module follows (keep.FOLLOWERS picks it by its kind)."""
+    return cast(InTable, made.storage)
+
+
+class InTableFollower:
+    """How an index in the application's own column follows its table: the table's triggers clear
+    a sketch whose text changed and NOTIFY; a sync fills the missing sketches (`full`: checks
+    every row's, a repair)."""
+
+    def sync(self, conn: Connection, made: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
+        if full:
+            return refill(conn, made, _stored(made), progress, jobs=jobs)
+        return fill(conn, made, _stored(made), progress, jobs=jobs)
+
+    def reindex(self, conn: Connection, made: Index, target: Index, progress: Progress, *, jobs: int) -> int:
+        refilled = refill(conn, target, _stored(made), progress, jobs=jobs)
+        return (
+            refilled.filled + refilled.unchanged
+        )  # (a sketch the new spec leaves as it was is not rewritten)
+
+    def status(self, conn: Connection, made: Index) -> Status:
+        return status(conn, made)
+
+    def notifies(self, conn: Connection, name: str) -> bool:
+        return True
+
+
+FOLLOWER = InTableFollower()

@@ -57,11 +57,11 @@ from sqlalchemy.sql.expression import TableValuedAlias
 from sqlalchemy.sql.visitors import InternalTraversal
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from simdb.db.bit_string import BitString
 from simdb.errors import InvalidParameter
 from simdb.index import names
 from simdb.index.modes import Index as SimdbIndex
 from simdb.index.modes import JaccardIndex, JaccardSpec, SimhashIndex, SimhashSpec
-from simdb.index.modes.widths import BitString
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
 from simdb.sketch.bits import to_signed, to_unsigned
 from simdb.sketch.features import DEFAULT_FEATURES

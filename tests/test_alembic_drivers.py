@@ -22,10 +22,10 @@ from sqlalchemy.pool import NullPool
 
 from simdb import schema
 from simdb.db import sabridge
+from simdb.db.bit_string import BitString
 from simdb.errors import SimdbError
 from simdb.follow import keep
 from simdb.index import catalog
-from simdb.index.modes.widths import BitString
 
 APP = Path(__file__).resolve().parent / "example_app"
 

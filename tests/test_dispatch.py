@@ -8,9 +8,9 @@ import pytest
 from support import Conn
 
 from simdb import ingest
+from simdb.db.bit_string import BitString
 from simdb.index import lifecycle as index
 from simdb.index.modes import JaccardSpec, SimhashSpec
-from simdb.index.modes.widths import BitString
 
 TEXTS = {f"k{i}": " ".join(f"word{(i * 7 + j) % 50} w{j}" for j in range(40)) for i in range(30)}
 

@@ -19,9 +19,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection as SAConnection
 
+from simdb.db.bit_string import BitString
 from simdb.db.connection import Connection
 from simdb.errors import SimdbError
-from simdb.index.modes.widths import BitString
 
 _PLACEHOLDER = re.compile(r"%(?:\((\w+)\))?s|%%")
 Params = Sequence[Any] | dict[str, Any] | None

@@ -6,31 +6,42 @@ batch announced (save()) sketches its own row; so does any whose text changed si
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from django.db.models import Model
 
-if TYPE_CHECKING:
-    from simdb.django.fields import SourcedField
+
+class Sourced(Protocol):
+    """A field computed from a source field of its model (simdb.django.fields.Sourced)."""
+
+    name: str
+    attname: str
+    source: str | None
+
+    def compute(self, text: Any) -> Any: ...
+
+    def compute_many(self, texts: Sequence[Any]) -> list[Any]: ...
+
 
 READY = "_simdb_sketched"  # on an instance: {attname: (text, value)} computed with its batch
 
 _waiting = threading.local()  # .by_field: {field: [instance, ...]} announced in this thread
 
 
-def _by_field() -> dict[SourcedField, list[Model]]:
-    found: dict[SourcedField, list[Model]] = _waiting.__dict__.setdefault("by_field", {})
+def _by_field() -> dict[Sourced, list[Model]]:
+    found: dict[Sourced, list[Model]] = _waiting.__dict__.setdefault("by_field", {})
     return found
 
 
-def announce(instance: Model, fields: list[SourcedField]) -> None:
+def announce(instance: Model, fields: list[Sourced]) -> None:
     """bulk_create will save this instance: its fields' values are to be computed with the others'."""
     waiting = _by_field()
     for field in fields:
         waiting.setdefault(field, []).append(instance)
 
 
-def value_of(field: SourcedField, instance: Model, text: Any) -> Any:
+def value_of(field: Sourced, instance: Model, text: Any) -> Any:
     """The field's value of `text`, the instance's source: computed with its batch when one was
     announced (all of it in one call, at the batch's first pre_save), else alone."""
     if field.attname not in instance.__dict__.get(READY, {}):

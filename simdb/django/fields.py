@@ -16,6 +16,7 @@ from django.db.models.lookups import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
 from simdb.django import batch, keys, saving
+from simdb.django.batch import Sourced
 from simdb.errors import InvalidParameter
 from simdb.index.modes.jaccard import JaccardIndex as JaccardLayout
 from simdb.index.modes.widths import Width, width
@@ -80,7 +81,7 @@ class SourcedField(models.Field):
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only=private_only)
         if self.source is not None:
-            saving.follow_sources(cls)
+            saving.follow_sources(cls, sourced)
 
     def compute(self, text: Any) -> Any:
         """The value of one source value (None for no text or text without words)."""
@@ -98,6 +99,11 @@ class SourcedField(models.Field):
         value = batch.value_of(self, model_instance, getattr(model_instance, self.source))
         setattr(model_instance, self.attname, value)
         return value
+
+
+def sourced(model: type[models.Model]) -> list[Sourced]:
+    """The model's fields computed from a source field."""
+    return [f for f in model._meta.concrete_fields if isinstance(f, SourcedField) and f.source is not None]
 
 
 class FingerprintField(SourcedField):

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 
 from simdb.django import batch
+from simdb.django.batch import Sourced
 
-if TYPE_CHECKING:
-    from simdb.django.fields import SourcedField
+Finder = Callable[[type[models.Model]], list[Sourced]]  # a model's sourced fields
 
 WRAPPED = "_simdb_sketches_follow_sources"
 
 
-def sketches_of(model: type[models.Model], update_fields: Iterable[str]) -> frozenset[str]:
+def sketches_of(model: type[models.Model], update_fields: Iterable[str], sourced: Finder) -> frozenset[str]:
     """The names of the model's sourced fields whose source (by name or attname) is listed."""
     listed = frozenset(update_fields)
     found = set()
@@ -35,13 +35,13 @@ def sketches_of(model: type[models.Model], update_fields: Iterable[str]) -> froz
     return frozenset(found)
 
 
-def follow_sources(model: type[models.Model]) -> None:
+def follow_sources(model: type[models.Model], sourced: Finder) -> None:
     """Wrap the model's save_base (once) so that update_fields naming a source also names its
     sketch. save_base rather than save: a save() override may choose update_fields itself, and
     the pre_save signal gets them as a frozenset it cannot extend."""
     if getattr(model.save_base, WRAPPED, False):  # (a parent's wrapper asks type(self))
         return
-    _announce_bulk_creates(model)
+    _announce_bulk_creates(model, sourced)
     inherited: Callable[..., Any] = model.save_base
 
     @functools.wraps(inherited)
@@ -49,14 +49,14 @@ def follow_sources(model: type[models.Model]) -> None:
         given = kwargs.get("update_fields")
         if given is not None and not kwargs.get("raw", False):
             listed = frozenset(given)
-            kwargs["update_fields"] = listed | sketches_of(type(self), listed)
+            kwargs["update_fields"] = listed | sketches_of(type(self), listed, sourced)
         return inherited(self, *args, **kwargs)
 
     setattr(save_base, WRAPPED, True)
     model.save_base = save_base
 
 
-def _announce_bulk_creates(model: type[models.Model]) -> None:
+def _announce_bulk_creates(model: type[models.Model], sourced: Finder) -> None:
     """Wrap the model's _prepare_related_fields_for_save, which bulk_create calls for each instance
     before it saves any (operation_name="bulk_create"), to announce the instance's sourced fields
     (simdb.django.batch). Should a later Django stop calling it, each row is sketched alone."""
@@ -72,10 +72,3 @@ def _announce_bulk_creates(model: type[models.Model]) -> None:
         return inherited(self, *args, **kwargs)
 
     model._prepare_related_fields_for_save = prepare
-
-
-def sourced(model: type[models.Model]) -> list[SourcedField]:
-    """The model's fields computed from a source field."""
-    from simdb.django.fields import SourcedField
-
-    return [f for f in model._meta.concrete_fields if isinstance(f, SourcedField) and f.source is not None]

@@ -8,49 +8,16 @@ verified on the fingerprint in the row.
 
 from __future__ import annotations
 
-import struct
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import psycopg
 from psycopg import sql
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 
+from simdb.db.bit_string import BitString
 from simdb.plan.blocks import KEY_BITS, Table
 from simdb.sketch.bits import parse_hex, to_hex, to_signed, to_unsigned
 from simdb.sketch.features import check_bits
-
-BIT_OID = 1560  # pg_type's bit
-
-
-@dataclass(frozen=True)
-class BitString:
-    """An unsigned value to send to PostgreSQL as bit(bits) (psycopg has no adapter of its own)."""
-
-    value: int
-    bits: int
-
-
-class _BitTextDumper(Dumper):
-    oid = BIT_OID
-
-    def dump(self, obj: BitString) -> bytes:
-        return b"X" + format(obj.value, f"0{obj.bits // 4}x").encode("ascii")
-
-
-class _BitBinaryDumper(Dumper):
-    oid = BIT_OID
-    format = Format.BINARY
-
-    def dump(self, obj: BitString) -> bytes:
-        return struct.pack("!i", obj.bits) + obj.value.to_bytes(obj.bits // 8, "big")
-
-
-psycopg.adapters.register_dumper(BitString, _BitTextDumper)
-psycopg.adapters.register_dumper(BitString, _BitBinaryDumper)
 
 
 def _shifted(value: sql.Composable, by: int) -> sql.Composable:

@@ -82,9 +82,9 @@ async def cached(conn: AsyncConnection, name: str) -> Index:
     hit = _loaded.get(key)
     if hit is not None and hit[0] == version:
         return hit[1]
-    made = await get(conn, name)  # read after the version: a later change is seen by the next check
-    _loaded[key] = (version, made)
-    return made
+    index = await get(conn, name)  # read after the version: a later change is seen by the next check
+    _loaded[key] = (version, index)
+    return index
 
 
 def _kind(index: Index) -> SketchKind:
@@ -143,18 +143,20 @@ async def near(
     limit: int | None = None,
 ) -> list[Match]:
     """query.near: rows near a sketch, nearest first, then by key."""
-    made = await resolve(conn, index)
-    statement = query.near_statement(made, value, made.cutoff(max_distance, min_similarity), filters, limit)
+    loaded = await resolve(conn, index)
+    statement = query.near_statement(
+        loaded, value, loaded.cutoff(max_distance, min_similarity), filters, limit
+    )
     cursor = await conn.execute(statement.text, statement.params, prepare=statement.prepare)
-    return query.matches(made, await cursor.fetchall())
+    return query.matches(loaded, await cursor.fetchall())
 
 
 async def stored(conn: AsyncConnection, index: IndexLike, key: str) -> Stored | None:
     """query.stored: the sketch, size and extension stored under a key, or None."""
-    made = await resolve(conn, index)
-    statement = query.stored_statement(made, key)
+    loaded = await resolve(conn, index)
+    statement = query.stored_statement(loaded, key)
     cursor = await conn.execute(statement.text, statement.params)
-    return query.stored_row(made, await cursor.fetchone())
+    return query.stored_row(loaded, await cursor.fetchone())
 
 
 async def near_key(
@@ -167,9 +169,9 @@ async def near_key(
     limit: int | None = None,
 ) -> list[Match]:
     """query.near_key: rows near the row stored under `key` (itself included)."""
-    made = await resolve(conn, index)
-    value = query.found_sketch(made, key, await stored(conn, made, key))
-    return await near(conn, made, value, max_distance, min_similarity=min_similarity, limit=limit)
+    loaded = await resolve(conn, index)
+    value = query.found_sketch(loaded, key, await stored(conn, loaded, key))
+    return await near(conn, loaded, value, max_distance, min_similarity=min_similarity, limit=limit)
 
 
 async def store(
@@ -185,14 +187,14 @@ async def store(
 ) -> tuple[int, int]:
     """ingest.store: upsert {key: sketch} in one transaction; returns (inserted, updated). An
     index that follows an application's table refuses it, as ingest does (storage.refuse_writes)."""
-    made = await resolve(conn, index)
-    made.storage.refuse_writes(made, "store")
+    loaded = await resolve(conn, index)
+    loaded.storage.refuse_writes(loaded, "store")
     cursor = conn.cursor()
-    plan = ingest.upsert_plan(made, cursor, batch, sizes, hashes, extensions, mtimes)
-    if new_keys and made.placement.bulk_writes:
+    plan = ingest.upsert_plan(loaded, cursor, batch, sizes, hashes, extensions, mtimes)
+    if new_keys and loaded.placement.bulk_writes:
         try:
             async with conn.transaction():
-                await _copy(cursor, made.table, plan)
+                await _copy(cursor, loaded.table, plan)
             return len(plan.rows), 0
         except psycopg.errors.UniqueViolation:
             pass  # a key stored already: upsert as below
@@ -202,7 +204,7 @@ async def store(
         counted = await _run(conn, plan.upsert)
         inserted, updated = plan.counts(await counted.fetchone())
         if inserted + updated < len(plan.rows):  # some rows were left as they were: they are seen too
-            await conn.execute(ingest.mark_seen_statement(made), (plan.keys,))
+            await conn.execute(ingest.mark_seen_statement(loaded), (plan.keys,))
     return inserted, updated
 
 

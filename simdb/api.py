@@ -83,8 +83,8 @@ class Database:
 
     def index(self, name: str, *, create: bool = False) -> BoundIndex:
         """Index NAME bound to this connection (`create`: made with default settings if missing)."""
-        made = indexes.get_or_create(self.conn, name) if create else indexes.get(self.conn, name)
-        return BoundIndex(self.conn, made)
+        index = indexes.get_or_create(self.conn, name) if create else indexes.get(self.conn, name)
+        return BoundIndex(self.conn, index)
 
     def close(self) -> None:
         self.conn.close()

@@ -109,13 +109,13 @@ def _compile_template(element: _Template, compiler: SQLCompiler, **kw: Any) -> s
     return "".join(slot(int(piece)) if number % 2 else piece for number, piece in enumerate(pieces))
 
 
-def _keys(made: SimdbIndex, sketch: ColumnElement[Any]) -> list[ColumnElement[int]]:
+def _keys(index: SimdbIndex, sketch: ColumnElement[Any]) -> list[ColumnElement[int]]:
     """Each B-tree's key of `sketch` (a column or a probe), as the simhash mode writes it."""
-    return [_Template(key.as_string(None), (sketch,), BigInteger()) for key in made.btree_keys(_SLOTS[0])]
+    return [_Template(key.as_string(None), (sketch,), BigInteger()) for key in index.btree_keys(_SLOTS[0])]
 
 
-def _distance(made: SimhashIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[int]:
-    return _Template(made.width.distance(_SLOTS[0], _SLOTS[1]).as_string(None), (a, b), Integer())
+def _distance(index: SimhashIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[int]:
+    return _Template(index.width.distance(_SLOTS[0], _SLOTS[1]).as_string(None), (a, b), Integer())
 
 
 @functools.lru_cache(maxsize=64)
@@ -159,11 +159,13 @@ class _Comparator(TypeDecorator.Comparator[int]):
     ) -> ColumnElement[bool]:
         """Rows within max_distance bits (default and largest: the index's): some B-tree's key of
         the row equal to the fingerprint's (one index scan each, OR-ed), then the distance."""
-        made = self._plan(index)
-        k = made.checked_distance(max_distance)
-        probe = _fingerprint(fingerprint, made.bits)
-        probes = [row == given for row, given in zip(_keys(made, self.expr), _keys(made, probe), strict=True)]
-        return and_(or_(*probes), _distance(made, self.expr, probe) <= literal_column(str(k)))
+        chosen = self._plan(index)
+        k = chosen.checked_distance(max_distance)
+        probe = _fingerprint(fingerprint, chosen.bits)
+        probes = [
+            row == given for row, given in zip(_keys(chosen, self.expr), _keys(chosen, probe), strict=True)
+        ]
+        return and_(or_(*probes), _distance(chosen, self.expr, probe) <= literal_column(str(k)))
 
     def hamming_distance(self, fingerprint: Any) -> ColumnElement[int]:
         """The number of differing bits between the column and a fingerprint (or another column)."""
@@ -277,11 +279,13 @@ class _SignatureComparator(TypeDecorator.Comparator[UInt64Array]):
         """Rows sharing a band with the signature (one index scan per band's B-tree, OR-ed) whose
         estimated similarity reaches min_similarity (default and lowest: the index's threshold):
         the rows simdb.similar finds."""
-        made = self._plan(index)
-        wanted = made.checked_similarity(min_similarity)
+        chosen = self._plan(index)
+        wanted = chosen.checked_similarity(min_similarity)
         probe = _signature(signature)
-        probes = [row == given for row, given in zip(_keys(made, self.expr), _keys(made, probe), strict=True)]
-        estimate = _estimate(made, self.expr, probe)
+        probes = [
+            row == given for row, given in zip(_keys(chosen, self.expr), _keys(chosen, probe), strict=True)
+        ]
+        estimate = _estimate(chosen, self.expr, probe)
         return and_(or_(*probes), estimate >= literal_column(repr(float(wanted))))
 
     def jaccard_estimate(self, signature: Any, *, index: JaccardIndex | None = None) -> ColumnElement[float]:
@@ -298,8 +302,8 @@ def _signature(value: Any) -> ColumnElement[Any]:
     return value if isinstance(value, ColumnElement) else literal(value, Signature())
 
 
-def _estimate(made: JaccardIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[float]:
-    text = made.estimate(_SLOTS[0], _SLOTS[1]).as_string(None)
+def _estimate(index: JaccardIndex, a: ColumnElement[Any], b: ColumnElement[Any]) -> ColumnElement[float]:
+    text = index.estimate(_SLOTS[0], _SLOTS[1]).as_string(None)
     return _Template(text, (a, b), Double())
 
 
@@ -377,17 +381,17 @@ def simhash_indexes(
     --fingerprint-column` gives them. The settings default to the column type's (Fingerprint(...)),
     or come from `index` (simdb.index.get)."""
     sketch = _column(table_or_column)
-    made = index
-    if made is None:
+    chosen = index
+    if chosen is None:
         own = sketch.type if isinstance(sketch.type, _Indexed) else Fingerprint()
         k = max_distance if max_distance is not None else own.max_distance
-        made = simhash_plan(
+        chosen = simhash_plan(
             k if k is not None else 3,
             blocks if blocks is not None else own.blocks,
             expected_rows if expected_rows is not None else own.expected_rows,
             own.bits,
         )
-    return _btrees(made, sketch, name)
+    return _btrees(chosen, sketch, name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,14 +401,14 @@ class Declared:
 
     name: str
     column: str
-    made: SimdbIndex
+    index: SimdbIndex
 
 
-def _btrees(made: SimdbIndex, sketch: ColumnElement[Any], name: str) -> list[Index]:
-    declared = Declared(name, str(getattr(sketch, "name", sketch)), made)
+def _btrees(index: SimdbIndex, sketch: ColumnElement[Any], name: str) -> list[Index]:
+    declared = Declared(name, str(getattr(sketch, "name", sketch)), index)
     return [
         Index(names.app_btree_name(name, column_name), key, info={"simdb": declared})
-        for column_name, key in zip(made.columns, _keys(made, sketch), strict=True)
+        for column_name, key in zip(index.columns, _keys(index, sketch), strict=True)
     ]
 
 
@@ -413,13 +417,13 @@ def jaccard_indexes(table_or_column: Any, name: str, *, index: JaccardIndex | No
     simhash_indexes gives a simhash index's: the settings are the column type's (Signature(...)),
     or come from `index` (simdb.index.get)."""
     sketch = _column(table_or_column, Signature)
-    made = index or getattr(sketch.type, "plan", None)
-    if made is None:
+    chosen = index or getattr(sketch.type, "plan", None)
+    if chosen is None:
         raise InvalidParameter(
             f"jaccard_indexes({name!r}) needs the index's settings",
             "declare the column as Signature(threshold=...) or pass index=simdb.index.get(conn, NAME)",
         )
-    return _btrees(made, sketch, name)
+    return _btrees(chosen, sketch, name)
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

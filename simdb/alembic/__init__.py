@@ -35,7 +35,7 @@ from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter, SimdbError
 from simdb.follow import app_column, keep
 from simdb.index import catalog, names
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import v1_upgrade as layout
 
 _log = logging.getLogger(__name__)  # shown with Alembic's own output (its WARNING level)
@@ -98,7 +98,7 @@ def drop_schema(*indexes: str, force: bool = False) -> None:
 
 def create_index(name: str, **options: Any) -> None:
     """simdb create NAME: the same arguments as simdb.index.create (spec, features, expected_rows)."""
-    index.create(_online("create_index"), name, **options)
+    indexes.create(_online("create_index"), name, **options)
 
 
 def attach_index(
@@ -157,4 +157,4 @@ def attach_index(
 
 def drop_index(name: str) -> None:
     """simdb drop NAME: the index table, its functions and catalog rows."""
-    index.drop(_online("drop_index"), name)
+    indexes.drop(_online("drop_index"), name)

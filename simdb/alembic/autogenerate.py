@@ -68,26 +68,26 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
     return f"simdb.sqlalchemy.{type(obj).__name__}({arguments})"
 
 
-def _spec(made: Index) -> tuple[str, str]:
-    """The spec that builds `made` again, as Python source, and its class's name."""
+def _spec(index: Index) -> tuple[str, str]:
+    """The spec that builds `index` again, as Python source, and its class's name."""
     pairs: list[tuple[str, Any, Any]]
-    if isinstance(made, SimhashIndex):
-        plan = made.plan
+    if isinstance(index, SimhashIndex):
+        plan = index.plan
         pairs = [
             ("max_distance", plan.max_distance, None),
             ("blocks", plan.blocks, None),
             ("bits", plan.bits, 64),
         ]
         return "SimhashSpec", f"SimhashSpec({_arguments(pairs)})"
-    if isinstance(made, JaccardIndex):
+    if isinstance(index, JaccardIndex):
         pairs = [
-            ("threshold", made.threshold, None),
-            ("permutations", made.permutations, None),
-            ("signature_spec", made.signature_spec, None),
+            ("threshold", index.threshold, None),
+            ("permutations", index.permutations, None),
+            ("signature_spec", index.signature_spec, None),
         ]
         return "JaccardSpec", f"JaccardSpec({_arguments(pairs)})"
     raise InvalidParameter(
-        f"index {made.name!r} is of mode {made.mode}", "declare simhash or jaccard B-trees"
+        f"index {index.name!r} is of mode {index.mode}", "declare simhash or jaccard B-trees"
     )
 
 
@@ -122,11 +122,11 @@ class DropIndexOp(ops.MigrateOperation):
 @renderers.dispatch_for(AttachIndexOp)
 def _render_attach(autogen_context: AutogenContext, op: AttachIndexOp) -> str:
     declared = op.declared
-    spec_class, spec = _spec(declared.made)
+    spec_class, spec = _spec(declared.index)
     autogen_context.imports.add(_OPS_IMPORT)
     autogen_context.imports.add(f"from simdb.index.modes import {spec_class}")
-    column = f"{declared.made.sketch_column}_column"
-    rows = declared.made.expected_rows
+    column = f"{declared.index.sketch_column}_column"
+    rows = declared.index.expected_rows
     expected = f", expected_rows={rows!r}" if rows != DEFAULT_EXPECTED_ROWS else ""
     return (
         f"simdb_ops.attach_index({declared.name!r}, table={op.table!r}, key_column={op.key_column!r},"
@@ -185,8 +185,8 @@ def _rewrite(container: Any, btrees: dict[str, _Btree]) -> None:
             _rewrite(op, btrees)
         btree = _btree_of(op, btrees)
         if btree is not None:
-            made = created if isinstance(op, ops.CreateIndexOp) else dropped
-            made[btree.declared.name].add(str(op.index_name))
+            index = created if isinstance(op, ops.CreateIndexOp) else dropped
+            index[btree.declared.name].add(str(op.index_name))
     kept: list[Any] = []
     done: set[str] = set()
     for op in container.ops:

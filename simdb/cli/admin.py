@@ -25,7 +25,7 @@ from simdb.cli.common import (
 )
 from simdb.errors import InvalidParameter
 from simdb.follow import app_column, keep
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import modes, names
 from simdb.index.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
 from simdb.plan import citus_cost as scaleplan
@@ -176,8 +176,8 @@ def create(
         )
     placed = LAYOUTS[layout](shards) if distributed else LOCAL
     with database(ctx, create_schema=True) as conn:
-        made = index.create(conn, name, **_index_settings(options), placed=placed)
-    show(made, as_json, lead="created")
+        index = indexes.create(conn, name, **_index_settings(options), placed=placed)
+    show(index, as_json, lead="created")
 
 
 @click.command(name="distribute")
@@ -194,8 +194,8 @@ def distribute_(ctx: click.Context, name: str, shards: int | None, layout: str, 
     work on it as before, and `simdb list` shows how it is placed.
     """
     with database(ctx) as conn:
-        made = index.distribute(conn, name, LAYOUTS[layout](shards))
-    show(made, as_json, lead="distributed")
+        index = indexes.distribute(conn, name, LAYOUTS[layout](shards))
+    show(index, as_json, lead="distributed")
 
 
 @click.command(name="attach")
@@ -280,7 +280,7 @@ def attach_(
     with database(ctx, create_schema=True) as conn:
         if given:
             ((kind, column),) = given.items()
-            made = app_column.attach_in_table(
+            index = app_column.attach_in_table(
                 conn,
                 name,
                 table,
@@ -293,7 +293,7 @@ def attach_(
                 defer_btrees=not no_sync,
             )
         else:
-            made = keep.attach(
+            index = keep.attach(
                 conn,
                 name,
                 table,
@@ -304,7 +304,7 @@ def attach_(
                 cascade=cascade,
                 triggers=not no_triggers,
             )
-        show(made, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
+        show(index, as_json, lead="attached")  # with --json, one JSON line for the index, one for the sync
         if not no_sync and text_column:
             with counter(f"sync {name}", " rows") as done:
                 show(keep.first_sync(conn, name, done, jobs=jobs), as_json)
@@ -453,7 +453,7 @@ def plan_(
 def list_(ctx: click.Context, as_json: bool) -> None:
     """List the indexes with their row counts and parameters."""
     with database(ctx) as conn:
-        listing = index.Listing(index.list_indexes(conn))
+        listing = indexes.Listing(indexes.list_indexes(conn))
     if not listing.summaries and not as_json:
         click.echo("no indexes yet; create one with `simdb create NAME`", err=True)
         return
@@ -473,7 +473,7 @@ def drop(ctx: click.Context, name: str, yes: bool) -> None:
             raise InvalidParameter(f"dropping index {name!r} needs confirmation", "pass --yes")
         click.confirm(f"Drop index {name} and all its rows?", abort=True)
     with database(ctx) as conn:
-        index.drop(conn, name)
+        indexes.drop(conn, name)
     click.echo(f"dropped index {name}")
 
 
@@ -491,9 +491,9 @@ def grant_(ctx: click.Context, name: str, readers_: tuple[str, ...], writers: tu
         raise click.UsageError("give at least one --reader ROLE or --writer ROLE")
     with database(ctx) as conn:
         for role in readers_:
-            index.grant(conn, name, role)
+            indexes.grant(conn, name, role)
         for role in writers:
-            index.grant(conn, name, role, writer=True)
+            indexes.grant(conn, name, role, writer=True)
     granted = [f"{role} (reader)" for role in readers_] + [f"{role} (writer)" for role in writers]
     click.echo(f"granted index {name} to {', '.join(granted)}")
 

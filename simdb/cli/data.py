@@ -12,7 +12,7 @@ import click
 from simdb import ingest
 from simdb.cli.common import counter, database, dsn_option, jobs_option, json_option, show
 from simdb.errors import InvalidParameter
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import modes
 from simdb.index.modes import Index
 from simdb.sources import readers
@@ -157,9 +157,9 @@ def ingest_(
     scope = readers.scope(paths, checked) if delete_missing else None
     with database(ctx, create_schema=True) as conn:
         if create_missing:
-            target = index.get_or_create(conn, name, modes.newest_spec(modes.DEFAULT_MODE), _say_created)
+            target = indexes.get_or_create(conn, name, modes.newest_spec(modes.DEFAULT_MODE), _say_created)
         else:
-            target = index.get(conn, name)
+            target = indexes.get(conn, name)
         options = dataclasses.replace(  # what the index decides
             checked,
             raw=target.features.binary,
@@ -183,9 +183,9 @@ def ingest_(
     show(report, as_json)
 
 
-def _say_created(made: Index) -> None:
+def _say_created(index: Index) -> None:
     """ingest --create made the index: say so on stderr, with what it finds."""
-    for line in made.lines():
+    for line in index.lines():
         click.echo(f"created {line}", err=True)
 
 
@@ -197,7 +197,7 @@ def _say_created(made: Index) -> None:
 def delete_(ctx: click.Context, name: str, keys: tuple[str, ...]) -> None:
     """Remove the rows of KEYS from index NAME (in one transaction)."""
     with database(ctx) as conn:
-        removed = ingest.delete(conn, index.get(conn, name), keys)
+        removed = ingest.delete(conn, indexes.get(conn, name), keys)
     click.echo(f"deleted {removed} of {len(set(keys))} keys")
 
 
@@ -236,7 +236,7 @@ def prune_(ctx: click.Context, name: str, older_than: str, yes: bool, as_json: b
         return click.confirm(f"Remove {removed} of the {rows} rows of index {name}?")
 
     with database(ctx) as conn:
-        removed = ingest.prune(conn, index.get(conn, name), age, agree=agree)
+        removed = ingest.prune(conn, indexes.get(conn, name), age, agree=agree)
     show(_Pruned(name, removed, age), as_json)
 
 

@@ -33,7 +33,7 @@ from simdb.cli.common import (
 )
 from simdb.db import connection
 from simdb.errors import InputError
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import modes
 from simdb.index.modes import Index
 from simdb.sketch.features import Features
@@ -118,7 +118,7 @@ def query_(
     if (same_extension or size_ratio is not None) and file is None and key is None:
         raise click.UsageError("--same-extension and --size-ratio need --file or --key")
     with database(ctx) as conn:
-        target = index.get(conn, name)
+        target = indexes.get(conn, name)
         cutoff = target.cutoff(max_distance, threshold)
         document = _query_document(conn, target, text, file, hex_value, key)
         filters = query.Filters(same_extension, document.extension, document.size, size_ratio)
@@ -180,7 +180,7 @@ def pairs_(
     each band's keys sorted the same way, the estimate computed in SQL. Streamed.
     """
     with database(ctx) as conn:
-        target = index.get(conn, name)
+        target = indexes.get(conn, name)
         target.cutoff(max_distance, threshold)
         score = target.score_column  # distance (simhash) or similarity (jaccard)
         found = batch.pairs(
@@ -219,7 +219,7 @@ def clusters_(
     not listed.
     """
     with database(ctx) as conn:
-        target = index.get(conn, name)
+        target = indexes.get(conn, name)
         with counter(f"clusters {name}", " pairs") as done:
             found = batch.clusters(conn, target, max_distance, min_similarity=threshold, progress=done)
     show(found, as_json)
@@ -249,7 +249,7 @@ def dedup_(
     """One representative per cluster of index NAME, and the keys to drop (action keep|drop)."""
     kept = dropped = 0
     with database(ctx) as conn:
-        target = index.get(conn, name)
+        target = indexes.get(conn, name)
         target.cutoff(max_distance, threshold)
         header = ("cluster", "key", "action")
         with (
@@ -278,7 +278,7 @@ def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
     export loads into another index with `simdb ingest NEW FILE --fingerprint-field fingerprint`.
     """
     with database(ctx) as conn:
-        target = index.get(conn, name)
+        target = indexes.get(conn, name)
         rows = batch.export(conn, target)
         header = ("key", target.sketch_column, "size", "extension")
         with contextlib.closing(rows), row_writer("json" if as_json else format_, header) as write:
@@ -381,8 +381,8 @@ def _index_settings(
         options = " and ".join(f"--{key.replace('_', '-')}" for key in chosen)
         raise click.UsageError(f"--index takes the index's own settings: leave out {options}")
     with database(ctx) as conn:
-        made = index.get(conn, name)
-    return made.spec, made.features, made.mode
+        index = indexes.get(conn, name)
+    return index.spec, index.features, index.mode
 
 
 def _key_hint(key: str) -> str:

@@ -402,8 +402,8 @@ class Near(_BtreesLookup):
         index = model_index(field, SimhashIndex)
         if index is None or k > index.max_distance:
             return None
-        made = index.layout(field.bits)
-        return keys.btree_keys(made, lhs), [keys.probe(table, unsigned) for table in made.plan.tables]
+        shape = index.layout(field.bits)
+        return keys.btree_keys(shape, lhs), [keys.probe(table, unsigned) for table in shape.plan.tables]
 
 
 @SignatureField.register_lookup
@@ -432,8 +432,8 @@ class Similar(_BtreesLookup):
 
     def verify(self, lhs: str) -> tuple[str, list[Any]]:
         signature, wanted = self.rhs
-        made = self.lhs.output_field.layout()
-        return f"{keys.estimate(made, lhs, '(%s::bigint[])')} >= %s", [made.to_sql(signature), wanted]
+        index = self.lhs.output_field.layout()
+        return f"{keys.estimate(index, lhs, '(%s::bigint[])')} >= %s", [index.to_sql(signature), wanted]
 
     def probes(self, lhs: str) -> tuple[list[str], list[Any]] | None:
         from simdb.django.indexes import JaccardIndex

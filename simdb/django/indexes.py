@@ -69,13 +69,13 @@ class _BtreesIndex(models.Index):
         using: str = "",
         **kwargs: Any,
     ) -> Statement:
-        made, quote = self.layout_of(model), schema_editor.quote_name
-        names = [f"{self.name}_{key}" for key in made.columns]
+        index, quote = self.layout_of(model), schema_editor.quote_name
+        names = [f"{self.name}_{key}" for key in index.columns]
         create = "CREATE INDEX CONCURRENTLY" if kwargs.get("concurrently") else "CREATE INDEX"
 
         def statement(number: int) -> Callable[[str, str], str]:
             def render(table: str, column: str) -> str:
-                key = keys.btree_keys(made, quote(column))[number]
+                key = keys.btree_keys(index, quote(column))[number]
                 return f"{create} {quote(names[number])} ON {quote(table)} (({key}))"
 
             return render

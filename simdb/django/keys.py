@@ -42,10 +42,10 @@ def render(statement: sql.Composable) -> str:
     return statement.as_string(None)
 
 
-def btree_keys(made: Layout | JaccardLayout, column: str) -> list[str]:
+def btree_keys(index: Layout | JaccardLayout, column: str) -> list[str]:
     """Each B-tree's key expression (a permuted table's, or an LSH band's) of `column` (SQL
     text: a quoted column, or a parameter placeholder), the constants literal."""
-    return [render(key) for key in made.btree_keys(sql.SQL(column))]
+    return [render(key) for key in index.btree_keys(sql.SQL(column))]
 
 
 def distance(bits: int, a: str, b: str) -> str:
@@ -65,13 +65,13 @@ def db_value(bits: int, fingerprint: int) -> int | str:
     return to_signed(fingerprint) if bits == 64 else "X" + to_hex(fingerprint, bits)
 
 
-def estimate(made: JaccardLayout, a: str, b: str) -> str:
+def estimate(index: JaccardLayout, a: str, b: str) -> str:
     """The Jaccard similarity two signatures estimate (SQL texts), as simdb's own queries verify
     a candidate under the index's signature spec, as SQL text."""
-    return render(made.estimate(sql.SQL(a), sql.SQL(b)))
+    return render(index.estimate(sql.SQL(a), sql.SQL(b)))
 
 
-def band_probes(made: JaccardLayout, signature: UInt64Array) -> list[int]:
+def band_probes(index: JaccardLayout, signature: UInt64Array) -> list[int]:
     """Each band's key of an unsigned signature, the bigint its B-tree expression gives the
     signature's column value."""
-    return [to_signed(key) for key in made.band_keys(signature)]
+    return [to_signed(key) for key in index.band_keys(signature)]

@@ -63,20 +63,20 @@ def attach_in_table(
     chosen = spec or SimhashSpec()
     if not text_column:
         chosen = chosen.for_column()
-    made = dataclasses.replace(chosen.build(name, features, expected_rows), storage=stored)
-    if sketch_kind is not None and sketch_kind != made.sketch_column:
+    index = dataclasses.replace(chosen.build(name, features, expected_rows), storage=stored)
+    if sketch_kind is not None and sketch_kind != index.sketch_column:
         raise InvalidParameter(
-            f"--{sketch_kind}-column does not apply to a {made.mode} index",
-            f"give its {made.sketch_column}s with --{made.sketch_column}-column",
+            f"--{sketch_kind}-column does not apply to a {index.mode} index",
+            f"give its {index.sketch_column}s with --{index.sketch_column}-column",
         )
-    key_type = _validate(conn, made, stored)
-    made = dataclasses.replace(made, placement=stored.placement(conn, name))
+    key_type = _validate(conn, index, stored)
+    index = dataclasses.replace(index, placement=stored.placement(conn, name))
     row = catalog.SourceRow(schema, relation, key_column, text_column or "", condition, sketch_column)
-    indexes.save(conn, made, row)
+    indexes.save(conn, index, row)
     concurrently = _may_build_concurrently(conn)
-    statements = stored.lookup_btrees(made, key_type, concurrently=concurrently)
+    statements = stored.lookup_btrees(index, key_type, concurrently=concurrently)
     if not (defer_btrees and stored.text_column):
-        statements += _missing_sketch_btrees(conn, made, stored, set(), concurrently=concurrently).values()
+        statements += _missing_sketch_btrees(conn, index, stored, set(), concurrently=concurrently).values()
     try:
         for statement in statements:
             conn.execute(statement)
@@ -122,18 +122,18 @@ def _may_build_concurrently(conn: Connection) -> bool:
     return conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
-def _ensure_btrees(conn: Connection, made: Index, stored: InTable) -> None:
+def _ensure_btrees(conn: Connection, index: Index, stored: InTable) -> None:
     """Build the sketch's B-trees that are missing or invalid (a first fill defers them: filling
     every row's sketch under B-trees costs several times building them once, after it)."""
     valid = conn.execute(
         "SELECT c.relname FROM pg_class AS c JOIN pg_index AS x ON x.indexrelid = c.oid"
         " WHERE c.relnamespace = %s::regnamespace AND c.relname = ANY(%s) AND x.indisvalid",
-        (sql.Identifier(stored.schema).as_string(conn), stored.sketch_btree_names(made)),
+        (sql.Identifier(stored.schema).as_string(conn), stored.sketch_btree_names(index)),
     ).fetchall()
-    if len(valid) == len(made.columns):
+    if len(valid) == len(index.columns):
         return
     present = {str(name) for (name,) in valid}
-    missing = _missing_sketch_btrees(conn, made, stored, present, concurrently=_may_build_concurrently(conn))
+    missing = _missing_sketch_btrees(conn, index, stored, present, concurrently=_may_build_concurrently(conn))
     for name, statement in missing.items():
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(stored.schema, name)))
         conn.execute(statement)
@@ -142,37 +142,37 @@ def _ensure_btrees(conn: Connection, made: Index, stored: InTable) -> None:
 
 
 def _missing_sketch_btrees(
-    conn: Connection, made: Index, stored: InTable, present: set[str], *, concurrently: bool
+    conn: Connection, index: Index, stored: InTable, present: set[str], *, concurrently: bool
 ) -> dict[str, sql.Composed]:
     """The CREATE INDEX of each sketch B-tree neither `present` (valid, by simdb's name) nor on the
     table already under another name with the same definition (a Django SimhashIndex of the same
     settings): simdb's queries use that one, and a second copy would only cost writes."""
-    shared = equivalents(conn, stored, made)
-    statements = stored.sketch_btrees(made, concurrently=concurrently)
+    shared = equivalents(conn, stored, index)
+    statements = stored.sketch_btrees(index, concurrently=concurrently)
     return {
         name: statement
-        for name, statement in zip(stored.sketch_btree_names(made), statements, strict=True)
+        for name, statement in zip(stored.sketch_btree_names(index), statements, strict=True)
         if name not in present and name not in shared
     }
 
 
-def _validate(conn: Connection, made: Index, stored: InTable) -> str:
+def _validate(conn: Connection, index: Index, stored: InTable) -> str:
     """The table, its columns' types, the condition and the key's uniqueness; the key's type."""
     source = catalog.SourceRow(stored.schema, stored.table, stored.key_column, stored.text_column or "", None)
     tables.require_table(conn, source)
     key_type, _ = tables.column_type(conn, source, stored.key_column)
-    option = f"--{made.sketch_column}-column"
+    option = f"--{index.sketch_column}-column"
     sketch_type, _ = tables.column_type(conn, source, stored.sketch_column, option)
-    if sketch_type != made.column_type:
+    if sketch_type != index.column_type:
         raise InvalidParameter(
-            f"{option} {stored.sketch_column!r} of {stored.label} is {sketch_type}; index {made.name!r}"
-            f" ({made.mode}, {made.summary}) keeps {made.column_type}",
-            f"add a column of that type (ALTER TABLE {stored.label} ADD COLUMN ... {made.column_type})",
+            f"{option} {stored.sketch_column!r} of {stored.label} is {sketch_type}; index {index.name!r}"
+            f" ({index.mode}, {index.summary}) keeps {index.column_type}",
+            f"add a column of that type (ALTER TABLE {stored.label} ADD COLUMN ... {index.column_type})",
         )
     if stored.text_column:
         tables.require_text(conn, source)
     else:
-        _check_a_stored_sketch(conn, made, stored)
+        _check_a_stored_sketch(conn, index, stored)
     if stored.condition:
         tables.check_condition(stored.condition)
         tables.check_row_alone(conn, dataclasses.replace(source, condition=stored.condition), stored.label)
@@ -181,11 +181,11 @@ def _validate(conn: Connection, made: Index, stored: InTable) -> str:
             f"--key-column {stored.key_column!r} of {stored.label} is not a primary key or unique",
             "give the table's primary key (an index in the table answers with one key per row)",
         )
-    _refuse_taken_names(conn, made, stored)
+    _refuse_taken_names(conn, index, stored)
     return key_type
 
 
-def _check_a_stored_sketch(conn: Connection, made: Index, stored: InTable) -> None:
+def _check_a_stored_sketch(conn: Connection, index: Index, stored: InTable) -> None:
     """A column the application fills: one of its sketches is read and must be of the index's
     kind (a jaccard sketch of another spec or length would never be found)."""
     column = sql.Identifier(stored.sketch_column)
@@ -195,29 +195,29 @@ def _check_a_stored_sketch(conn: Connection, made: Index, stored: InTable) -> No
     if row is None:
         return
     try:
-        made.to_sql(made.from_sql(row[0]))
+        index.to_sql(index.from_sql(row[0]))
     except InvalidParameter as error:
         raise InvalidParameter(
-            f"--{made.sketch_column}-column {stored.sketch_column!r} of {stored.label} holds sketches "
-            f"that index {made.name!r} does not take: {error.message}",
+            f"--{index.sketch_column}-column {stored.sketch_column!r} of {stored.label} holds sketches "
+            f"that index {index.name!r} does not take: {error.message}",
             "give the options its sketches were made with (a jaccard column: --signature-spec, "
             "--permutations and --threshold)",
         ) from None
 
 
-def _refuse_taken_names(conn: Connection, made: Index, stored: InTable) -> None:
+def _refuse_taken_names(conn: Connection, index: Index, stored: InTable) -> None:
     """Refuse when a relation in the table's schema already has the name of one of simdb's
     B-trees: CREATE INDEX would fail, and the clean-up after it (a drop by name) would remove
     the application's own object."""
     taken = conn.execute(
         "SELECT c.relname::text FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
         " WHERE n.nspname = %s AND c.relname = ANY(%s) ORDER BY 1",
-        (stored.schema, stored.btree_names(made)),
+        (stored.schema, stored.btree_names(index)),
     ).fetchall()
     if taken:
         listed = ", ".join(f"{stored.schema}.{relation}" for (relation,) in taken)
         raise InvalidParameter(
-            f"index {made.name!r} would put B-trees on {stored.label} named as {listed},"
+            f"index {index.name!r} would put B-trees on {stored.label} named as {listed},"
             " which exists already",
             f"pick another index name (simdb names its B-trees simdb_NAME_...), or rename {listed}",
         )
@@ -270,7 +270,7 @@ def _sketches(count: int) -> str:
 
 def fill(
     conn: Connection,
-    made: Index,
+    index: Index,
     stored: InTable,
     progress: Callable[[int], object] | None = None,
     *,
@@ -279,18 +279,18 @@ def fill(
     """Sketch the rows whose sketch is missing (and whose text is not NULL), in pages by key, each
     written in its own transaction; a row whose text changed since it was read, or whose sketch
     was set meanwhile, is left as the application made it."""
-    report = FillReport(made.name, fills=stored.text_column is not None)
+    report = FillReport(index.name, fills=stored.text_column is not None)
     if stored.text_column:
-        _require_columns(conn, made, stored)
-        _refuse_readers(conn, made, stored)
-        if catalog.synced_at(conn, made.name) is None and _holds_sketches(conn, stored):
+        _require_columns(conn, index, stored)
+        _refuse_readers(conn, index, stored)
+        if catalog.synced_at(conn, index.name) is None and _holds_sketches(conn, stored):
             # sketches from before the attach (never synced since): check them
-            _check_rows(conn, made, stored, report, progress, jobs=jobs)
+            _check_rows(conn, index, stored, report, progress, jobs=jobs)
         else:
-            _sketch_rows(conn, made, stored, report, progress, missing_only=True, jobs=jobs)
-        _ensure_btrees(conn, made, stored)
-        _vacuum_after(conn, made, report)
-        _mark_filled(conn, made, report)
+            _sketch_rows(conn, index, stored, report, progress, missing_only=True, jobs=jobs)
+        _ensure_btrees(conn, index, stored)
+        _vacuum_after(conn, index, report)
+        _mark_filled(conn, index, report)
     return report
 
 
@@ -322,7 +322,7 @@ def refill(
 
 def _check_rows(
     conn: Connection,
-    made: Index,
+    index: Index,
     stored: InTable,
     report: FillReport,
     progress: Callable[[int], object] | None,
@@ -334,7 +334,7 @@ def _check_rows(
     rows whose text is NULL or has no words. The caller records the check (_mark_filled sets
     synced_at)."""
     report.checked = True
-    _sketch_rows(conn, made, stored, report, progress, missing_only=False, jobs=jobs)
+    _sketch_rows(conn, index, stored, report, progress, missing_only=False, jobs=jobs)
     conditions = _rows(
         stored,
         sql.SQL("t.{} IS NULL").format(sql.Identifier(stored.text_column or "")),
@@ -348,24 +348,24 @@ def _check_rows(
     report.cleared += cleared.rowcount
 
 
-def _mark_filled(conn: Connection, made: Index, report: FillReport) -> None:
+def _mark_filled(conn: Connection, index: Index, report: FillReport) -> None:
     """The fill read every row with text and no sketch (or every row with text), so those it found
     without words are all there are (catalog.mark_filled). A role that may write the column but
     not simdb's catalog (not given `simdb grant --writer`) fills all the same, unrecorded."""
     with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
-        catalog.mark_filled(conn, made.name, report.empty, filled=bool(report.filled or report.checked))
+        catalog.mark_filled(conn, index.name, report.empty, filled=bool(report.filled or report.checked))
 
 
-def _vacuum_after(conn: Connection, made: Index, report: FillReport) -> None:
+def _vacuum_after(conn: Connection, index: Index, report: FillReport) -> None:
     """VACUUM (ANALYZE) the table after a fill of a page or more: each row filled left its old
     version behind (an UPDATE of an indexed column is never HOT), and until a VACUUM each sync
     walks their dead entries in the partial B-tree of unfilled rows. Smaller fills (`sync --watch`
     after a commit) are left to autovacuum. Only on an autocommit connection (ingest.vacuum)."""
     if report.filled >= BATCH:
-        ingest.vacuum(conn, made)
+        ingest.vacuum(conn, index)
 
 
-def _refuse_readers(conn: Connection, made: Index, stored: InTable) -> None:
+def _refuse_readers(conn: Connection, index: Index, stored: InTable) -> None:
     """PermissionDenied, before anything is read, when the connected role may not write the
     sketch column: a sync writes it (a reader of the index may only query)."""
     row = conn.execute(
@@ -374,14 +374,14 @@ def _refuse_readers(conn: Connection, made: Index, stored: InTable) -> None:
     ).fetchone()
     if row is not None and not row[0]:
         raise PermissionDenied(
-            f"role {row[1]} may not sync index {made.name!r}: a sync writes"
+            f"role {row[1]} may not sync index {index.name!r}: a sync writes"
             f" {stored.label}.{stored.sketch_column}",
             f"sync as a role that may: the application grants UPDATE ({stored.sketch_column})"
             f" ON {stored.label}",
         )
 
 
-def _require_columns(conn: Connection, made: Index, stored: InTable) -> None:
+def _require_columns(conn: Connection, index: Index, stored: InTable) -> None:
     """IndexMismatch, in one line naming it, when the table or a column the catalog records was
     renamed (PostgreSQL refuses to drop them while the view depends on them), before any read."""
     row = conn.execute(
@@ -392,24 +392,24 @@ def _require_columns(conn: Connection, made: Index, stored: InTable) -> None:
     ).fetchone()
     present, columns = row if row is not None else (False, [])
     again = (
-        f"rename it back, or drop the index (`simdb drop {made.name}`) and attach it to the table as"
+        f"rename it back, or drop the index (`simdb drop {index.name}`) and attach it to the table as"
         " it is now"
     )
     if not present:
         raise IndexMismatch(
-            f"index {made.name!r} is in table {stored.label}, which is gone (renamed?)", again
+            f"index {index.name!r} is in table {stored.label}, which is gone (renamed?)", again
         )
     for column in (stored.key_column, stored.sketch_column, stored.text_column):
         if column is not None and column not in columns:
             raise IndexMismatch(
-                f"index {made.name!r} reads column {column!r} of {stored.label}, which is gone (renamed?)",
+                f"index {index.name!r} reads column {column!r} of {stored.label}, which is gone (renamed?)",
                 again,
             )
 
 
 def _sketch_rows(
     conn: Connection,
-    made: Index,
+    index: Index,
     stored: InTable,
     report: FillReport,
     progress: Callable[[int], object] | None,
@@ -431,7 +431,7 @@ def _sketch_rows(
     every = rows // vacuums if vacuums and rows >= vacuums * BATCH else 0
     since = 0
     pages = _pages(conn, stored, key_type, missing_only=missing_only)
-    for documents, values in ingest.sketched(pages, made, jobs, progress):
+    for documents, values in ingest.sketched(pages, index, jobs, progress):
         hashed = [
             (document.key, value, (document.content_hash or b"").hex())
             for document, value in zip(documents, values, strict=True)
@@ -440,7 +440,7 @@ def _sketch_rows(
         wordless = [] if missing_only else [(key, md5) for key, value, md5 in hashed if value is None]
         empty = len(documents) - len(written)
         report.empty += empty
-        filled, cleared = _write(conn, made, stored, key_type, written, wordless, missing_only=missing_only)
+        filled, cleared = _write(conn, index, stored, key_type, written, wordless, missing_only=missing_only)
         report.filled += filled
         report.cleared += cleared
         report.unchanged += len(documents) - empty - filled if not missing_only else 0
@@ -498,7 +498,7 @@ def _pages(
 
 def _write(
     conn: Connection,
-    made: Index,
+    index: Index,
     stored: InTable,
     key_type: str,
     rows: list[tuple[str, Any, str]],
@@ -512,24 +512,24 @@ def _write(
     whose text is still that. (Sketches written, sketches cleared.)"""
     if not rows and not wordless:
         return 0, 0
-    stage = names.fill_stage_table(made.mode, made.sketch_size, made.name)
+    stage = names.fill_stage_table(index.mode, index.sketch_size, index.name)
     with conn.transaction():
         conn.execute(
             sql.SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS {} (key text, {}, text_md5 text) ON COMMIT DELETE ROWS"
-            ).format(stage, made.sketch_definition())
+            ).format(stage, index.sketch_definition())
         )
         cursor = conn.cursor()
-        to_copy = made.copy_sketches(cursor)
-        columns = sql.SQL(", ").join(map(sql.Identifier, ("key", made.sketch_column, "text_md5")))
+        to_copy = index.copy_sketches(cursor)
+        columns = sql.SQL(", ").join(map(sql.Identifier, ("key", index.sketch_column, "text_md5")))
         ingest.copy_rows(
             cursor,
             stage,
             columns,
-            ["text", made.sketch_type, "text"],
+            ["text", index.sketch_type, "text"],
             [(k, to_copy(v), h) for k, v, h in rows],
         )
-        sketch, staged = sql.Identifier(stored.sketch_column), sql.Identifier(made.sketch_column)
+        sketch, staged = sql.Identifier(stored.sketch_column), sql.Identifier(index.sketch_column)
         which = (
             sql.SQL("t.{} IS NULL").format(sketch)
             if missing_only
@@ -588,10 +588,10 @@ def _key_type(conn: Connection, stored: InTable) -> str:
     return tables.key_type(conn, catalog.SourceRow(stored.schema, stored.table, stored.key_column, "", None))
 
 
-def status(conn: Connection, made: Index) -> Status:
-    """The rows a sync of index `made` would fill or check (nothing of an index whose application
+def status(conn: Connection, index: Index) -> Status:
+    """The rows a sync of index `index` would fill or check (nothing of an index whose application
     writes the sketches)."""
-    stored, name = _stored(made), made.name
+    stored, name = _stored(index), index.name
     synced = catalog.synced_at(conn, name)
     label = f"{stored.label}.{stored.sketch_column}"
     if not stored.text_column:
@@ -601,9 +601,9 @@ def status(conn: Connection, made: Index) -> Status:
     return Status(name, label, IN_TABLE, synced, pending, unchecked=checking, wordless=wordless)
 
 
-def _stored(made: Index) -> InTable:
+def _stored(index: Index) -> InTable:
     """The storage of an index this module follows (keep.FOLLOWERS picks it by its kind)."""
-    return cast(InTable, made.storage)
+    return cast(InTable, index.storage)
 
 
 class InTableFollower:
@@ -611,19 +611,19 @@ class InTableFollower:
     a sketch whose text changed and NOTIFY; a sync fills the missing sketches (`full`: checks
     every row's, a repair)."""
 
-    def sync(self, conn: Connection, made: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
+    def sync(self, conn: Connection, index: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
         if full:
-            return refill(conn, made, _stored(made), progress, jobs=jobs)
-        return fill(conn, made, _stored(made), progress, jobs=jobs)
+            return refill(conn, index, _stored(index), progress, jobs=jobs)
+        return fill(conn, index, _stored(index), progress, jobs=jobs)
 
-    def reindex(self, conn: Connection, made: Index, target: Index, progress: Progress, *, jobs: int) -> int:
-        refilled = refill(conn, target, _stored(made), progress, jobs=jobs)
+    def reindex(self, conn: Connection, index: Index, target: Index, progress: Progress, *, jobs: int) -> int:
+        refilled = refill(conn, target, _stored(index), progress, jobs=jobs)
         return (
             refilled.filled + refilled.unchanged
         )  # (a sketch the new spec leaves as it was is not rewritten)
 
-    def status(self, conn: Connection, made: Index) -> Status:
-        return status(conn, made)
+    def status(self, conn: Connection, index: Index) -> Status:
+        return status(conn, index)
 
     def notifies(self, conn: Connection, name: str) -> bool:
         return True

@@ -99,15 +99,15 @@ class Status:
 class Follower(Protocol):
     """How the indexes of one storage kind follow their table."""
 
-    def sync(self, conn: Connection, made: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
+    def sync(self, conn: Connection, index: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
         """Bring the index up to date (`full`: every row again, a repair)."""
         ...
 
-    def reindex(self, conn: Connection, made: Index, target: Index, progress: Progress, *, jobs: int) -> int:
+    def reindex(self, conn: Connection, index: Index, target: Index, progress: Progress, *, jobs: int) -> int:
         """Sketch every row again under `target`'s spec; the rows moved."""
         ...
 
-    def status(self, conn: Connection, made: Index) -> Status:
+    def status(self, conn: Connection, index: Index) -> Status:
         """How far the index is behind its table."""
         ...
 

@@ -37,9 +37,9 @@ from simdb.sketch.features import DEFAULT_FEATURES, Features
 FOLLOWERS: dict[str, Follower] = {InTable.kind: app_column.FOLLOWER}
 
 
-def follower(made: Index) -> Follower:
-    """How index `made` follows its table."""
-    return FOLLOWERS.get(made.storage.kind, queue.FOLLOWER)
+def follower(index: Index) -> Follower:
+    """How index `index` follows its table."""
+    return FOLLOWERS.get(index.storage.kind, queue.FOLLOWER)
 
 
 def attach(
@@ -66,7 +66,7 @@ def attach(
     key_type = side.validate(conn, source, cascade)
     side.refuse_on_citus(conn, source, cascade=cascade, triggers=triggers)
     with conn.transaction():
-        made = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
+        index = indexes.create(conn, name, spec, features=features, expected_rows=expected_rows)
         catalog.add_source(conn, name, source)
         if cascade:
             conn.execute(
@@ -74,15 +74,15 @@ def attach(
                     "ALTER TABLE {index} ADD COLUMN source_key {type} UNIQUE"
                     " REFERENCES {source} ({key}) ON DELETE CASCADE ON UPDATE SET NULL"
                 ).format(
-                    index=made.table,
+                    index=index.table,
                     type=sql.SQL(key_type),
                     source=source.relation,
                     key=sql.Identifier(key_column),
                 )
             )
         if triggers:
-            queue.install(conn, made, source)
-    return made
+            queue.install(conn, index, source)
+    return index
 
 
 def sync(
@@ -91,8 +91,8 @@ def sync(
     """Bring index NAME up to date with the table it follows (`jobs` sketching threads; `full`:
     every row again, a repair): an index in the application's column fills its missing sketches,
     a side table applies its queue of changes, or compares the whole table."""
-    made = indexes.get(conn, name)
-    return follower(made).sync(conn, made, progress, full=full, jobs=jobs)
+    index = indexes.get(conn, name)
+    return follower(index).sync(conn, index, progress, full=full, jobs=jobs)
 
 
 def first_sync(
@@ -147,21 +147,21 @@ def reindex(conn: Connection, name: str, progress: Progress = None, *, jobs: int
     switches to the new spec in the last transaction. An interrupted reindex leaves the old spec
     recorded, and running it again completes the move.
     """
-    made = indexes.get(conn, name)
-    target = made.upgraded()
+    index = indexes.get(conn, name)
+    target = index.upgraded()
     if target is None:
-        return ReindexReport(name, made.spec_version, made.spec_version, 0)
-    moved = follower(made).reindex(conn, made, target, progress, jobs=jobs)
+        return ReindexReport(name, index.spec_version, index.spec_version, 0)
+    moved = follower(index).reindex(conn, index, target, progress, jobs=jobs)
     with conn.transaction():
         catalog.set_spec_version(conn, name, target.spec_version)
-    ingest.vacuum(conn, made)
-    return ReindexReport(name, made.spec_version, target.spec_version, moved)
+    ingest.vacuum(conn, index)
+    return ReindexReport(name, index.spec_version, target.spec_version, moved)
 
 
 def status(conn: Connection, name: str) -> Status:
     """How far index NAME is behind its table (InvalidParameter if it is not attached)."""
-    made = indexes.get(conn, name)
-    return follower(made).status(conn, made)
+    index = indexes.get(conn, name)
+    return follower(index).status(conn, index)
 
 
 def watch(
@@ -190,8 +190,8 @@ def watch(
     again on each connection)."""
 
     def watching(current: Connection) -> None:
-        made = indexes.get(current, name)
-        notified = follower(made).notifies(current, name)
+        index = indexes.get(current, name)
+        notified = follower(index).notifies(current, name)
         with _listening(current, name) if notified else contextlib.nullcontext() as listener:
             done = 0
             while True:

@@ -60,10 +60,10 @@ _ROW_ERRORS = (
 # --- installing and removing ---------------------------------------------------------------
 
 
-def install(conn: Connection, made: Index, source: side.Source) -> None:
+def install(conn: Connection, index: Index, source: side.Source) -> None:
     """Create index NAME's queue, trigger functions, triggers and status view, and record that
     it has triggers; in the caller's transaction (attach's)."""
-    name = made.name
+    name = index.name
     queue = names.queue_table(name)
     conn.execute(
         sql.SQL(
@@ -85,9 +85,9 @@ def install(conn: Connection, made: Index, source: side.Source) -> None:
     conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(queue, sql.Literal(comment)))
     distributed = placement.citus_table(conn, source.relation.as_string(conn))
     if distributed is None:
-        bodies, each = _trigger_bodies(made, source), "FOR EACH STATEMENT"
+        bodies, each = _trigger_bodies(index, source), "FOR EACH STATEMENT"
     else:
-        bodies, each = _shard_trigger_bodies(conn, made, source, distributed[1]), "FOR EACH ROW"
+        bodies, each = _shard_trigger_bodies(conn, index, source, distributed[1]), "FOR EACH ROW"
     try:
         for event, (referencing, body) in bodies.items():
             function = names.capture_function(name, event)
@@ -119,14 +119,14 @@ def install(conn: Connection, made: Index, source: side.Source) -> None:
 
 
 def _shard_trigger_bodies(
-    conn: Connection, made: Index, source: side.Source, column: str
+    conn: Connection, index: Index, source: side.Source, column: str
 ) -> dict[str, tuple[str, sql.Composed]]:
     """On a table Citus distributes by `column`: {event: ('', body)} of row triggers that run on
     its shards and record each changed key in the inbox, a table distributed by the same column
     and co-located with it (the one kind of table Citus lets a trigger on a shard write: the shard
     beside it). Made here, in the caller's transaction, with the setting Citus asks of triggers on
     a distributed table. TRUNCATE has no row trigger: `simdb sync --full` after one."""
-    inbox = names.inbox_table(made.name)
+    inbox = names.inbox_table(index.name)
     column_type, _ = tables.column_type(conn, source, column)
     # (one connection per worker for the rest of the transaction: see placement.Distributed.place)
     conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
@@ -179,9 +179,9 @@ def _shard_trigger_bodies(
     }
 
 
-def _trigger_bodies(made: Index, source: side.Source) -> dict[str, tuple[str, sql.Composed]]:
+def _trigger_bodies(index: Index, source: side.Source) -> dict[str, tuple[str, sql.Composed]]:
     """{event: (REFERENCING clause, PL/pgSQL body)} of the four capture triggers."""
-    name, queue = made.name, names.queue_table(made.name)
+    name, queue = index.name, names.queue_table(index.name)
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
     wake = sql.SQL("IF FOUND THEN NOTIFY {}; END IF; RETURN NULL; END").format(names.channel(name))
     # An UPDATE queues a key when its key or text changed (a FULL JOIN on the key: a changed key
@@ -222,7 +222,7 @@ def _trigger_bodies(made: Index, source: side.Source) -> dict[str, tuple[str, sq
         # still queued then find no row, and leave nothing behind).
         "truncate": (
             "",
-            sql.SQL("BEGIN DELETE FROM {index}; RETURN NULL; END").format(index=made.table),
+            sql.SQL("BEGIN DELETE FROM {index}; RETURN NULL; END").format(index=index.table),
         ),
     }
 
@@ -459,7 +459,7 @@ class _Work:
     """What applying queued keys needs of index NAME, loaded once per sync that has work."""
 
     conn: Connection
-    made: Index
+    index: Index
     source: side.Source
     key_type: str
     linked: bool  # the index has source_key (--cascade): set it on the rows stored
@@ -467,18 +467,18 @@ class _Work:
 
     @classmethod
     def load(cls, conn: Connection, name: str) -> _Work:
-        made = indexes.get(conn, name)
+        index = indexes.get(conn, name)
         source = side.source_of(conn, name)
         key_type = tables.key_type(conn, source)
-        return cls(conn, made, source, key_type, indexes.has_column(conn, name, "source_key"))
+        return cls(conn, index, source, key_type, indexes.has_column(conn, name, "source_key"))
 
     def one(self, key: str, report: DrainReport) -> None:
         """Take and apply one key on its own; if that fails, record the error on its queued rows
         in a fresh transaction (the failed one rolled back its own bookkeeping)."""
-        queue = names.queue_table(self.made.name)
+        queue = names.queue_table(self.index.name)
         try:
             with self.conn.transaction():
-                if not _lock_keys(self.conn, self.made.name, [key]):
+                if not _lock_keys(self.conn, self.index.name, [key]):
                     return  # another sync works on it
                 rows = self.conn.execute(
                     sql.SQL("SELECT ctid::text FROM {} WHERE key = %s FOR UPDATE SKIP LOCKED").format(queue),
@@ -505,7 +505,7 @@ class _Work:
         """Store or remove these keys' current rows, in the caller's transaction: a row that is
         gone, no longer matches --where, or has no words leaves the index; a row whose text has
         the stored MD5 is left as it is, unread by the fingerprinter."""
-        source, made = self.source, self.made
+        source, index = self.source, self.index
         key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
         rows = self.conn.execute(
             sql.SQL(
@@ -513,7 +513,7 @@ class _Work:
                 " i.key IS NOT NULL, i.content_hash"
                 " FROM unnest(%s::text[]) AS k (key) LEFT JOIN {rows} AS s ON s.{key} = k.key::{type}"
                 " LEFT JOIN {index} AS i ON i.key = k.key"
-            ).format(key=key, text=text, rows=source.rows, type=sql.SQL(self.key_type), index=made.table),
+            ).format(key=key, text=text, rows=source.rows, type=sql.SQL(self.key_type), index=index.table),
             (keys,),
         ).fetchall()
         _refuse_shared_keys(source, (row[0] for row in rows))
@@ -530,7 +530,7 @@ class _Work:
         batch: dict[str, Sketch] = {}
         sizes: dict[str, int | None] = {}
         hashes: dict[str, bytes] = {}
-        sketches = made.sketches([row_text for _, row_text, _ in to_sketch])
+        sketches = index.sketches([row_text for _, row_text, _ in to_sketch])
         for (row_key, row_text, row_hash), value in zip(to_sketch, sketches, strict=True):
             if value is None:
                 gone.append(row_key)
@@ -538,9 +538,9 @@ class _Work:
                 continue
             batch[row_key], sizes[row_key], hashes[row_key] = value, len(row_text.encode("utf-8")), row_hash
         if gone:
-            ingest.remove(self.conn, made, gone)
+            ingest.remove(self.conn, index, gone)
         if batch:
-            ingest.count_stored(report, len(batch), ingest.store(self.conn, made, batch, sizes, hashes))
+            ingest.count_stored(report, len(batch), ingest.store(self.conn, index, batch, sizes, hashes))
             if self.linked:
                 self._link(sorted(batch))
 
@@ -549,7 +549,7 @@ class _Work:
         self.conn.execute(
             sql.SQL(
                 "UPDATE {index} SET source_key = key::{type} WHERE key = ANY(%s) AND source_key IS NULL"
-            ).format(index=self.made.table, type=sql.SQL(self.key_type)),
+            ).format(index=self.index.table, type=sql.SQL(self.key_type)),
             (keys,),
         )
 
@@ -573,9 +573,9 @@ def _refuse_shared_keys(source: side.Source, keys: Iterable[str]) -> None:
 # --- status ------------------------------------------------------------------------------------
 
 
-def status(conn: Connection, made: Index) -> Status:
-    """Side table `made`'s capture, queue and last sync (InvalidParameter if it is not attached)."""
-    name = made.name
+def status(conn: Connection, index: Index) -> Status:
+    """Side table `index`'s capture, queue and last sync (InvalidParameter if it is not attached)."""
+    name = index.name
     row = catalog.source_row(conn, name)
     if row is None:
         raise InvalidParameter(
@@ -605,14 +605,14 @@ class SideTable:
     a compare of the whole table (simdb.follow.side); the follower of every index not in the
     application's own column (a sync of one ingested from files says it is not attached)."""
 
-    def sync(self, conn: Connection, made: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
-        return sync(conn, made.name, progress, full=full, jobs=jobs, loaded=made)
+    def sync(self, conn: Connection, index: Index, progress: Progress, *, full: bool, jobs: int) -> Synced:
+        return sync(conn, index.name, progress, full=full, jobs=jobs, loaded=index)
 
-    def reindex(self, conn: Connection, made: Index, target: Index, progress: Progress, *, jobs: int) -> int:
-        return side.reindex_rows(conn, made, target, progress, jobs=jobs)
+    def reindex(self, conn: Connection, index: Index, target: Index, progress: Progress, *, jobs: int) -> int:
+        return side.reindex_rows(conn, index, target, progress, jobs=jobs)
 
-    def status(self, conn: Connection, made: Index) -> Status:
-        return status(conn, made)
+    def status(self, conn: Connection, index: Index) -> Status:
+        return status(conn, index)
 
     def notifies(self, conn: Connection, name: str) -> bool:
         return catalog.capture(conn, name) == TRIGGERS

@@ -202,25 +202,25 @@ def compare(
     order and the rows that are new or changed stored in batches of their own transactions (see
     _store_rows), so a compare can run at any time, while the application writes, and be run
     again after a failure; rows whose source row vanished are removed."""
-    made = indexes.get(conn, name)
+    index = indexes.get(conn, name)
     source = source_of(conn, name)
-    has_source_key = indexes.has_column(conn, made.name, "source_key")
+    has_source_key = indexes.has_column(conn, index.name, "source_key")
     _refuse_duplicate_keys(conn, source)
     report = SyncReport()
-    wanted = _EVERY if ingest.is_empty(conn, made) else _NEW_OR_CHANGED
-    _store_rows(conn, made, source, wanted, report, progress, jobs)
+    wanted = _EVERY if ingest.is_empty(conn, index) else _NEW_OR_CHANGED
+    _store_rows(conn, index, source, wanted, report, progress, jobs)
     if has_source_key:
-        _link_source_keys(conn, made, source)
+        _link_source_keys(conn, index, source)
     with conn.transaction():
         gone = conn.execute(
             sql.SQL(
                 "DELETE FROM {index} AS i WHERE NOT EXISTS (SELECT 1 FROM {present} AS p WHERE p.key = i.key)"
-            ).format(index=made.table, present=_present_keys(conn, source))
+            ).format(index=index.table, present=_present_keys(conn, source))
         )
         report.removed = gone.rowcount
         catalog.mark_synced(conn, name)
     if report.changed:
-        ingest.vacuum(conn, made)
+        ingest.vacuum(conn, index)
     return report
 
 
@@ -242,22 +242,22 @@ def _present_keys(conn: Connection, source: Source) -> sql.Composable:
 
 def reindex_rows(
     conn: Connection,
-    made: Index,
+    index: Index,
     target: Index,
     progress: Callable[[int], object] | None = None,
     *,
     jobs: int = 1,
 ) -> int:
-    """Sketch every indexed row of side table `made` again from its table's text, under `target`'s
+    """Sketch every indexed row of side table `index` again from its table's text, under `target`'s
     spec, batch by batch (each batch in its own transaction, so queries keep running); the rows
     moved. The caller switches the catalog to the new spec."""
     try:
-        source = source_of(conn, made.name)
+        source = source_of(conn, index.name)
     except InvalidParameter:
         raise InvalidParameter(
-            f"index {made.name!r} was ingested from documents, whose text simdb does not keep, so it"
-            f" cannot move it from spec v{made.spec_version} to v{target.spec_version} by itself",
-            f"create a new index (`simdb create {made.name}_v{target.spec_version}`), ingest the same"
+            f"index {index.name!r} was ingested from documents, whose text simdb does not keep, so it"
+            f" cannot move it from spec v{index.spec_version} to v{target.spec_version} by itself",
+            f"create a new index (`simdb create {index.name}_v{target.spec_version}`), ingest the same"
             " sources into it again, and drop the old one once it is full",
         ) from None
     report = ingest.Report()
@@ -267,7 +267,7 @@ def reindex_rows(
 
 def _store_rows(
     conn: Connection,
-    made: Index,
+    index: Index,
     source: Source,
     wanted: sql.SQL,
     report: ingest.Report,
@@ -281,13 +281,13 @@ def _store_rows(
 
     `wanted` is a condition on the page's row `p` (key as text, body, hash: the MD5 of body) and
     may look the row up in the index (`{index}`)."""
-    documents = _table_documents(conn, made, source, wanted)
+    documents = _table_documents(conn, index, source, wanted)
     ingest.write(
-        conn, made, documents, report, batch_size=BATCH, progress=progress, jobs=jobs, drop_empty=True
+        conn, index, documents, report, batch_size=BATCH, progress=progress, jobs=jobs, drop_empty=True
     )
 
 
-def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.SQL) -> Iterator[Document]:
+def _table_documents(conn: Connection, index: Index, source: Source, wanted: sql.SQL) -> Iterator[Document]:
     """The source rows `wanted` picks, as documents, read page by page in key order.
 
     Each page is a statement of its own, `key > (the last one) ORDER BY key LIMIT n` on the key
@@ -306,7 +306,7 @@ def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.
 
     def judged(page: sql.Composable) -> sql.Composed:
         return sql.SQL("SELECT p.*, {wanted} AS wanted FROM ({page}) AS p").format(
-            wanted=wanted.format(index=made.table), page=page
+            wanted=wanted.format(index=index.table), page=page
         )
 
     if not _key_has_btree(conn, source):
@@ -314,7 +314,7 @@ def _table_documents(conn: Connection, made: Index, source: Source, wanted: sql.
         statement = sql.SQL("SELECT p.key, p.body, p.hash FROM ({} OFFSET 0) AS p WHERE p.wanted").format(
             judged(every)
         )
-        with conn.cursor(name=f"simdb_rows_{made.name}", withhold=True) as cursor:
+        with conn.cursor(name=f"simdb_rows_{index.name}", withhold=True) as cursor:
             with conn.transaction():
                 cursor.execute(statement)
             while batch := cursor.fetchmany(BATCH):
@@ -369,7 +369,7 @@ def _key_has_btree(conn: Connection, source: Source) -> bool:
     return row is not None
 
 
-def _link_source_keys(conn: Connection, made: Index, source: Source) -> None:
+def _link_source_keys(conn: Connection, index: Index, source: Source) -> None:
     """Set source_key (the foreign key that cascades deletes) on rows that do not have it yet.
 
     A source row deleted while this runs makes the foreign key check fail; then try again, and
@@ -378,7 +378,7 @@ def _link_source_keys(conn: Connection, made: Index, source: Source) -> None:
     statement = sql.SQL(
         "UPDATE {index} AS i SET source_key = s.{key} FROM {source} AS s"
         " WHERE i.source_key IS NULL AND s.{key}::text = i.key"
-    ).format(index=made.table, source=source.relation, key=sql.Identifier(source.key_column))
+    ).format(index=index.table, source=source.relation, key=sql.Identifier(source.key_column))
     for _ in range(_LINK_ATTEMPTS):
         try:
             with conn.transaction():

@@ -38,15 +38,15 @@ def create(
     """Create an index of spec's mode (default: SimhashSpec()): catalog rows, table, B-trees,
     functions; `placed` Distributed() makes its table a Citus distributed table."""
     check_name(name)
-    made = (spec or SimhashSpec()).build(name, features, expected_rows)
-    saved = save(conn, dataclasses.replace(made, placement=placed))
+    index = (spec or SimhashSpec()).build(name, features, expected_rows)
+    saved = save(conn, dataclasses.replace(index, placement=placed))
     return dataclasses.replace(saved, placement=placement.of(conn, name))  # (with its shard count)
 
 
-def save(conn: Connection, made: AnyIndex, source: catalog.SourceRow | None = None) -> AnyIndex:
+def save(conn: Connection, index: AnyIndex, source: catalog.SourceRow | None = None) -> AnyIndex:
     """Store a new index in one transaction: catalog rows (with `source`, the application's table
     it reads, recorded before the dispatcher asks where its rows are), table, B-trees and functions."""
-    name = check_name(made.name)
+    name = check_name(index.name)
     try:
         with conn.transaction():
             if table_exists(conn, name):
@@ -56,23 +56,23 @@ def save(conn: Connection, made: AnyIndex, source: catalog.SourceRow | None = No
                 )
             values: dict[str, object] = {
                 "name": name,
-                "mode": made.mode,
-                "bits": made.bits,
-                "features": str(made.features),
-                "spec_version": made.spec_version,
-                "expected_rows": made.expected_rows,
-                **made.catalog_values(conn),
+                "mode": index.mode,
+                "bits": index.bits,
+                "features": str(index.features),
+                "spec_version": index.spec_version,
+                "expected_rows": index.expected_rows,
+                **index.catalog_values(conn),
             }
             catalog.add_index(conn, values)
             if source is not None:
                 catalog.add_source(conn, name, source)
-            made.register(conn)
-            comment = f"simdb {made.mode} index {name}: {made.summary}, {made.features}"
-            made.create_objects(conn, str(values["near_sql"]), comment)
+            index.register(conn)
+            comment = f"simdb {index.mode} index {name}: {index.summary}, {index.features}"
+            index.create_objects(conn, str(values["near_sql"]), comment)
             dispatch.regenerate(conn)
     except psycopg.errors.UniqueViolation as error:
         raise IndexExists(f"index {name!r} already exists", "pick another name") from error
-    return made
+    return index
 
 
 def table_exists(conn: Connection, table: str) -> bool:
@@ -118,10 +118,10 @@ def loading(name: str) -> catalog.Reads[Index]:
             "check the name and the database: `simdb list` shows the indexes there",
         )
     row = rows[0]
-    made = index_class(row["mode"]).from_row(row, catalog.orders_of((yield catalog.block_orders_read(name))))
+    index = index_class(row["mode"]).from_row(row, catalog.orders_of((yield catalog.block_orders_read(name))))
     stored = storage.of(catalog.source_of((yield catalog.source_row_read(name))))
     found = yield from placement.citus_table_reads(stored.placed_relation(name), name)
-    return dataclasses.replace(made, placement=stored.placement_of(found, name), storage=stored)
+    return dataclasses.replace(index, placement=stored.placement_of(found, name), storage=stored)
 
 
 def get_or_create(
@@ -133,12 +133,12 @@ def get_or_create(
         return get(conn, name)
     except IndexNotFound:
         try:
-            made = create(conn, name, spec)
+            index = create(conn, name, spec)
         except IndexExists:  # created by a concurrent process in the meantime
             return get(conn, name)
         if created is not None:
-            created(made)
-        return made
+            created(index)
+        return index
 
 
 @dataclass(frozen=True)
@@ -153,11 +153,11 @@ class Summary:
 
     def lines(self) -> list[str]:
         """The index's row of the table, and what it finds on the line below."""
-        made = self.index
+        index = self.index
         return [
-            f"{made.name:<20} {made.mode:<8} {self.rows:>10}  {made.features!s:<8} "
-            f"v{made.spec_version:<3}  {made.summary}{_semicolon(made.whereabouts)}",
-            f"{'':<20} {made.finds}",
+            f"{index.name:<20} {index.mode:<8} {self.rows:>10}  {index.features!s:<8} "
+            f"v{index.spec_version:<3}  {index.summary}{_semicolon(index.whereabouts)}",
+            f"{'':<20} {index.finds}",
         ]
 
 
@@ -198,45 +198,45 @@ def list_indexes(conn: Connection) -> list[Summary]:
 def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
     """Make index NAME's table (and its clusters table) Citus distributed tables, rows included,
     and its functions those of a distributed index, in one transaction."""
-    made = get(conn, name)
-    if not made.storage.writes_own_rows:
+    index = get(conn, name)
+    if not index.storage.writes_own_rows:
         raise InvalidParameter(
-            f"index {name!r} lives in an application's table ({made.storage.describe()}): its rows are"
+            f"index {name!r} lives in an application's table ({index.storage.describe()}): its rows are"
             " where that table is",
             "distribute the application's table itself (SELECT create_distributed_table(...)), then"
             " drop the index and attach it again",
         )
-    if isinstance(made.placement, Distributed):
+    if isinstance(index.placement, Distributed):
         raise InvalidParameter(
-            f"index {name!r} is distributed already ({made.placement.describe()})",
+            f"index {name!r} is distributed already ({index.placement.describe()})",
             "to change its shard count, use Citus' alter_distributed_table",
         )
-    moved = dataclasses.replace(made, placement=placed)
+    moved = dataclasses.replace(index, placement=placed)
     with conn.transaction():
         placed.place_index(conn, moved)
         clusters = names.clusters_table(name)
         if has_clusters(conn, name):
-            placed.place(conn, clusters, beside=made.table)
+            placed.place(conn, clusters, beside=index.table)
         remake_functions(conn, moved)
         dispatch.regenerate(conn)
     return dataclasses.replace(moved, placement=placement.of(conn, name))
 
 
-def remake_functions(conn: Connection, made: Index) -> None:
+def remake_functions(conn: Connection, index: Index) -> None:
     """Index NAME's near and pairs functions made again from this simdb's statements, wherever an
     earlier revision had them, and its near statement recorded (migrations that change them)."""
-    for function in names.functions(made.name):
+    for function in names.functions(index.name):
         conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function))
-    near_sql = made.near_statement().as_string(conn)
-    made.create_functions(conn, near_sql)
-    catalog.set_near_sql(conn, made.name, near_sql)
+    near_sql = index.near_statement().as_string(conn)
+    index.create_functions(conn, near_sql)
+    catalog.set_near_sql(conn, index.name, near_sql)
 
 
 def drop(conn: Connection, name: str) -> None:
     """Remove an index: its table, functions, clusters and catalog rows, in one transaction."""
-    made = get(conn, name)
+    index = get(conn, name)
     with conn.transaction():
-        drop_objects(conn, name, made.storage.drop_statements(made))
+        drop_objects(conn, name, index.storage.drop_statements(index))
         dispatch.regenerate(conn)
 
 

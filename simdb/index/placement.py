@@ -81,32 +81,32 @@ class Placement(ABC):
         ).format(table=table)
         return _scored(sql.SQL(""), rows, score, keep)
 
-    def place_index(self, conn: Connection, made: IndexSQL) -> None:
+    def place_index(self, conn: Connection, index: IndexSQL) -> None:
         """Put a new index's table where this placement keeps rows, with what the placement
         derives from them (by prefix: the probe table, filled from the rows already there)."""
-        self.place(conn, made.table)
+        self.place(conn, index.table)
 
-    def derive(self, conn: Connection, made: IndexSQL) -> None:  # noqa: B027 (most derive nothing)
+    def derive(self, conn: Connection, index: IndexSQL) -> None:  # noqa: B027 (most derive nothing)
         """What the placement derives from the rows, for rows copied into simdb."NAME" directly
         (ingest.bulk_load); nothing by default."""
 
-    def near_statement(self, made: IndexSQL, sketch: sql.Composable, cutoff: sql.Composable) -> sql.Composed:
+    def near_statement(self, index: IndexSQL, sketch: sql.Composable, cutoff: sql.Composable) -> sql.Composed:
         """SELECT key, score of the rows within `cutoff` of `sketch`, nearest first."""
-        return made.table_near_statement(sketch, cutoff)
+        return index.table_near_statement(sketch, cutoff)
 
     @abstractmethod
-    def pairs_statement(self, made: IndexSQL) -> sql.Composed:
+    def pairs_statement(self, index: IndexSQL) -> sql.Composed:
         """SELECT key_a, key_b, score of every pair within cutoff $1, once (key_a < key_b)."""
 
-    def upsert_writes(self, made: IndexSQL, stage: sql.Composable, upsert: sql.Composed) -> Writes:
+    def upsert_writes(self, index: IndexSQL, stage: sql.Composable, upsert: sql.Composed) -> Writes:
         """The upsert of the rows in the temporary table `stage` into simdb."NAME", with what
         else it writes."""
         return Writes([], upsert, [])
 
-    def delete_writes(self, made: IndexSQL, condition: sql.Composable) -> Writes:
+    def delete_writes(self, index: IndexSQL, condition: sql.Composable) -> Writes:
         """DELETE FROM simdb."NAME" WHERE condition (over the table's columns), with what else it
         writes; the write's row count is the rows removed."""
-        return Writes([], sql.SQL("DELETE FROM {} WHERE {}").format(made.table, condition), [])
+        return Writes([], sql.SQL("DELETE FROM {} WHERE {}").format(index.table, condition), [])
 
 
 @dataclass(frozen=True)
@@ -148,8 +148,8 @@ class Local(Placement):
 
     pairs_on_client: ClassVar[bool] = True  # several times faster than the pairs function
 
-    def pairs_statement(self, made: IndexSQL) -> sql.Composed:
-        return made.pairs_statement(made.table)
+    def pairs_statement(self, index: IndexSQL) -> sql.Composed:
+        return index.pairs_statement(index.table)
 
 
 @dataclass(frozen=True)
@@ -198,15 +198,15 @@ class Distributed(Placement):
             )
         )
 
-    def pairs_statement(self, made: IndexSQL) -> sql.Composed:
+    def pairs_statement(self, index: IndexSQL) -> sql.Composed:
         """For each permuted table (or band), each row's prefix is sent to every shard, which
         joins it with its own rows through the B-tree on that prefix (Citus joins distributed
         tables only on their distribution column, so the prefix side is gathered first); a pair
         is kept by the first table whose prefixes it shares. The pairs are all that reaches the
         coordinator."""
-        a, b = _sketch(made, "a"), _sketch(made, "b")
-        r = _sketch(made, "r")
-        score = made.score(a, b)
+        a, b = _sketch(index, "a"), _sketch(index, "b")
+        r = _sketch(index, "r")
+        score = index.score(a, b)
         joins = [
             sql.SQL(
                 "SELECT a.key, b.key, {score}"
@@ -217,13 +217,15 @@ class Distributed(Placement):
                 score=score,
                 sketch=r,
                 prefix=prefix,
-                table=made.table,
+                table=index.table,
                 other=other,
-                keeps=made.keeps(score, PAIRS_CUTOFF),
-                first=first_shared(made, a, b),
+                keeps=index.keeps(score, PAIRS_CUTOFF),
+                first=first_shared(index, a, b),
                 number=sql.Literal(number),
             )
-            for number, (prefix, other) in enumerate(zip(made.btree_keys(r), made.btree_keys(b), strict=True))
+            for number, (prefix, other) in enumerate(
+                zip(index.btree_keys(r), index.btree_keys(b), strict=True)
+            )
         ]
         return sql.SQL(" UNION ALL ").join(joins)
 
@@ -248,85 +250,85 @@ class ByPrefix(Distributed):
     def as_dict(self) -> dict[str, object]:
         return {**super().as_dict(), "layout": self.layout}
 
-    def place_index(self, conn: Connection, made: IndexSQL) -> None:
+    def place_index(self, conn: Connection, index: IndexSQL) -> None:
         """simdb."NAME" split by key without B-trees on its sketch, and the probe table beside it,
         filled from the rows already there (on the workers: Citus moves each row to its prefix's
         shard) and then given its primary key."""
-        self.place(conn, made.table)
-        for column in made.columns:  # (those of a local index that is being distributed)
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(names.btree(made.name, column)))
-        probes = names.probes_table(made.name)
+        self.place(conn, index.table)
+        for column in index.columns:  # (those of a local index that is being distributed)
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(names.btree(index.name, column)))
+        probes = names.probes_table(index.name)
         conn.execute(
             sql.SQL(
                 "CREATE TABLE {probes} (tableno smallint NOT NULL, prefix bigint NOT NULL, key text NOT NULL,"
                 " {sketch})"
-            ).format(probes=probes, sketch=made.sketch_definition())
+            ).format(probes=probes, sketch=index.sketch_definition())
         )
         conn.execute(
             sql.SQL("SELECT create_distributed_table({}, 'prefix', shard_count => {})").format(
                 sql.Literal(probes.as_string(conn)), sql.Literal(self.shards or default_shards(conn))
             )
         )
-        self.derive(conn, made)
+        self.derive(conn, index)
         conn.execute(
             sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY (prefix, tableno, key)").format(
-                probes, sql.Identifier(names.probes_primary_key_name(made.name))
+                probes, sql.Identifier(names.probes_primary_key_name(index.name))
             )
         )
 
-    def derive(self, conn: Connection, made: IndexSQL) -> None:
+    def derive(self, conn: Connection, index: IndexSQL) -> None:
         """The probe entries of every row in simdb."NAME" (its rows were copied in directly)."""
         rows = sql.SQL("SELECT r.key, r.{} FROM {} AS r").format(
-            sql.Identifier(made.sketch_column), made.table
+            sql.Identifier(index.sketch_column), index.table
         )
-        conn.execute(_probe_rows(made, rows))
+        conn.execute(_probe_rows(index, rows))
 
-    def near_statement(self, made: IndexSQL, sketch: sql.Composable, cutoff: sql.Composable) -> sql.Composed:
+    def near_statement(self, index: IndexSQL, sketch: sql.Composable, cutoff: sql.Composable) -> sql.Composed:
         """Each table's entries under the query's prefix (Citus sends each to its one shard, the
         prefixes being constants in a custom plan), scored there; a row found by several tables
         is kept by the first."""
-        p = _sketch(made, "p")
-        score = made.score(p, sketch)
+        p = _sketch(index, "p")
+        score = index.score(p, sketch)
         return sql.SQL(
             "SELECT p.key, {score} FROM {probes} AS p WHERE ({probes_of}) AND {keeps} AND p.tableno = {first}"
             " AND {check} {order}"
         ).format(
             score=score,
-            probes=names.probes_table(made.name),
+            probes=names.probes_table(index.name),
             probes_of=sql.SQL(" OR ").join(
                 sql.SQL("(p.prefix = {} AND p.tableno = {})").format(prefix, sql.Literal(number))
-                for number, prefix in enumerate(made.btree_keys(sketch))
+                for number, prefix in enumerate(index.btree_keys(sketch))
             ),
-            keeps=made.keeps(score, cutoff),
-            first=first_shared(made, p, sketch),
-            check=made.sketch_check(sketch),
-            order=made.nearest_first,
+            keeps=index.keeps(score, cutoff),
+            first=first_shared(index, p, sketch),
+            check=index.sketch_check(sketch),
+            order=index.nearest_first,
         )
 
-    def pairs_statement(self, made: IndexSQL) -> sql.Composed:
+    def pairs_statement(self, index: IndexSQL) -> sql.Composed:
         """The probe table joined with itself on (prefix, tableno): co-located, so each shard
         pairs its own entries; a pair is kept by the first table whose prefixes it shares."""
-        a, b = _sketch(made, "a"), _sketch(made, "b")
-        score = made.score(a, b)
+        a, b = _sketch(index, "a"), _sketch(index, "b")
+        score = index.score(a, b)
         return sql.SQL(
             "SELECT a.key, b.key, {score} FROM {probes} AS a JOIN {probes} AS b"
             " ON a.prefix = b.prefix AND a.tableno = b.tableno"
             " WHERE a.key < b.key AND {keeps} AND a.tableno = {first}"
         ).format(
             score=score,
-            probes=names.probes_table(made.name),
-            keeps=made.keeps(score, PAIRS_CUTOFF),
-            first=first_shared(made, a, b),
+            probes=names.probes_table(index.name),
+            keeps=index.keeps(score, PAIRS_CUTOFF),
+            first=first_shared(index, a, b),
         )
 
-    def upsert_writes(self, made: IndexSQL, stage: sql.Composable, upsert: sql.Composed) -> Writes:
+    def upsert_writes(self, index: IndexSQL, stage: sql.Composable, upsert: sql.Composed) -> Writes:
         """The stored rows of the batch's keys are kept aside before the upsert; after it, the
         probe entries of those whose sketch changed are removed and the new sketches' added."""
-        old, sketch = names.old_rows_table(made.name), sql.Identifier(made.sketch_column)
+        old, sketch = names.old_rows_table(index.name), sql.Identifier(index.sketch_column)
         kept = sql.SQL(
             "INSERT INTO {old} (key, {sketch}) SELECT m.key, m.{sketch} FROM {table} AS m"
             " WHERE m.key IN (SELECT s.key FROM {stage} AS s)"
-        ).format(old=old, sketch=sketch, table=made.table, stage=stage)
+        ).format(old=old, sketch=sketch, table=index.table, stage=stage)
         changed = sql.SQL(
             "SELECT o.key, o.{sketch} FROM {old} AS o JOIN {stage} AS s ON s.key = o.key"
             " WHERE s.{sketch} <> o.{sketch}"
@@ -336,30 +338,30 @@ class ByPrefix(Distributed):
             " WHERE o.key IS NULL OR s.{sketch} <> o.{sketch}"
         ).format(old=old, stage=stage, sketch=sketch)
         return Writes(
-            [*self._writing(made), kept], upsert, [_probes_removed(made, changed), _probe_rows(made, new)]
+            [*self._writing(index), kept], upsert, [_probes_removed(index, changed), _probe_rows(index, new)]
         )
 
-    def delete_writes(self, made: IndexSQL, condition: sql.Composable) -> Writes:
+    def delete_writes(self, index: IndexSQL, condition: sql.Composable) -> Writes:
         """The rows removed are kept aside (their keys and sketches), then their probe entries removed."""
-        old, sketch = names.old_rows_table(made.name), sql.Identifier(made.sketch_column)
+        old, sketch = names.old_rows_table(index.name), sql.Identifier(index.sketch_column)
         write = sql.SQL(
             "WITH gone AS (DELETE FROM {table} WHERE {condition} RETURNING key, {sketch})"
             " INSERT INTO {old} (key, {sketch}) SELECT key, {sketch} FROM gone"
-        ).format(table=made.table, condition=condition, sketch=sketch, old=old)
+        ).format(table=index.table, condition=condition, sketch=sketch, old=old)
         gone = sql.SQL("SELECT o.key, o.{} FROM {} AS o").format(sketch, old)
-        return Writes(self._writing(made), write, [_probes_removed(made, gone)])
+        return Writes(self._writing(index), write, [_probes_removed(index, gone)])
 
     @staticmethod
-    def _writing(made: IndexSQL) -> list[sql.Composed]:
+    def _writing(index: IndexSQL) -> list[sql.Composed]:
         """The old rows' temporary table, and a lock that makes this index's writers take turns:
         two writes of one key would otherwise both remove the probe entries of the sketch before
         them and leave one of their own behind."""
         return [
             sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (key text, {}) ON COMMIT DELETE ROWS").format(
-                names.old_rows_table(made.name), made.sketch_definition()
+                names.old_rows_table(index.name), index.sketch_definition()
             ),
             sql.SQL("SELECT pg_advisory_xact_lock(hashtext({}))").format(
-                sql.Literal(f"simdb writes {made.name}")
+                sql.Literal(f"simdb writes {index.name}")
             ),
         ]
 
@@ -367,51 +369,51 @@ class ByPrefix(Distributed):
 PAIRS_CUTOFF = sql.SQL("$1")  # the only parameter of an index's pairs function
 
 
-def first_shared(made: IndexSQL, a: sql.Composable, b: sql.Composable) -> sql.Composed:
+def first_shared(index: IndexSQL, a: sql.Composable, b: sql.Composable) -> sql.Composed:
     """The number of the first permuted table (or band) whose prefix two sketches share: of the
     tables that find a pair (or a row near a query), the one that keeps it."""
     return sql.SQL("CASE {} END").format(
         sql.SQL(" ").join(
             sql.SQL("WHEN {} = {} THEN {}").format(left, right, sql.Literal(number))
-            for number, (left, right) in enumerate(zip(made.btree_keys(a), made.btree_keys(b), strict=True))
+            for number, (left, right) in enumerate(zip(index.btree_keys(a), index.btree_keys(b), strict=True))
         )
     )
 
 
-def _entries(made: IndexSQL, rows: sql.Composable) -> sql.Composed:
+def _entries(index: IndexSQL, rows: sql.Composable) -> sql.Composed:
     """(tableno, prefix, key, sketch): each of `rows` (SELECT key, sketch) once per table."""
-    r = _sketch(made, "r")
+    r = _sketch(index, "r")
     return sql.SQL(
         "SELECT t.tableno, t.prefix, r.key, {r} FROM ({rows}) AS r({sketch_name}),"
         " LATERAL (VALUES {values}) AS t(tableno, prefix)"
     ).format(
         r=r,
         rows=rows,
-        sketch_name=sql.SQL("key, {}").format(sql.Identifier(made.sketch_column)),
+        sketch_name=sql.SQL("key, {}").format(sql.Identifier(index.sketch_column)),
         values=sql.SQL(", ").join(
             sql.SQL("({}::smallint, {})").format(sql.Literal(number), prefix)
-            for number, prefix in enumerate(made.btree_keys(r))
+            for number, prefix in enumerate(index.btree_keys(r))
         ),
     )
 
 
-def _probe_rows(made: IndexSQL, rows: sql.Composable) -> sql.Composed:
+def _probe_rows(index: IndexSQL, rows: sql.Composable) -> sql.Composed:
     """INSERT the probe entries of `rows` (SELECT key, sketch)."""
     return sql.SQL("INSERT INTO {} (tableno, prefix, key, {}) {}").format(
-        names.probes_table(made.name), sql.Identifier(made.sketch_column), _entries(made, rows)
+        names.probes_table(index.name), sql.Identifier(index.sketch_column), _entries(index, rows)
     )
 
 
-def _probes_removed(made: IndexSQL, rows: sql.Composable) -> sql.Composed:
+def _probes_removed(index: IndexSQL, rows: sql.Composable) -> sql.Composed:
     """DELETE the probe entries of `rows` (SELECT key, sketch, as they were stored)."""
     return sql.SQL(
         "DELETE FROM {} WHERE (prefix, tableno, key) IN (SELECT e.prefix, e.tableno, e.key FROM ({}) AS e)"
-    ).format(names.probes_table(made.name), _entries(made, rows))
+    ).format(names.probes_table(index.name), _entries(index, rows))
 
 
-def _sketch(made: IndexSQL, alias: str) -> sql.Composed:
+def _sketch(index: IndexSQL, alias: str) -> sql.Composed:
     """alias.<the index's sketch column>."""
-    return sql.SQL("{}.{}").format(sql.Identifier(alias), sql.Identifier(made.sketch_column))
+    return sql.SQL("{}.{}").format(sql.Identifier(alias), sql.Identifier(index.sketch_column))
 
 
 def _scored(

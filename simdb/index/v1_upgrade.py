@@ -16,20 +16,20 @@ from psycopg import sql
 
 from simdb.db.connection import Connection
 from simdb.index import catalog, names
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index
 
 OLD_ID = "id"  # layout v1's surrogate key: a table that still has it is not finished
 
 
-def prepare(conn: Connection, made: Index) -> None:
+def prepare(conn: Connection, index: Index) -> None:
     """Step 1 for one index, if it is not done yet: everything of layout v2 but the rewrite."""
-    if _constraint(conn, made.table, "p", "PRIMARY KEY (key)"):
+    if _constraint(conn, index.table, "p", "PRIMARY KEY (key)"):
         return
-    unique_key = _constraint(conn, made.table, "u", "UNIQUE (key)")
-    old_primary = _constraint(conn, made.table, "p", f"PRIMARY KEY ({OLD_ID})")
-    for column in made.columns:  # the old B-trees have the names of the new ones
-        conn.execute(sql.SQL("DROP INDEX {}").format(names.btree(made.name, column)))
+    unique_key = _constraint(conn, index.table, "u", "UNIQUE (key)")
+    old_primary = _constraint(conn, index.table, "p", f"PRIMARY KEY ({OLD_ID})")
+    for column in index.columns:  # the old B-trees have the names of the new ones
+        conn.execute(sql.SQL("DROP INDEX {}").format(names.btree(index.name, column)))
     changes = [
         sql.SQL("DROP CONSTRAINT {}").format(sql.Identifier(constraint))
         for constraint in (unique_key, old_primary)
@@ -37,13 +37,13 @@ def prepare(conn: Connection, made: Index) -> None:
     ]
     changes.append(
         sql.SQL("ADD CONSTRAINT {} PRIMARY KEY (key)").format(
-            sql.Identifier(names.primary_key_name(made.name))
+            sql.Identifier(names.primary_key_name(index.name))
         )
     )
-    conn.execute(sql.SQL("ALTER TABLE {} {}").format(made.table, sql.SQL(", ").join(changes)))
-    for statement in made.btrees():
+    conn.execute(sql.SQL("ALTER TABLE {} {}").format(index.table, sql.SQL(", ").join(changes)))
+    for statement in index.btrees():
         conn.execute(statement)
-    index.remake_functions(conn, made)
+    indexes.remake_functions(conn, index)
 
 
 def unfinished(conn: Connection) -> list[str]:
@@ -51,7 +51,7 @@ def unfinished(conn: Connection) -> list[str]:
     return [
         name
         for name in catalog.index_names(conn)
-        if index.has_column(conn, name, OLD_ID)
+        if indexes.has_column(conn, name, OLD_ID)
         and _constraint(conn, names.table(name), "p", "PRIMARY KEY (key)") is not None
     ]
 
@@ -61,24 +61,24 @@ def finish_all(conn: Connection) -> list[str]:
     moved = unfinished(conn)
     for name in moved:
         with conn.transaction():
-            finish(conn, index.get(conn, name))
+            finish(conn, indexes.get(conn, name))
     return moved
 
 
-def finish(conn: Connection, made: Index) -> None:
+def finish(conn: Connection, index: Index) -> None:
     """Step 2 for one prepared index (in the caller's transaction): drop the old columns and
     rewrite the table without them (CLUSTER on the key, which frees their space)."""
-    old = [OLD_ID, *made.columns]
+    old = [OLD_ID, *index.columns]
     conn.execute(
         sql.SQL("ALTER TABLE {} {}").format(
-            made.table,
+            index.table,
             sql.SQL(", ").join(sql.SQL("DROP COLUMN IF EXISTS {}").format(sql.Identifier(c)) for c in old),
         )
     )
     conn.execute(
-        sql.SQL("CLUSTER {} USING {}").format(made.table, sql.Identifier(names.primary_key_name(made.name)))
+        sql.SQL("CLUSTER {} USING {}").format(index.table, sql.Identifier(names.primary_key_name(index.name)))
     )
-    conn.execute(sql.SQL("ANALYZE {}").format(made.table))
+    conn.execute(sql.SQL("ANALYZE {}").format(index.table))
 
 
 def _constraint(conn: Connection, table: sql.Identifier, kind: str, definition: str) -> str | None:

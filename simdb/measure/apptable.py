@@ -33,7 +33,7 @@ from simdb import ingest
 from simdb.db.connection import Connection
 from simdb.errors import SimdbError
 from simdb.follow import app_column, keep
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import names
 from simdb.index.modes import Index, SimhashSpec
 from simdb.measure.bench import best_rounds, machine, percentile
@@ -149,7 +149,7 @@ def scratch(conn: Connection) -> Iterator[None]:
     finally:
         for name in (OWN, IN_TABLE, SIDE):
             with suppress(SimdbError, psycopg.Error):  # not made, or half made: drop what there is
-                index.drop(conn, name)
+                indexes.drop(conn, name)
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(TABLE)))
 
 
@@ -191,13 +191,13 @@ def bench_app_table(
             conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
             text_mb = _number(conn, sql.SQL("SELECT sum(octet_length(body)) FROM {}").format(table)) / 1e6
             progress("ingest of the same texts from JSONL into simdb's own table")
-            own = index.create(conn, OWN, spec, expected_rows=rows)
+            own = indexes.create(conn, OWN, spec, expected_rows=rows)
             began = time.perf_counter()
             ingest.ingest(conn, own, readers.read([jsonl]), jobs=jobs)
             ingest_s = time.perf_counter() - began
         table_name = f"public.{TABLE}"
         progress("the first fill of the table's fp column")
-        made = app_column.attach_in_table(  # as `simdb attach` does before its first fill
+        index = app_column.attach_in_table(  # as `simdb attach` does before its first fill
             conn, IN_TABLE, table_name, "id", "fp", "body", spec=spec, expected_rows=rows, defer_btrees=True
         )
         fill_in, temp_in = _filled(conn, IN_TABLE, jobs)
@@ -206,7 +206,7 @@ def bench_app_table(
         fill_side, temp_side = _filled(conn, SIDE, jobs)
         conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
         progress(f"{queries} near queries, three ways")
-        near = _near_times(conn, own, made, rng, queries)
+        near = _near_times(conn, own, index, rng, queries)
         progress(f"{writes} single-row INSERTs and UPDATEs with each index's triggers and with none")
         triggers: dict[str, list[sql.Identifier]] = {
             "none": [],
@@ -249,10 +249,10 @@ def bench_app_table(
             rows=rows,
             text_mb=text_mb,
             server=f"PostgreSQL {server[0] if server else '?'}",
-            index=made.summary,
+            index=index.summary,
             jobs=jobs,
             ingest_s=ingest_s,
-            btree_bytes_per_row=_btree_bytes(conn, made) / rows,
+            btree_bytes_per_row=_btree_bytes(conn, index) / rows,
             queries=queries,
             near_own_p50=near["own"],
             near_in_table_p50=near["in_table"],
@@ -306,9 +306,9 @@ def _timed(action: Callable[[], object]) -> float:
     return (time.perf_counter() - began) * 1000
 
 
-def _btree_bytes(conn: Connection, made: Index) -> int:
+def _btree_bytes(conn: Connection, index: Index) -> int:
     """The size of simdb's B-trees on the sketch column (not the key's or the unfilled one's)."""
-    btrees = [names.app_btree_name(made.name, column) for column in made.columns]
+    btrees = [names.app_btree_name(index.name, column) for column in index.columns]
     row = conn.execute(
         "SELECT sum(pg_relation_size(c.oid)) FROM pg_class AS c WHERE c.relname = ANY(%s)", (btrees,)
     ).fetchone()
@@ -316,7 +316,7 @@ def _btree_bytes(conn: Connection, made: Index) -> int:
 
 
 def _near_times(
-    conn: Connection, own: Index, made: Index, rng: random.Random, queries: int
+    conn: Connection, own: Index, index: Index, rng: random.Random, queries: int
 ) -> dict[str, float]:
     """p50 of the same queries: the in-table index's near function, simdb's own table's, and the
     statement an engineer would write on the table (the same probes, no view, no function)."""
@@ -324,7 +324,7 @@ def _near_times(
         sql.Identifier(TABLE)
     )
     stored = [int(value) for (value,) in conn.execute(sample, (queries,))]
-    k = int(made.cutoff())  # the index's own k
+    k = int(index.cutoff())  # the index's own k
     probes = [to_signed(_flipped(rng, value & (2**64 - 1), rng.randint(0, k))) for value in stored]
     # (a table's key may read the fingerprint more than once: named parameters, each given once)
     fp, given = sql.SQL("t.fp"), sql.SQL("{}::bigint").format(sql.Placeholder("fp"))
@@ -334,7 +334,7 @@ def _near_times(
         table=sql.Identifier(TABLE),
         probes=sql.SQL(" OR ").join(
             sql.SQL("{} = {}").format(row, query)
-            for row, query in zip(made.btree_keys(fp), made.btree_keys(given), strict=True)
+            for row, query in zip(index.btree_keys(fp), index.btree_keys(given), strict=True)
         ),
         given=given,
         k=sql.Placeholder("k"),
@@ -342,7 +342,7 @@ def _near_times(
     near = sql.SQL("SELECT * FROM {}(%s, %s)")
     kinds = {
         "own": (near.format(own.near_function), [(p, k) for p in probes]),
-        "in_table": (near.format(made.near_function), [(p, k) for p in probes]),
+        "in_table": (near.format(index.near_function), [(p, k) for p in probes]),
         "hand": (hand, [{"fp": p, "k": k} for p in probes]),
     }
     best = best_rounds(conn, kinds, 3)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from simdb import ingest
 from simdb import pairs as batch
 from simdb.db.connection import Connection
 from simdb.index import catalog, names
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, JaccardSpec, SimhashIndex, SimhashSpec
 from simdb.measure.baseline import HandTable, hand_table
 from simdb.sketch.bits import to_signed
@@ -173,17 +173,17 @@ def bench_index(
     name = f"bench_{os.getpid()}"
     data, probes, planted = planted_rows(rows, queries, max_distance, seed)
     truth = _true_neighbours(data, probes, max_distance)
-    made = index.save(conn, SimhashSpec(max_distance).build(name, DEFAULT_FEATURES, rows))
+    index = indexes.save(conn, SimhashSpec(max_distance).build(name, DEFAULT_FEATURES, rows))
     try:
         progress(f"loading {rows} rows into scratch index {name}")
-        loaded = ingest.bulk_load(conn, made, data.items())  # vacuumed and analysed, too
+        loaded = ingest.bulk_load(conn, index, data.items())  # vacuumed and analysed, too
         size = conn.execute("SELECT pg_total_relation_size(%s)", (names.qualified(name),)).fetchone()
 
         progress(f"loading the same {rows} rows into the hand-written block table")
         with hand_table(conn, list(data.values()), max_distance) as hand:
             progress(f"timing {queries} queries, {rounds} interleaved rounds")
             statement = sql.SQL("SELECT key FROM simdb.near(%s, %s, %s)")
-            direct_statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
+            direct_statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(index.near_function)
             kinds: dict[str, Timed] = {
                 "near": (statement, [(name, to_signed(v), max_distance) for v in probes]),
                 "direct": (direct_statement, [(to_signed(v), max_distance) for v in probes]),
@@ -192,14 +192,14 @@ def bench_index(
             }
             best = best_rounds(conn, kinds, rounds)
             # before the pairs, whose scans of every row would leave the probed pages uncached
-            server = server_side_ms(conn, made, [(to_signed(v), max_distance) for v in probes[:200]])
+            server = server_side_ms(conn, index, [(to_signed(v), max_distance) for v in probes[:200]])
 
             progress("timing all pairs, simdb's and the hand-written table's")
             began = time.perf_counter()
-            found_pairs = {(pair.key_a, pair.key_b) for pair in batch.pairs(conn, made, max_distance)}
+            found_pairs = {(pair.key_a, pair.key_b) for pair in batch.pairs(conn, index, max_distance)}
             pairs_s = time.perf_counter() - began
             began = time.perf_counter()
-            conn.execute(sql.SQL("SELECT count(*) FROM {}(%s)").format(made.pairs_function), (max_distance,))
+            conn.execute(sql.SQL("SELECT count(*) FROM {}(%s)").format(index.pairs_function), (max_distance,))
             sql_pairs_s = time.perf_counter() - began
             hand_pairs, hand_pairs_s = _hand_pairs(conn, hand, limit_s=3 * sql_pairs_s + 5)
         client, results = best["near"]
@@ -208,21 +208,21 @@ def bench_index(
         hand_results = [{keys[int(i)] for i in found} for found in hand_found]
 
         progress(f"timing {brute_force_queries} brute-force scans")
-        scan = sql.SQL("SELECT key FROM {} WHERE simdb.hamming(fingerprint, %s) <= %s").format(made.table)
+        scan = sql.SQL("SELECT key FROM {} WHERE simdb.hamming(fingerprint, %s) <= %s").format(index.table)
         some = probes[:brute_force_queries]
         brute, scanned = timed(conn, scan, [(to_signed(v), max_distance) for v in some], warm=0)
 
         expected_pairs = _planted_pairs(data, planted, max_distance)
         hnsw_figures, hnsw_note = None, "not run (--no-hnsw)"
         if hnsw:
-            hnsw_figures = _bench_hnsw(conn, made, probes, truth, progress)
+            hnsw_figures = _bench_hnsw(conn, index, probes, truth, progress)
             hnsw_note = "" if hnsw_figures else "the vector extension is not available on this server"
         version = conn.execute("SHOW server_version").fetchone()
         return IndexBench(
             rows=rows,
             max_distance=max_distance,
-            blocks=made.plan.blocks,
-            tables=len(made.plan.tables),
+            blocks=index.plan.blocks,
+            tables=len(index.plan.tables),
             queries=len(probes),
             server=f"PostgreSQL {version[0] if version else '?'}",
             load_rows_per_s=rows / loaded.copy_seconds,
@@ -253,7 +253,7 @@ def bench_index(
             hnsw_note=hnsw_note,
         )
     finally:
-        index.drop(conn, name)
+        indexes.drop(conn, name)
 
 
 def _hand_pairs(conn: Connection, hand: HandTable, limit_s: float) -> tuple[int | None, float]:
@@ -321,7 +321,7 @@ def best_rounds(
 
 def _bench_hnsw(
     conn: Connection,
-    made: SimhashIndex,
+    index: SimhashIndex,
     probes: Sequence[int],
     truth: Sequence[set[str]],
     progress: Callable[[str], None],
@@ -331,12 +331,12 @@ def _bench_hnsw(
     if available is None:
         return None
     progress("building the pgvector HNSW comparison")
-    table = sql.Identifier(f"{made.name}_hnsw")
+    table = sql.Identifier(f"{index.name}_hnsw")
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     try:
         conn.execute(
             sql.SQL("CREATE TABLE {} AS SELECT key, fingerprint::bit(64) AS bits FROM {}").format(
-                table, made.table
+                table, index.table
             )
         )
         conn.execute("SET maintenance_work_mem = '1GB'")  # pgvector builds far faster when the graph fits
@@ -345,7 +345,7 @@ def _bench_hnsw(
         conn.execute("RESET maintenance_work_mem")
         build_s = time.perf_counter() - began
         conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
-        k = made.plan.max_distance
+        k = index.plan.max_distance
         statement = sql.SQL(
             "SELECT key FROM (SELECT key, bits FROM {} ORDER BY bits <~> %s::bigint::bit(64) LIMIT 40) AS top"
             " WHERE bit_count(bits # %s::bigint::bit(64)) <= %s"
@@ -361,15 +361,15 @@ def _bench_hnsw(
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
 
 
-def server_side_ms(conn: Connection, made: Index, arguments: Sequence[tuple[object, object]]) -> list[float]:
+def server_side_ms(conn: Connection, index: Index, arguments: Sequence[tuple[object, object]]) -> list[float]:
     """Execution time inside the server of the index's near statement (its cached generic plan),
     without per-node timers (EXPLAIN's TIMING OFF), which add their own cost to every node.
 
     `arguments` are (sketch as stored, cutoff) pairs, as the index's near function takes them.
     """
     name = sql.Identifier(f"simdb_bench_near_{os.getpid()}")
-    statement = sql.SQL(catalog.near_sql(conn, made.name))
-    types = sql.SQL(", ").join([sql.SQL(made.sketch_type), sql.SQL(made.cutoff_type)])  # near's arguments
+    statement = sql.SQL(catalog.near_sql(conn, index.name))
+    types = sql.SQL(", ").join([sql.SQL(index.sketch_type), sql.SQL(index.cutoff_type)])  # near's arguments
     conn.execute("SET plan_cache_mode = force_generic_plan")
     conn.execute(sql.SQL("PREPARE {} ({}) AS {}").format(name, types, statement))
     timings = []
@@ -473,14 +473,14 @@ def bench_ingest(
         for spec in (SimhashSpec.newest(), JaccardSpec()):
             for count in jobs:
                 name = f"simdb_bench_ingest_{os.getpid()}_{spec.mode}_{count}"
-                made = index.create(conn, name, spec, features=features)
+                index = indexes.create(conn, name, spec, features=features)
                 try:
                     began = time.perf_counter()
                     items = readers.read(paths, readers.Options(skip_errors=True))
-                    report = ingest.ingest(conn, made, items, jobs=count)
+                    report = ingest.ingest(conn, index, items, jobs=count)
                     elapsed = time.perf_counter() - began
                 finally:
-                    index.drop(conn, name)
+                    indexes.drop(conn, name)
                 rates = measured.megabytes / elapsed, report.stored / elapsed
                 run = IngestRun(spec.mode, count, *rates, dict(report.seconds))
                 best = runs.get((spec.mode, count))

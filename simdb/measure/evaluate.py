@@ -24,7 +24,7 @@ from psycopg import sql
 from simdb import ingest, query
 from simdb import pairs as batch
 from simdb.db.connection import Connection
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import names
 from simdb.index.modes import Index, JaccardSpec, SimhashSpec, Sketch, Spec
 from simdb.index.modes.jaccard import bigint_array
@@ -145,11 +145,11 @@ HAND_WRITTEN = "hand-written"
 _PADDING_CHUNK = 10_000
 
 
-def _padding(made: Index, rows: int, seed: int) -> Iterator[tuple[str, Sketch]]:
+def _padding(index: Index, rows: int, seed: int) -> Iterator[tuple[str, Sketch]]:
     """Random fingerprints or signatures under keys pad:0, pad:1, ..."""
     rng = np.random.default_rng(seed + 1)
     for start in range(0, rows, _PADDING_CHUNK):
-        sketches = made.random_sketches(rng, min(_PADDING_CHUNK, rows - start))
+        sketches = index.random_sketches(rng, min(_PADDING_CHUNK, rows - start))
         for offset, sketch in enumerate(sketches):
             yield f"{PADDING}{start + offset}", sketch
 
@@ -208,37 +208,37 @@ def evaluate(
     ]
     for spec in specs:
         name = f"evaluate_{spec.mode}_{os.getpid()}"
-        made = index.create(conn, name, spec, expected_rows=len(corpus) + padding_rows)
+        index = indexes.create(conn, name, spec, expected_rows=len(corpus) + padding_rows)
         try:
             bulk_seconds = 0.0
             if padding_rows:
-                progress(f"bulk-loading {padding_rows} random rows into {made.mode} index {name}")
-                bulk = ingest.bulk_load(conn, made, _padding(made, padding_rows, seed))
+                progress(f"bulk-loading {padding_rows} random rows into {index.mode} index {name}")
+                bulk = ingest.bulk_load(conn, index, _padding(index, padding_rows, seed))
                 bulk_seconds = bulk.copy_seconds + bulk.index_seconds
-            progress(f"loading {len(corpus)} documents into {made.mode} index {name}")
+            progress(f"loading {len(corpus)} documents into {index.mode} index {name}")
             began = time.perf_counter()
-            ingest.ingest(conn, made, corpus, jobs=jobs)
+            ingest.ingest(conn, index, corpus, jobs=jobs)
             loaded = time.perf_counter() - began
             size = conn.execute("SELECT pg_total_relation_size(%s)", (names.qualified(name),)).fetchone()
             arguments = []
             for key in probes:
-                stored = query.stored(conn, made, key)
+                stored = query.stored(conn, index, key)
                 if stored is not None:
-                    arguments.append((made.to_sql(stored.sketch), made.cutoff()))
-            statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
+                    arguments.append((index.to_sql(stored.sketch), index.cutoff()))
+            statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(index.near_function)
             latencies, _ = timed(conn, statement, arguments)
-            server = server_side_ms(conn, made, arguments[:200])
-            progress(f"all pairs of {made.mode} index {name}")
+            server = server_side_ms(conn, index, arguments[:200])
+            progress(f"all pairs of {index.mode} index {name}")
             began = time.perf_counter()
-            every = _unordered((pair.key_a, pair.key_b) for pair in batch.pairs(conn, made))
+            every = _unordered((pair.key_a, pair.key_b) for pair in batch.pairs(conn, index))
             pairs_seconds = time.perf_counter() - began
             found = {pair for pair in every if not any(key.startswith(PADDING) for key in pair)}
             hits = len(found & truth)
             evaluation.modes.append(
                 ModeFigures(
-                    mode=f"{made.mode} v{made.spec_version}",
-                    kind=made.mode,
-                    parameters=made.summary,
+                    mode=f"{index.mode} v{index.spec_version}",
+                    kind=index.mode,
+                    parameters=index.summary,
                     pairs=len(found),
                     true_pairs=hits,
                     precision=hits / len(found) if found else 1.0,
@@ -254,7 +254,7 @@ def evaluate(
                 )
             )
         finally:
-            index.drop(conn, name)
+            indexes.drop(conn, name)
     hand, evaluation.roundtrip_p50_ms = _hand_written(
         conn, corpus, sets, truth, probes, threshold, permutations, padding_rows, seed, progress
     )

@@ -31,7 +31,7 @@ from psycopg import sql
 from simdb import ingest
 from simdb import pairs as batch
 from simdb.db.connection import Connection
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import names
 from simdb.index.modes import SimhashIndex, SimhashSpec
 from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement, check_citus
@@ -125,7 +125,7 @@ class ScaleOut:
 @dataclass
 class _Layout:
     label: str
-    made: SimhashIndex
+    index: SimhashIndex
     shards_per_query: int
     bytes: int
     load_s: float
@@ -170,7 +170,7 @@ def bench_placements(
             },
         ),
     ]
-    made: list[SimhashIndex] = []
+    index: list[SimhashIndex] = []
     try:
         layouts = []
         for label, placed, predicted in placements:
@@ -178,20 +178,20 @@ def bench_placements(
             progress(f"loading {rows} rows into a simdb index, {label}")
             began = time.perf_counter()
             spec = SimhashSpec(max_distance).build(name, DEFAULT_FEATURES, rows)
-            made.append(index.save(conn, dataclasses.replace(spec, placement=placed)))
-            ingest.bulk_load(conn, made[-1], data.items())  # vacuumed and analysed, too
+            index.append(indexes.save(conn, dataclasses.replace(spec, placement=placed)))
+            ingest.bulk_load(conn, index[-1], data.items())  # vacuumed and analysed, too
             if placed.layout == ByPrefix.layout:
                 conn.execute(sql.SQL("VACUUM ANALYZE {}").format(names.probes_table(name)))
             load_s = time.perf_counter() - began
-            layouts.append(_layout(conn, made[-1], label, load_s, probes, max_distance, predicted))
+            layouts.append(_layout(conn, index[-1], label, load_s, probes, max_distance, predicted))
         figures = _measure(conn, dsn, layouts, rows, len(probes), seconds, progress)
     finally:
-        for m in made:
-            index.drop(conn, m.name)
+        for m in index:
+            indexes.drop(conn, m.name)
     return ScaleOut(
         rows=rows,
         max_distance=max_distance,
-        tables=len(made[0].plan.tables),
+        tables=len(index[0].plan.tables),
         shards=shards,
         queries=len(probes),
         workers=workers,
@@ -203,7 +203,7 @@ def bench_placements(
 
 def _layout(
     conn: Connection,
-    made: SimhashIndex,
+    index: SimhashIndex,
     label: str,
     load_s: float,
     probes: list[int],
@@ -211,27 +211,27 @@ def _layout(
     predicted: dict[str, float] | None,
 ) -> _Layout:
     """A simdb index, probed through its near function; its bytes (with the probe table's)."""
-    statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(made.near_function)
+    statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(index.near_function)
     arguments = [(to_signed(v), k) for v in probes]
 
     def probe(own: Connection, number: int) -> set[str]:
         return {str(r[0]) for r in own.execute(statement, arguments[number], prepare=True)}
 
-    distributed = made.placement != LOCAL
+    distributed = index.placement != LOCAL
     size = sql.Identifier("citus_total_relation_size" if distributed else "pg_total_relation_size")
-    tables = [names.qualified(made.name)]
-    if made.placement.layout == ByPrefix.layout and distributed:
-        tables.append(names.probes_table_name(made.name))
+    tables = [names.qualified(index.name)]
+    if index.placement.layout == ByPrefix.layout and distributed:
+        tables.append(names.probes_table_name(index.name))
     total = conn.execute(
         sql.SQL("SELECT {}").format(
             sql.SQL(" + ").join(sql.SQL("{}({}::regclass)").format(size, sql.Literal(t)) for t in tables)
         )
     ).fetchone()
-    shards = made.placement.shards if isinstance(made.placement, Distributed) else None
-    touched = max(probe_tasks(conn, made, value) for value in probes[:50])
+    shards = index.placement.shards if isinstance(index.placement, Distributed) else None
+    touched = max(probe_tasks(conn, index, value) for value in probes[:50])
     return _Layout(
         f"{label}" + (f", {shards} shards" if distributed else ""),
-        made,
+        index,
         touched,
         int(total[0]) if total else 0,
         load_s,
@@ -240,10 +240,12 @@ def _layout(
     )
 
 
-def probe_tasks(conn: Connection, made: SimhashIndex, fingerprint: int) -> int:
+def probe_tasks(conn: Connection, index: SimhashIndex, fingerprint: int) -> int:
     """The shards a probe of `fingerprint` runs on, as Citus plans it: the Task Count of its
     EXPLAIN (1 for an index on one server)."""
-    statement = made.near_statement(sql.Literal(to_signed(fingerprint)), sql.Literal(made.plan.max_distance))
+    statement = index.near_statement(
+        sql.Literal(to_signed(fingerprint)), sql.Literal(index.plan.max_distance)
+    )
     found = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(statement)).fetchone()
     return _task_count(found[0] if found else [])
 
@@ -258,13 +260,13 @@ def _task_count(plan: object) -> int:
     return 1
 
 
-def _pairs_in_a_process(dsn: str, made: SimhashIndex) -> tuple[int, str, float, float]:
+def _pairs_in_a_process(dsn: str, index: SimhashIndex) -> tuple[int, str, float, float]:
     """`simdb pairs NAME` as a user runs it, in a process of its own: (pairs, a digest of its
     sorted output, seconds, the process's peak resident memory in MB)."""
     with tempfile.TemporaryFile() as out:
         began = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", _PEAK_AT_EXIT, "pairs", made.name, "--dsn", dsn],
+            [sys.executable, "-c", _PEAK_AT_EXIT, "pairs", index.name, "--dsn", dsn],
             stdout=out,
             stderr=subprocess.PIPE,
             check=False,
@@ -272,7 +274,7 @@ def _pairs_in_a_process(dsn: str, made: SimhashIndex) -> tuple[int, str, float, 
         seconds = time.perf_counter() - began
         errors = done.stderr.decode()
         if done.returncode != 0:
-            raise RuntimeError(f"simdb pairs {made.name} failed: {errors.strip()}")
+            raise RuntimeError(f"simdb pairs {index.name} failed: {errors.strip()}")
         out.seek(0)
         lines = out.read().splitlines()[1:]  # (the CSV header)
     digest = hashlib.sha256(b"\n".join(sorted(lines))).hexdigest()
@@ -328,9 +330,9 @@ def _measure(
             throughput[clients] = _throughput(dsn, layout.probe, queries, clients, seconds)
         say(f"{layout.label}: all pairs, here and in a process of its own (`simdb pairs`)")
         began = time.perf_counter()
-        pairs = sum(1 for _ in batch.pairs(conn, layout.made))
+        pairs = sum(1 for _ in batch.pairs(conn, layout.index))
         pairs_s = time.perf_counter() - began
-        counted, digest, _, peak_mb = _pairs_in_a_process(dsn, layout.made)
+        counted, digest, _, peak_mb = _pairs_in_a_process(dsn, layout.index)
         digests.append(digest if counted == pairs else "")
         times = best[layout.label]
         figures.append(

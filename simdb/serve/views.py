@@ -21,7 +21,7 @@ from starlette.routing import Route
 from simdb import pairs as batch
 from simdb.db.connection import Connection
 from simdb.errors import IndexNotFound, InputError, InvalidParameter, SimdbError
-from simdb.index import lifecycle as index
+from simdb.index import lifecycle as indexes
 from simdb.index import texts
 from simdb.index.modes import Index
 from simdb.serve import plots, review
@@ -93,13 +93,13 @@ def _key(value: object, name: str) -> str:
 
 def _base(conn: Connection, name: str) -> dict[str, Any]:
     """What every page of an index shows: the index, whether it keeps texts."""
-    made = index.get(conn, name)
-    return {"index": made, "keeps_texts": texts.keeps(conn, made), "rules": batch.KEEP_RULES}
+    index = indexes.get(conn, name)
+    return {"index": index, "keeps_texts": texts.keeps(conn, index), "rules": batch.KEEP_RULES}
 
 
 def home(request: Request) -> Response:
     with _pool(request).connection() as conn:
-        summaries = index.list_indexes(conn)
+        summaries = indexes.list_indexes(conn)
         kept = {summary.index.name: texts.keeps(conn, summary.index) for summary in summaries}
     return _render(request, "indexes.html", summaries=summaries, kept=kept)
 
@@ -121,7 +121,7 @@ def clusters_csv(request: Request) -> Response:
     keep = _keep(request)
     name = request.path_params["name"]
     with _pool(request).connection() as conn:
-        decided = review.decisions(conn, index.get(conn, name), keep)
+        decided = review.decisions(conn, indexes.get(conn, name), keep)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(("cluster", "key", "action"))
@@ -221,10 +221,10 @@ def pictures(request: Request) -> Response:
     sample = _integer(request, "sample", DEFAULT_SAMPLE)
     with _pool(request).connection() as conn:
         context = _base(conn, request.path_params["name"])
-        made: Index = context["index"]
-        scores = review.pair_scores(conn, made)
+        index: Index = context["index"]
+        scores = review.pair_scores(conn, index)
         try:
-            calibration = review.sample_calibration(conn, made, sample)
+            calibration = review.sample_calibration(conn, index, sample)
             unreachable = ""
         except InputError as error:
             calibration, unreachable = None, str(error)

@@ -270,16 +270,16 @@ def overlapping(parts: Iterable[npt.NDArray[A]], n: int) -> Iterator[npt.NDArray
     the one before, so that each window of n lies in exactly one piece and begins in it. (If
     there are fewer than n in all, one piece of them all.)"""
     carry: npt.NDArray[A] | None = None
-    made = False
+    index = False
     for part in parts:
         window = part if carry is None or not len(carry) else np.concatenate([carry, part])
         if len(window) >= n:
             yield window
-            made = True
+            index = True
             carry = window[len(window) - n + 1 :].copy()
         else:
             carry = window
-    if not made and carry is not None and len(carry):
+    if not index and carry is not None and len(carry):
         yield carry
 
 

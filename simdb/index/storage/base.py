@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def btree_statements(
-    made: IndexSQL,
+    index: IndexSQL,
     table: sql.Composable,
     sketch: sql.Composable,
     name_of: str,
@@ -33,7 +33,7 @@ def btree_statements(
         sql.SQL("{create} {name} ON {table} (({key}))").format(
             create=create, name=sql.Identifier(name_of.format(column=column)), table=table, key=key
         )
-        for column, key in zip(made.columns, made.btree_keys(sketch), strict=True)
+        for column, key in zip(index.columns, index.btree_keys(sketch), strict=True)
     ]
 
 
@@ -66,11 +66,11 @@ class Storage(ABC):
     # gets no INSERT, UPDATE or DELETE on simdb."NAME", a view that would pass them to its table)
 
     @abstractmethod
-    def create(self, conn: Connection, made: IndexSQL, comment: str) -> None:
+    def create(self, conn: Connection, index: IndexSQL, comment: str) -> None:
         """simdb."NAME" (a table, or a view of the application's table) and the B-trees that search
         it, in the caller's transaction (after the index's catalog rows)."""
 
-    def drop_statements(self, made: IndexSQL) -> list[sql.Composed]:
+    def drop_statements(self, index: IndexSQL) -> list[sql.Composed]:
         """What to remove besides what names.owned_objects names (the application's objects are
         never among them: only simdb's B-trees and triggers on its table)."""
         return []
@@ -87,19 +87,19 @@ class Storage(ABC):
         """`placement` from what Citus' metadata says of placed_relation."""
         return placement.own_placement(found, name)
 
-    def colocation(self, made: IndexSQL) -> sql.Identifier | None:
+    def colocation(self, index: IndexSQL) -> sql.Identifier | None:
         """The distributed table that a table joined with the rows on key goes beside (the clusters
         table), or None where none can: it is then distributed on its own."""
-        return made.table
+        return index.table
 
-    def heap(self, made: IndexSQL) -> sql.Identifier:
+    def heap(self, index: IndexSQL) -> sql.Identifier:
         """The table that holds the rows (what VACUUM and row addresses are about)."""
-        return made.table
+        return index.table
 
-    def refuse_writes(self, made: IndexSQL, what: str) -> None:  # noqa: B027 (most kinds take writes)
+    def refuse_writes(self, index: IndexSQL, what: str) -> None:  # noqa: B027 (most kinds take writes)
         """Raise if simdb must not write this index's rows itself (`what`: the command)."""
 
-    def renew(self, conn: Connection, made: IndexSQL) -> None:  # noqa: B027 (most kinds have nothing there)
+    def renew(self, conn: Connection, index: IndexSQL) -> None:  # noqa: B027 (most kinds have nothing there)
         """Remake, as this simdb makes them, the objects an older one made outside simdb's schemas
         (triggers on the application's table); in the caller's transaction (a migration's)."""
 
@@ -121,7 +121,7 @@ class OwnTable(Storage):
 
     kind: ClassVar[str] = "own"
 
-    def create(self, conn: Connection, made: IndexSQL, comment: str) -> None:
+    def create(self, conn: Connection, index: IndexSQL, comment: str) -> None:
         """The table, keyed by key (a distributed table can be split on it), and one B-tree per
         expression of the sketch: any application can insert (key, sketch) in plain SQL and be
         found as simdb would find it."""
@@ -133,15 +133,15 @@ class OwnTable(Storage):
                 " seen_at timestamptz NOT NULL DEFAULT now(),"
                 " CONSTRAINT {pkey} PRIMARY KEY (key))"
             ).format(
-                table=made.table,
-                sketch=made.sketch_definition(),
-                pkey=sql.Identifier(names.primary_key_name(made.name)),
+                table=index.table,
+                sketch=index.sketch_definition(),
+                pkey=sql.Identifier(names.primary_key_name(index.name)),
             )
         )
-        for statement in made.btrees():
+        for statement in index.btrees():
             conn.execute(statement)
-        made.placement.place_index(conn, made)
-        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(made.table, sql.Literal(comment)))
+        index.placement.place_index(conn, index)
+        conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(index.table, sql.Literal(comment)))
 
 
 OWN = OwnTable()

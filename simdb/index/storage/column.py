@@ -74,7 +74,7 @@ class InTable(Storage):
             return None
         return TextSource(self.schema, self.table, self.key_column, self.text_column)
 
-    def create(self, conn: Connection, made: IndexSQL, comment: str) -> None:
+    def create(self, conn: Connection, index: IndexSQL, comment: str) -> None:
         """The view simdb."NAME" of the rows that have a sketch (and meet the --where condition);
         its ctid is the table's, so rows are read by address as in simdb's own table. The B-trees
         come after (`btrees`): they may be built CONCURRENTLY, outside this transaction."""
@@ -90,33 +90,33 @@ class InTable(Storage):
                 " NULL::text AS extension, NULL::bigint AS mtime_ns, NULL::timestamptz AS added_at,"
                 " NULL::timestamptz AS seen_at FROM {table} AS t WHERE {where}"
             ).format(
-                view=made.table,
+                view=index.table,
                 key=sql.Identifier(self.key_column),
                 sketch=sql.Identifier(self.sketch_column),
-                as_sketch=sql.Identifier(made.sketch_column),
+                as_sketch=sql.Identifier(index.sketch_column),
                 size=size if self.text_column else sql.SQL("NULL::bigint"),
                 table=self.relation,
                 where=where,
             )
         )
-        conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(made.table, sql.Literal(comment)))
+        conn.execute(sql.SQL("COMMENT ON VIEW {} IS {}").format(index.table, sql.Literal(comment)))
         if self.text_column:
-            self._create_triggers(conn, made)
+            self._create_triggers(conn, index)
 
-    def sketch_btrees(self, made: IndexSQL, *, concurrently: bool) -> list[sql.Composed]:
+    def sketch_btrees(self, index: IndexSQL, *, concurrently: bool) -> list[sql.Composed]:
         """The mode's B-trees on the sketch column."""
         return btree_statements(
-            made,
+            index,
             self.relation,
             sql.Identifier(self.sketch_column),
-            names.app_btree_name(made.name, "{column}"),
+            names.app_btree_name(index.name, "{column}"),
             concurrently=concurrently,
         )
 
-    def sketch_btree_names(self, made: IndexSQL) -> list[str]:
-        return [names.app_btree_name(made.name, column) for column in made.columns]
+    def sketch_btree_names(self, index: IndexSQL) -> list[str]:
+        return [names.app_btree_name(index.name, column) for column in index.columns]
 
-    def lookup_btrees(self, made: IndexSQL, key_type: str, *, concurrently: bool) -> list[sql.Composed]:
+    def lookup_btrees(self, index: IndexSQL, key_type: str, *, concurrently: bool) -> list[sql.Composed]:
         """One B-tree on the key as text where the key is not text already (lookups by key, as
         simdb.near_key makes them, would scan the table); and with a text column, the partial
         B-tree of the rows whose sketch is missing (what a sync reads)."""
@@ -126,14 +126,14 @@ class InTable(Storage):
         if key_type != "text" and not key_type.startswith("character varying"):
             statements.append(
                 sql.SQL("{} {} ON {} (({}::text))").format(
-                    create, sql.Identifier(names.app_btree_name(made.name, "key")), self.relation, key
+                    create, sql.Identifier(names.app_btree_name(index.name, "key")), self.relation, key
                 )
             )
         if self.text_column:
             statements.append(
                 sql.SQL("{} {} ON {} ({}) WHERE {} IS NULL AND {} IS NOT NULL").format(
                     create,
-                    sql.Identifier(names.app_btree_name(made.name, "unfilled")),
+                    sql.Identifier(names.app_btree_name(index.name, "unfilled")),
                     self.relation,
                     key,
                     sql.Identifier(self.sketch_column),
@@ -142,33 +142,33 @@ class InTable(Storage):
             )
         return statements
 
-    def _create_triggers(self, conn: Connection, made: IndexSQL) -> None:
+    def _create_triggers(self, conn: Connection, index: IndexSQL) -> None:
         """The clearing triggers (install_clearing); and AFTER INSERT or UPDATE OF the text, once
         per statement: wake `sync --watch` (NOTIFY, delivered at commit). A sync's own writes set
         only the sketch, so they fire none of them."""
-        self.install_clearing(conn, made)
-        if made.placement.kind != "local":
+        self.install_clearing(conn, index)
+        if index.placement.kind != "local":
             return
-        wake = names.wake_function(made.name)
+        wake = names.wake_function(index.name)
         conn.execute(
             sql.SQL(
                 "CREATE FUNCTION {wake}() RETURNS trigger LANGUAGE plpgsql AS $$"
                 " BEGIN NOTIFY {channel}; RETURN NULL; END $$"
-            ).format(wake=wake, channel=names.channel(made.name))
+            ).format(wake=wake, channel=names.channel(index.name))
         )
         conn.execute(
             sql.SQL(
                 "CREATE TRIGGER {name} AFTER INSERT OR UPDATE OF {text} ON {table}"
                 " FOR EACH STATEMENT EXECUTE FUNCTION {wake}()"
             ).format(
-                name=sql.Identifier(names.app_trigger_name(made.name, "wake")),
+                name=sql.Identifier(names.app_trigger_name(index.name, "wake")),
                 text=sql.Identifier(self.text_column or ""),
                 table=self.relation,
                 wake=wake,
             )
         )
 
-    def install_clearing(self, conn: Connection, made: IndexSQL, *, again: bool = False) -> None:
+    def install_clearing(self, conn: Connection, index: IndexSQL, *, again: bool = False) -> None:
         """BEFORE UPDATE OF the text, for each row whose text changed and whose sketch the same
         write left as it was: clear the sketch (the next sync refills it), unless the write named
         the sketch column (an ORM saving every column after an edit that left the sketch as it
@@ -181,9 +181,9 @@ class InTable(Storage):
         the trigger's WHEN clause does, so that a renamed column never fails the application's
         writes (a sync then says the column is gone)."""
         text, sketch = sql.Identifier(self.text_column or ""), sql.Identifier(self.sketch_column)
-        clear, claim = names.clear_function(made.name), names.claim_function(made.name)
-        flag = sql.Literal(names.claim_setting(made.name))
-        distributed = made.placement.kind != "local"
+        clear, claim = names.clear_function(index.name), names.claim_function(index.name)
+        flag = sql.Literal(names.claim_setting(index.name))
+        distributed = index.placement.kind != "local"
         # A shard's columns may be numbered apart from its table's (columns dropped before it was
         # distributed): there the function is given the column's name (a renamed column is then
         # left as it is, and a sync says it is gone).
@@ -209,7 +209,7 @@ class InTable(Storage):
         argument = self.sketch_column if distributed else str(number[0] if number else 0)
         if distributed:
             conn.execute(UNSAFE_TRIGGERS)
-        claimed = sql.Identifier(names.app_trigger_name(made.name, "claim"))
+        claimed = sql.Identifier(names.app_trigger_name(index.name, "claim"))
         if again:
             conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(claimed, self.relation))
         changed = sql.SQL(
@@ -228,7 +228,7 @@ class InTable(Storage):
                 "CREATE TRIGGER {name} BEFORE UPDATE OF {text} ON {table} FOR EACH ROW"
                 " WHEN ({changed}) EXECUTE FUNCTION {clear}({number})"
             ).format(
-                name=sql.Identifier(names.app_trigger_name(made.name, "clear")),
+                name=sql.Identifier(names.app_trigger_name(index.name, "clear")),
                 text=text,
                 table=self.relation,
                 changed=changed,
@@ -237,42 +237,42 @@ class InTable(Storage):
             )
         )
 
-    def renew(self, conn: Connection, made: IndexSQL) -> None:
+    def renew(self, conn: Connection, index: IndexSQL) -> None:
         """The clearing triggers of an index made before a write that names the sketch column kept
         it (install_clearing)."""
         if self.text_column:
-            self.install_clearing(conn, made, again=True)
+            self.install_clearing(conn, index, again=True)
 
-    def btree_names(self, made: IndexSQL) -> list[str]:
+    def btree_names(self, index: IndexSQL) -> list[str]:
         """The names every B-tree simdb may put on the table has (in the table's schema)."""
-        return [names.app_btree_name(made.name, column) for column in [*made.columns, "key", "unfilled"]]
+        return [names.app_btree_name(index.name, column) for column in [*index.columns, "key", "unfilled"]]
 
-    def drop_statements(self, made: IndexSQL) -> list[sql.Composed]:
+    def drop_statements(self, index: IndexSQL) -> list[sql.Composed]:
         """The view, and simdb's B-trees and triggers on the table (triggers only where a text
         column made them: Citus refuses even DROP TRIGGER IF EXISTS on a distributed table), by
         their names, so nothing of the application's is touched (names.owned_objects drops the
         trigger functions after)."""
         triggers = ("claim", "clear", "wake") if self.text_column else ()
-        unsafe = [UNSAFE_TRIGGERS] if triggers and made.placement.kind != "local" else []
+        unsafe = [UNSAFE_TRIGGERS] if triggers and index.placement.kind != "local" else []
         return [
             *unsafe,
-            sql.SQL("DROP VIEW IF EXISTS {}").format(made.table),
+            sql.SQL("DROP VIEW IF EXISTS {}").format(index.table),
             *(
                 sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(self.schema, btree))
-                for btree in self.btree_names(made)
+                for btree in self.btree_names(index)
             ),
             *(
                 sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
-                    sql.Identifier(names.app_trigger_name(made.name, what)), self.relation
+                    sql.Identifier(names.app_trigger_name(index.name, what)), self.relation
                 )
                 for what in triggers
             ),
         ]
 
-    def heap(self, made: IndexSQL) -> sql.Identifier:
+    def heap(self, index: IndexSQL) -> sql.Identifier:
         return self.relation
 
-    def colocation(self, made: IndexSQL) -> sql.Identifier | None:
+    def colocation(self, index: IndexSQL) -> sql.Identifier | None:
         """None: the table is distributed by its own key column, not by the text of it."""
         return None
 
@@ -283,9 +283,9 @@ class InTable(Storage):
     def placement_of(self, found: CitusTable | None, name: str) -> Placement:
         return placement.application_placement(found, self.placed_relation(name))
 
-    def refuse_writes(self, made: IndexSQL, what: str) -> None:
+    def refuse_writes(self, index: IndexSQL, what: str) -> None:
         raise InvalidParameter(
-            f"{what} does not write index {made.name!r}: its rows are the rows of {self.label}",
+            f"{what} does not write index {index.name!r}: its rows are the rows of {self.label}",
             f"write that table: a row is in the index while its {self.sketch_column} is set (and leaves"
             f" it when the row is deleted or its {self.sketch_column} set to NULL)",
         )

@@ -27,11 +27,11 @@ _answers: dict[tuple[object, ...], dict[str, str]] = {}
 OWNED = "simdb_"
 
 
-def equivalents(conn: Connection, stored: InTable, made: IndexSQL) -> dict[str, str]:
+def equivalents(conn: Connection, stored: InTable, index: IndexSQL) -> dict[str, str]:
     """simdb's sketch B-tree names (of stored.sketch_btree_names) that a valid index of the
     application's (not named simdb_...) on the table already is, each with that index's name.
     Only on one server: on Citus the shards' indexes are Citus's to make."""
-    if made.placement.kind != "local":
+    if index.placement.kind != "local":
         return {}
     theirs: dict[str, str] = {}
     for name, definition in conn.execute(
@@ -44,24 +44,24 @@ def equivalents(conn: Connection, stored: InTable, made: IndexSQL) -> dict[str, 
             theirs.setdefault(_tail(definition), name)
     if not theirs:
         return {}
-    statements = [statement.as_string(conn) for statement in stored.sketch_btrees(made, concurrently=False)]
+    statements = [statement.as_string(conn) for statement in stored.sketch_btrees(index, concurrently=False)]
     asked = (conn.info.dbname, tuple(sorted(theirs)), tuple(statements))  # (the statements name the table)
     if asked not in _answers:  # (sync --watch asks at every fill: one temporary table per process)
         if len(_answers) >= ANSWERS:
             _answers.clear()
-        _answers[asked] = _definitions(conn, stored, made)
+        _answers[asked] = _definitions(conn, stored, index)
     return {name: theirs[made_as] for name, made_as in _answers[asked].items() if made_as in theirs}
 
 
-def _definitions(conn: Connection, stored: InTable, made: IndexSQL) -> dict[str, str]:
+def _definitions(conn: Connection, stored: InTable, index: IndexSQL) -> dict[str, str]:
     """What PostgreSQL prints (from USING on) for each of simdb's sketch B-trees of the table."""
     shape = sql.Identifier("pg_temp", SHAPE)
     with conn.transaction(force_rollback=True):
         conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {})").format(shape, stored.relation))
-        statements = btree_statements(made, shape, sql.Identifier(stored.sketch_column), SHAPE + "_{column}")
+        statements = btree_statements(index, shape, sql.Identifier(stored.sketch_column), SHAPE + "_{column}")
         definitions: dict[str, str] = {}
         for name, column, statement in zip(
-            stored.sketch_btree_names(made), made.columns, statements, strict=True
+            stored.sketch_btree_names(index), index.columns, statements, strict=True
         ):
             conn.execute(statement)
             row = conn.execute(

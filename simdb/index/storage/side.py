@@ -27,11 +27,11 @@ class SideTable(OwnTable):
     def describe(self) -> str:
         return f"follows {self.schema}.{self.table}.{self.text_column}"
 
-    def refuse_writes(self, made: IndexSQL, what: str) -> None:
+    def refuse_writes(self, index: IndexSQL, what: str) -> None:
         """Each sync makes the rows those of the table (a compare removes keys it lacks), so what
         ingest, delete or prune wrote would last only until then: refused, as for the column kind."""
         raise InvalidParameter(
-            f"{what} does not write index {made.name!r}: it follows {self.schema}.{self.table}"
+            f"{what} does not write index {index.name!r}: it follows {self.schema}.{self.table}"
             f".{self.text_column}, and each sync makes its rows those of that table",
             f"write {self.schema}.{self.table} (each sync then brings its rows here), or put documents"
             " in an index of their own: `simdb create NAME`",

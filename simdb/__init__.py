@@ -41,9 +41,9 @@ def __getattr__(name: str) -> object:
 def connect(dsn: str | None = None) -> Database:
     """A bound-handle connection: `simdb.connect(dsn).index("docs").near(text=...)` (simdb.api;
     imported here on first use, so that `import simdb` stays light)."""
-    from simdb import api as handle
+    from simdb import api
 
-    return handle.connect(dsn)
+    return api.connect(dsn)
 
 
 def _warm_every_kernel() -> None:

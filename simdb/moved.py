@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 MOVED = {
     "simdb.attach": "simdb.follow.keep",
     "simdb.autogenerate": "simdb.alembic.autogenerate",
-    "simdb.batch": "simdb.pairs",
+    "simdb.batch": "simdb.duplicates",
     "simdb.bits": "simdb.sketch.bits",
     "simdb.blocks": "simdb.plan.blocks",
     "simdb.borrowed": "simdb.db.borrowed",

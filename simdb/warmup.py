@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simdb.plan import pairing
-from simdb.sketch import features, minhash, simhash
-from simdb.sketch import short_text as onetext
+from simdb.sketch import features, minhash, short_text, simhash
 from simdb.sketch.features import Features
 
 # Short text goes through the batched kernels; text longer than a piece, and any bytes features,
 # through the piece-at-a-time ones (features.sorted_out decides).
 _SHORT = "warm the fingerprint kernels of simdb once"
 _LONG = (_SHORT + " ") * (features.PIECE // len(_SHORT) + 1)
-_MEDIUM = (_SHORT + " ") * (2 * onetext.LIMIT // len(_SHORT))  # past what onetext counts without them
+_MEDIUM = (_SHORT + " ") * (2 * short_text.LIMIT // len(_SHORT))  # past what onetext counts without them
 _FEATURES = (Features("word", 3), Features("char", 5), Features("bytes", 4))
 
 
@@ -38,7 +37,7 @@ def warm() -> None:
 
 def warm_sketch(sketch: Callable[[str], object]) -> None:
     """Load the kernels one sketch function calls (an index's `sketch`) for a text shorter than a
-    piece: a text past onetext.LIMIT (which loads them), then a short one (which takes them too,
+    piece: a text past short_text.LIMIT (which loads them), then a short one (which takes them too,
     once they are loaded)."""
     sketch(_MEDIUM)
     sketch(_SHORT)

@@ -11,8 +11,7 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import api as handle
-from simdb import fingerprint, ingest, schema
+from simdb import api, fingerprint, ingest, schema
 from simdb.errors import InvalidParameter
 from simdb.follow import app_column, keep, side
 from simdb.index import lifecycle as index
@@ -588,7 +587,7 @@ def test_writes_through_simdb_into_a_side_table_are_refused(
     with pytest.raises(InvalidParameter) as ingested:
         ingest.ingest(articles, made, [])
     with pytest.raises(InvalidParameter) as added:
-        handle.BoundIndex(articles, made).add({"x": "a document of its own"})
+        api.BoundIndex(articles, made).add({"x": "a document of its own"})
     for refused, what in ((ingested, "ingest"), (added, "add")):
         assert str(refused.value) == (
             f"{what} does not write index 'arts': it follows public.articles.body, and each sync makes"

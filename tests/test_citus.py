@@ -15,8 +15,7 @@ import psycopg
 import pytest
 from support import Conn, simdb
 
-from simdb import fingerprint, ingest, query
-from simdb import pairs as batch
+from simdb import duplicates, fingerprint, ingest, query
 from simdb.errors import InvalidParameter
 from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
@@ -107,8 +106,8 @@ def test_distribute_moves_an_index_with_its_rows_and_clusters(
     texts = _documents(tmp_path / "docs", 60)
     made = index.create(citus_conn, "docs")
     ingest.ingest(citus_conn, made, readers.read([str(tmp_path / "docs")]))
-    before_pairs = sorted((p.key_a, p.key_b, p.distance) for p in batch.pairs(citus_conn, made))
-    before_clusters = batch.clusters(citus_conn, made).groups
+    before_pairs = sorted((p.key_a, p.key_b, p.distance) for p in duplicates.pairs(citus_conn, made))
+    before_clusters = duplicates.clusters(citus_conn, made).groups
     probe = next(iter(texts))
     before_near = query.near(citus_conn, made, made.sketch(texts[probe]))
 
@@ -117,11 +116,11 @@ def test_distribute_moves_an_index_with_its_rows_and_clusters(
     assert moved.placement == placed and index.get(citus_conn, "docs").placement == placed
     assert _count(citus_conn, "docs") == 60
     assert (
-        sorted((p.key_a, p.key_b, p.distance) for p in batch.pairs(citus_conn, moved)) == before_pairs
+        sorted((p.key_a, p.key_b, p.distance) for p in duplicates.pairs(citus_conn, moved)) == before_pairs
         and len(before_pairs) >= 20
     )
     assert query.near(citus_conn, moved, moved.sketch(texts[probe])) == before_near
-    assert batch.clusters(citus_conn, moved).groups == before_clusters
+    assert duplicates.clusters(citus_conn, moved).groups == before_clusters
     distributed = citus_conn.execute(
         "SELECT logicalrelid::text FROM pg_dist_partition WHERE logicalrelid::text LIKE 'simdb.docs%'"
         " ORDER BY 1"

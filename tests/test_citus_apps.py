@@ -19,8 +19,7 @@ from sqlalchemy.pool import NullPool
 from support import Conn, simdb
 from test_contract import _components
 
-from simdb import pairs as batch
-from simdb import query
+from simdb import duplicates, query
 from simdb.errors import InvalidParameter
 from simdb.follow import app_column, keep
 from simdb.follow.queue import DrainReport
@@ -113,14 +112,14 @@ def _answers_equal_brute_force(conn: Conn, capsys: pytest.CaptureFixture[str], m
         assert code == 0 and [line.split() for line in out.splitlines()[1:]] == [
             [str(d), key] for key, d in expected
         ]
-    assert {(p.key_a, p.key_b, p.distance) for p in batch.pairs(conn, made)} == pairs
+    assert {(p.key_a, p.key_b, p.distance) for p in duplicates.pairs(conn, made)} == pairs
     assert set(conn.execute("SELECT key_a, key_b, distance FROM simdb.pairs('docs')").fetchall()) == pairs
     code, out, _ = simdb(capsys, "pairs", "docs")
     assert code == 0 and {tuple(line.split(",")) for line in out.splitlines()[1:]} == {
         (a, b, str(d)) for a, b, d in pairs
     }
     groups = _components(pairs)
-    assert batch.clusters(conn, made).groups == groups
+    assert duplicates.clusters(conn, made).groups == groups
     code, out, _ = simdb(capsys, "dedup", "docs", "--keep", "first")
     kept = [line.split(",")[1] for line in out.splitlines()[1:] if line.endswith(",keep")]
     added = dict(conn.execute("SELECT key, added_at FROM simdb.docs").fetchall())

@@ -15,8 +15,7 @@ from psycopg.conninfo import conninfo_to_dict
 from support import Conn, simdb
 from test_contract import JaccardOracle, Oracle, SimhashOracle, _components
 
-from simdb import pairs as batch
-from simdb import query
+from simdb import duplicates, query
 from simdb.follow import app_column, keep
 from simdb.follow.queue import DrainReport
 from simdb.index import catalog
@@ -107,10 +106,10 @@ def _answers_equal_brute_force(conn: Conn, oracle: Oracle) -> None:
         assert conn.execute(oracle.sql_near_key, (probe, None)).fetchall() == expected
         assert conn.execute(oracle.sql_near, (made.to_sql(oracle.stored[probe]), None)).fetchall() == expected
     expected_pairs = oracle.pairs(own)
-    found_pairs = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in batch.pairs(conn, made)]
+    found_pairs = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in duplicates.pairs(conn, made)]
     assert sorted(found_pairs) == sorted(expected_pairs) and len(expected_pairs) >= 40
     assert set(conn.execute(oracle.sql_pairs, (None,)).fetchall()) == expected_pairs
-    assert batch.clusters(conn, made).groups == _components(expected_pairs)
+    assert duplicates.clusters(conn, made).groups == _components(expected_pairs)
 
 
 @pytest.mark.parametrize("mode", list(ORACLES))
@@ -119,7 +118,7 @@ def test_a_rebalance_onto_a_new_worker_keeps_every_answer_exact(
     citus_conn: Conn, capsys: pytest.CaptureFixture[str], layout: str, mode: str
 ) -> None:
     oracle = ORACLES[mode](citus_conn, LAYOUTS[layout])
-    batch.clusters(citus_conn, oracle.made)  # (a clusters table to move too)
+    duplicates.clusters(citus_conn, oracle.made)  # (a clusters table to move too)
     _answers_equal_brute_force(citus_conn, oracle)
     # every simdb table Citus may move has a primary key: logical replication could move it too
     without_key = citus_conn.execute(

@@ -19,8 +19,7 @@ import pytest
 from psycopg import sql
 from support import Conn, jaccard_corpus
 
-from simdb import ingest, query
-from simdb import pairs as batch
+from simdb import duplicates, ingest, query
 from simdb.errors import InvalidParameter
 from simdb.follow import app_column
 from simdb.index import lifecycle as index
@@ -288,7 +287,7 @@ def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
 @pytest.mark.parametrize("step", [0, 1, 2])
 def test_pairs_equal_brute_force_each_once(conn: Conn, oracle: Oracle, step: int) -> None:
     made, cutoff = oracle.made, oracle.cutoffs[step]
-    found_pairs = list(batch.pairs(conn, made, **oracle.cutoff_argument(cutoff)))
+    found_pairs = list(duplicates.pairs(conn, made, **oracle.cutoff_argument(cutoff)))
     found = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in found_pairs]
     assert len(found) == len(set(found))  # pairs found by several tables or bands come back once
     expected = oracle.pairs(oracle.effective(cutoff))
@@ -335,7 +334,7 @@ def _components(pairs: Iterable[tuple[str, str, Score]]) -> list[list[str]]:
 
 def test_clusters_are_connected_components_stored_for_sql(conn: Conn, oracle: Oracle) -> None:
     made = oracle.made
-    found = batch.clusters(conn, made)
+    found = duplicates.clusters(conn, made)
     own = oracle.effective(None)
     assert found.cutoff == own and found.described == oracle.described
     assert found.groups == _components(oracle.pairs(own))
@@ -353,13 +352,13 @@ def test_clusters_are_connected_components_stored_for_sql(conn: Conn, oracle: Or
     ).fetchone()
     assert joined == (found.keys,)
     # recomputing replaces the table
-    smaller = batch.clusters(conn, made, **oracle.cutoff_argument(oracle.cutoffs[-1]))
+    smaller = duplicates.clusters(conn, made, **oracle.cutoff_argument(oracle.cutoffs[-1]))
     assert conn.execute("SELECT count(*) FROM simdb.docs__clusters").fetchone() == (smaller.keys,)
 
 
 def test_dedup_keeps_one_key_per_cluster(conn: Conn, oracle: Oracle) -> None:
-    found = batch.clusters(conn, oracle.made)
-    decisions = list(batch.dedup(conn, oracle.made, "first"))
+    found = duplicates.clusters(conn, oracle.made)
+    decisions = list(duplicates.dedup(conn, oracle.made, "first"))
     assert sum(d.keep for d in decisions) == len(found.groups)
     by_cluster: dict[int, list[str]] = {}
     for decision in decisions:
@@ -374,7 +373,7 @@ def test_a_cutoff_beyond_the_index_is_refused(conn: Conn, oracle: Oracle) -> Non
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         conn.execute(oracle.sql_near_key, (oracle.probes[0], oracle.too_far))
     with pytest.raises(InvalidParameter):
-        list(batch.pairs(conn, oracle.made, **beyond))
+        list(duplicates.pairs(conn, oracle.made, **beyond))
 
 
 def test_writes_keep_near_and_pairs_exact(conn: Conn, oracle: Oracle) -> None:
@@ -394,7 +393,7 @@ def test_writes_keep_near_and_pairs_exact(conn: Conn, oracle: Oracle) -> None:
     written = {**oracle.stored, **moved}
     oracle.stored = {**{k: v for k, v in written.items() if k not in gone}, **again}
     oracle.__dict__.pop("bands", None)  # (a jaccard oracle's band keys of the stored rows)
-    found = {(p.key_a, p.key_b, getattr(p, made.score_column)) for p in batch.pairs(conn, made)}
+    found = {(p.key_a, p.key_b, getattr(p, made.score_column)) for p in duplicates.pairs(conn, made)}
     assert found == oracle.pairs(oracle.effective(None))
     for probe in (*oracle.probes[:2], keys[0], keys[41]):
         if probe in oracle.stored:

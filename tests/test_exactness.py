@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from support import Conn
 
-from simdb import ingest, query
-from simdb import pairs as batch
+from simdb import duplicates, ingest, query
 from simdb.index import lifecycle as index
 from simdb.index.modes import SimhashSpec
 
@@ -77,7 +76,7 @@ def test_pairs_by_sorting_equal_the_pairs_function_and_brute_force_on_100k_rows(
             for b in planted[i + 1 :]
             if int(np.bitwise_count(np.uint64(rows[a] ^ rows[b]))) <= k
         }
-        by_sorting = [(p.key_a, p.key_b, p.distance) for p in batch.pairs(conn, made, k)]
+        by_sorting = [(p.key_a, p.key_b, p.distance) for p in duplicates.pairs(conn, made, k)]
         assert len(by_sorting) == len(set(by_sorting)) and set(by_sorting) == expected
         in_sql = conn.execute("SELECT key_a, key_b, distance FROM simdb.pairs('big', %s)", (k,)).fetchall()
         assert set(in_sql) == expected

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdb.kernels import compiled as kernels
-from simdb.sketch import onebit
-from simdb.sketch import short_text as onetext
+from simdb.sketch import onebit, short_text
 from simdb.sketch.features import ASCII_WORDS, SHINGLE_MULTIPLIER, WIDE_KEY, Features, unit_text
 from simdb.sketch.simhash import fingerprint, fingerprints
 
@@ -34,7 +33,7 @@ def test_onetext_counts_as_the_kernels_do(
     features = Features(kind, n)
     units = [unit_text(text, features) for text in texts]
     arguments = (kind == "char", ASCII_WORDS, n, SHINGLE_MULTIPLIER, distinct, words, WIDE_KEY)
-    ones, totals = onetext.bit_counts(units, *arguments)
+    ones, totals = short_text.bit_counts(units, *arguments)
     expected_ones, expected_totals = kernels.bit_counts(units, *arguments)
     assert np.array_equal(totals, expected_totals)
     assert np.array_equal(ones, expected_ones)
@@ -64,7 +63,7 @@ def test_a_short_text_is_fingerprinted_without_loading_numba() -> None:
         check=True,
     )
     assert short.stdout.splitlines()[-1] == "[]", short.stdout
-    long = "hello world " * (onetext.LIMIT // 10)
+    long = "hello world " * (short_text.LIMIT // 10)
     loaded = subprocess.run(
         [sys.executable, "-c", probe, "fingerprint", "--text", long],
         capture_output=True,

@@ -9,7 +9,7 @@ import pytest
 from support import simdb
 
 from simdb.errors import InvalidParameter
-from simdb.plan import citus_cost as scaleplan
+from simdb.plan import citus_cost
 from simdb.plan.blocks import MAX_TABLES
 from simdb.plan.planner import WORKLOADS, choose, designs, plan_for, score
 
@@ -82,25 +82,25 @@ def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_scale_plan_prices_both_distributed_layouts() -> None:
-    few, many = scaleplan.plan(10**9, 32, 3, shards=64), scaleplan.plan(10**9, 32, 3, shards=1024)
-    assert few.shards == 64 and scaleplan.plan(10**9, 32, 3).shards == 64  # 2 per worker by default
+    few, many = citus_cost.plan(10**9, 32, 3, shards=64), citus_cost.plan(10**9, 32, 3, shards=1024)
+    assert few.shards == 64 and citus_cost.plan(10**9, 32, 3).shards == 64  # 2 per worker by default
     # by key a probe runs on every shard, a worker's shards in turn; by prefix on one per table
     assert many.key_p50_ms > few.key_p50_ms and many.key_queries_per_s < few.key_queries_per_s
     assert many.prefix_p50_ms == few.prefix_p50_ms
     # by prefix stores a copy of each row per table; more workers hold fewer bytes each
     assert few.prefix_bytes_per_row > few.bytes_per_row
-    wider = scaleplan.plan(10**9, 64, 3, shards=64)
+    wider = citus_cost.plan(10**9, 64, 3, shards=64)
     assert math.isclose(wider.bytes_per_worker * 2, few.bytes_per_worker)
     # all pairs run on the workers in both layouts: more workers take less time
     assert wider.prefix_pairs_s < few.prefix_pairs_s and wider.key_pairs_s < few.key_pairs_s
     # the choice follows the workload: queries by key, all pairs by prefix (at these figures)
-    small = scaleplan.plan(10**6, 2, 3, shards=4, workload="online")
+    small = citus_cost.plan(10**6, 2, 3, shards=4, workload="online")
     assert small.choice[0] == "key" and "online" in small.choice[1]
-    batch = scaleplan.plan(10**9, 32, 3, workload="batch")
+    batch = citus_cost.plan(10**9, 32, 3, workload="batch")
     assert batch.choice[0] == "prefix" and batch.prefix_pairs_s < batch.key_pairs_s
     for bad in ({"workers": 0}, {"workers": 2, "shards": 0}, {"workload": "weekly"}):
         with pytest.raises(InvalidParameter):
-            scaleplan.plan(10**6, max_distance=3, **{"workers": 2, **bad})
+            citus_cost.plan(10**6, max_distance=3, **{"workers": 2, **bad})
 
 
 def test_plan_command_with_workers(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,8 +17,7 @@ import psycopg
 import pytest
 from support import Conn
 
-from simdb import ingest
-from simdb import pairs as batch
+from simdb import duplicates, ingest
 from simdb.follow import keep
 from simdb.index import lifecycle as index
 from simdb.index.modes.simhash import SimhashSpec
@@ -81,7 +80,7 @@ def test_sync_clusters_and_calibrate_report_their_work(conn: Conn, tmp_path: Pat
     synced: list[int] = []
     assert keep.sync(conn, "notes", synced.append).added == 30 and sum(synced) == 30
     joined: list[int] = []
-    found = batch.clusters(conn, index.get(conn, "notes"), progress=joined.append)
+    found = duplicates.clusters(conn, index.get(conn, "notes"), progress=joined.append)
     assert found.pairs > 0 and sum(joined) == found.pairs
     steps: list[str] = []
     documents = [readers.Document(f"d{i}", f"alpha beta gamma delta {i % 5} epsilon", 30) for i in range(40)]

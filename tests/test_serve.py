@@ -26,8 +26,7 @@ from serve_support import free_port
 from starlette.testclient import TestClient
 from support import Conn, simdb
 
-from simdb import ingest, query
-from simdb import pairs as batch
+from simdb import duplicates, ingest, query
 from simdb.index import lifecycle as index
 from simdb.index import names, texts
 from simdb.serve import compare, create_app, is_loopback, token_for
@@ -86,7 +85,7 @@ def test_clusters_page_lists_the_planted_clusters_largest_first(
 def test_csv_export_is_what_dedup_prints(
     capsys: pytest.CaptureFixture[str], corpus: dict[str, str], client: TestClient
 ) -> None:
-    for rule in batch.KEEP_RULES:
+    for rule in duplicates.KEEP_RULES:
         exported = client.get("/i/docs/clusters.csv", params={"keep": rule})
         assert exported.status_code == 200 and exported.headers["content-type"].startswith("text/csv")
         code, printed, _ = simdb(capsys, "dedup", "docs", "--keep", rule)
@@ -371,7 +370,7 @@ def test_pictures_draw_the_pairs_and_the_calibration(
         int(value): int(count)
         for value, count in re.findall(r'class="bar" data-value="(\d+)" data-count="(\d+)"', page)
     }
-    found = [pair.distance for pair in batch.pairs(conn, index.get(conn, "docs"))]
+    found = [pair.distance for pair in duplicates.pairs(conn, index.get(conn, "docs"))]
     assert bars == {distance: found.count(distance) for distance in set(found)} and sum(bars.values()) == 4
     assert len(re.findall(r'<circle class="point (precision|recall)"', page)) == 2 * 3 * 9
     assert "9 documents sampled" in page
@@ -544,9 +543,9 @@ def test_a_jaccard_index_shows_estimated_jaccard(
     assert simdb(capsys, "create", "near", "--mode", "jaccard", "--threshold", "0.8")[0] == 0
     assert simdb(capsys, "ingest", "near", str(tmp_path / "records.jsonl"), "--keep-text")[0] == 0
     made = index.get(conn, "near")
-    found = list(batch.pairs(conn, made))
+    found = list(duplicates.pairs(conn, made))
     page = client.get("/i/near/clusters").text
-    assert "similarity to kept" in page and len(_listed(page)) == len(batch.groups(conn, made)[0]) >= 2
+    assert "similarity to kept" in page and len(_listed(page)) == len(duplicates.groups(conn, made)[0]) >= 2
     assert client.get("/i/near/clusters.csv").text == simdb(capsys, "dedup", "near", "--keep", "first")[1]
     side = client.get("/i/near/compare", params={"a": "rec-beta", "b": "rec-beta-edit"}).text
     estimate = made.compared(

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 from simdb.kernels.compiled import COMPILING
-from simdb.sketch import short_text as onetext
+from simdb.sketch import short_text
 
 _CLI = "from simdb.cli import run; run()"
-_LONG = "hello world " * (onetext.LIMIT // 10)  # past one short text: fingerprinted by the kernels
+_LONG = "hello world " * (short_text.LIMIT // 10)  # past one short text: fingerprinted by the kernels
 
 
 def _run(cache: Path, *arguments: str) -> subprocess.CompletedProcess[str]:

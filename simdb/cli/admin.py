@@ -28,8 +28,7 @@ from simdb.follow import app_column, keep
 from simdb.index import lifecycle as indexes
 from simdb.index import modes, names
 from simdb.index.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
-from simdb.plan import citus_cost as scaleplan
-from simdb.plan import planner
+from simdb.plan import citus_cost, planner
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
 from simdb.sketch.features import Features
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
@@ -439,7 +438,7 @@ def plan_(
     """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick;
     with --workers, what a distributed index of ROWS rows would cost."""
     if workers is not None:
-        show(scaleplan.plan(rows, workers, max_distance, shards, workload), as_json)
+        show(citus_cost.plan(rows, workers, max_distance, shards, workload), as_json)
         return
     if shards is not None:
         raise InvalidParameter("--shards applies with --workers", "add --workers N, or leave out --shards")

@@ -11,8 +11,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from simdb import pairs as batch
-from simdb import query
+from simdb import duplicates, query
 from simdb.cli.common import (
     bits_option,
     counter,
@@ -183,7 +182,7 @@ def pairs_(
         target = indexes.get(conn, name)
         target.cutoff(max_distance, threshold)
         score = target.score_column  # distance (simhash) or similarity (jaccard)
-        found = batch.pairs(
+        found = duplicates.pairs(
             conn,
             target,
             max_distance,
@@ -221,7 +220,7 @@ def clusters_(
     with database(ctx) as conn:
         target = indexes.get(conn, name)
         with counter(f"clusters {name}", " pairs") as done:
-            found = batch.clusters(conn, target, max_distance, min_similarity=threshold, progress=done)
+            found = duplicates.clusters(conn, target, max_distance, min_similarity=threshold, progress=done)
     show(found, as_json)
 
 
@@ -229,7 +228,7 @@ def clusters_(
 @click.argument("name")
 @click.option(
     "--keep",
-    type=click.Choice(batch.KEEP_RULES),
+    type=click.Choice(duplicates.KEEP_RULES),
     required=True,
     help="Which member of each cluster to keep: first/last added, shortest/longest text.",
 )
@@ -255,7 +254,7 @@ def dedup_(
         with (
             counter(f"dedup {name}", " pairs", streams_rows=True) as done,
             contextlib.closing(
-                batch.dedup(conn, target, keep, max_distance, min_similarity=threshold, progress=done)
+                duplicates.dedup(conn, target, keep, max_distance, min_similarity=threshold, progress=done)
             ) as decisions,
             row_writer("json" if as_json else format_, header) as write,
         ):
@@ -279,7 +278,7 @@ def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
     """
     with database(ctx) as conn:
         target = indexes.get(conn, name)
-        rows = batch.export(conn, target)
+        rows = duplicates.export(conn, target)
         header = ("key", target.sketch_column, "size", "extension")
         with contextlib.closing(rows), row_writer("json" if as_json else format_, header) as write:
             for row in rows:

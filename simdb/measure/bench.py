@@ -22,8 +22,7 @@ import psycopg
 import xxhash
 from psycopg import sql
 
-from simdb import ingest
-from simdb import pairs as batch
+from simdb import duplicates, ingest
 from simdb.db.connection import Connection
 from simdb.index import catalog, names
 from simdb.index import lifecycle as indexes
@@ -196,7 +195,7 @@ def bench_index(
 
             progress("timing all pairs, simdb's and the hand-written table's")
             began = time.perf_counter()
-            found_pairs = {(pair.key_a, pair.key_b) for pair in batch.pairs(conn, index, max_distance)}
+            found_pairs = {(pair.key_a, pair.key_b) for pair in duplicates.pairs(conn, index, max_distance)}
             pairs_s = time.perf_counter() - began
             began = time.perf_counter()
             conn.execute(sql.SQL("SELECT count(*) FROM {}(%s)").format(index.pairs_function), (max_distance,))

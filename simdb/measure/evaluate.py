@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from psycopg import sql
 
-from simdb import ingest, query
-from simdb import pairs as batch
+from simdb import duplicates, ingest, query
 from simdb.db.connection import Connection
 from simdb.index import lifecycle as indexes
 from simdb.index import names
@@ -230,7 +229,7 @@ def evaluate(
             server = server_side_ms(conn, index, arguments[:200])
             progress(f"all pairs of {index.mode} index {name}")
             began = time.perf_counter()
-            every = _unordered((pair.key_a, pair.key_b) for pair in batch.pairs(conn, index))
+            every = _unordered((pair.key_a, pair.key_b) for pair in duplicates.pairs(conn, index))
             pairs_seconds = time.perf_counter() - began
             found = {pair for pair in every if not any(key.startswith(PADDING) for key in pair)}
             hits = len(found & truth)

@@ -28,8 +28,7 @@ from dataclasses import asdict, dataclass
 import psycopg
 from psycopg import sql
 
-from simdb import ingest
-from simdb import pairs as batch
+from simdb import duplicates, ingest
 from simdb.db.connection import Connection
 from simdb.index import lifecycle as indexes
 from simdb.index import names
@@ -330,7 +329,7 @@ def _measure(
             throughput[clients] = _throughput(dsn, layout.probe, queries, clients, seconds)
         say(f"{layout.label}: all pairs, here and in a process of its own (`simdb pairs`)")
         began = time.perf_counter()
-        pairs = sum(1 for _ in batch.pairs(conn, layout.index))
+        pairs = sum(1 for _ in duplicates.pairs(conn, layout.index))
         pairs_s = time.perf_counter() - began
         counted, digest, _, peak_mb = _pairs_in_a_process(dsn, layout.index)
         digests.append(digest if counted == pairs else "")

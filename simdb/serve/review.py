@@ -3,8 +3,8 @@ would keep, two documents compared, a pasted text's near-duplicates, the pairs' 
 calibration on a sample of the index's own texts.
 
 Everything here reads and nothing writes, so that a reader role (`simdb grant`) can use it: the
-clusters are computed as `simdb clusters` computes them (batch.groups) but not stored, and the
-keep/drop decisions come from dedup's own statement (batch.decide).
+clusters are computed as `simdb clusters` computes them (duplicates.groups) but not stored, and the
+keep/drop decisions come from dedup's own statement (duplicates.decide).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-from simdb import pairs as batch
-from simdb import query
+from simdb import duplicates, query
 from simdb.db.connection import Connection
 from simdb.errors import InputError, InvalidParameter
 from simdb.index import texts
@@ -73,10 +72,10 @@ def decisions(
     max_distance: int | None = None,
     *,
     min_similarity: float | None = None,
-) -> list[batch.Decision]:
+) -> list[duplicates.Decision]:
     """Exactly what `simdb dedup NAME --keep KEEP` prints, without storing the clusters."""
-    found, _ = batch.groups(conn, index, max_distance, min_similarity=min_similarity)
-    return batch.decide(conn, index, keep, found)
+    found, _ = duplicates.groups(conn, index, max_distance, min_similarity=min_similarity)
+    return duplicates.decide(conn, index, keep, found)
 
 
 def cluster_page(
@@ -94,14 +93,14 @@ def cluster_page(
     if page < 1 or per_page < 1:
         raise InvalidParameter(f"page {page} of {per_page}", "pages count from 1")
     cutoff = index.cutoff(max_distance, min_similarity)
-    found, pairs = batch.groups(conn, index, max_distance, min_similarity=min_similarity)
-    decided = batch.decide(conn, index, keep, found)
+    found, pairs = duplicates.groups(conn, index, max_distance, min_similarity=min_similarity)
+    decided = duplicates.decide(conn, index, keep, found)
     ordered = sorted(range(len(found)), key=lambda at: (-len(found[at]), at))
     pages = max(1, math.ceil(len(found) / per_page))
     if page > pages:
         raise InvalidParameter(f"page {page} of {pages}", f"give a page from 1 to {pages}")
     chosen = {at + 1 for at in ordered[(page - 1) * per_page : page * per_page]}
-    members: dict[int, list[batch.Decision]] = {}
+    members: dict[int, list[duplicates.Decision]] = {}
     for decision in decided:
         if decision.cluster in chosen:
             members.setdefault(decision.cluster, []).append(decision)
@@ -228,7 +227,7 @@ class Scores:
 def pair_scores(conn: Connection, index: Index) -> Scores:
     """The scores of every pair within the index's own cutoff."""
     counts: Counter[float] = Counter()
-    for pair in batch.pairs(conn, index):
+    for pair in duplicates.pairs(conn, index):
         if pair.distance is not None:
             counts[pair.distance] += 1
         elif pair.similarity is not None:

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from simdb import pairs as batch
+from simdb import duplicates
 from simdb.db.connection import Connection
 from simdb.errors import IndexNotFound, InputError, InvalidParameter, SimdbError
 from simdb.index import lifecycle as indexes
@@ -79,9 +79,11 @@ def _integer(request: Request, name: str, default: int) -> int:
 
 
 def _keep(request: Request) -> str:
-    keep = request.query_params.get("keep", batch.KEEP_RULES[0])
-    if keep not in batch.KEEP_RULES:
-        raise InvalidParameter(f"unknown keep rule {keep!r}", f"use one of {', '.join(batch.KEEP_RULES)}")
+    keep = request.query_params.get("keep", duplicates.KEEP_RULES[0])
+    if keep not in duplicates.KEEP_RULES:
+        raise InvalidParameter(
+            f"unknown keep rule {keep!r}", f"use one of {', '.join(duplicates.KEEP_RULES)}"
+        )
     return keep
 
 
@@ -94,7 +96,7 @@ def _key(value: object, name: str) -> str:
 def _base(conn: Connection, name: str) -> dict[str, Any]:
     """What every page of an index shows: the index, whether it keeps texts."""
     index = indexes.get(conn, name)
-    return {"index": index, "keeps_texts": texts.keeps(conn, index), "rules": batch.KEEP_RULES}
+    return {"index": index, "keeps_texts": texts.keeps(conn, index), "rules": duplicates.KEEP_RULES}
 
 
 def home(request: Request) -> Response:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import xxhash
 
 from simdb.errors import InvalidParameter
-from simdb.sketch import short_text as onetext
+from simdb.sketch import short_text
 
 WIDTHS = (64, 128)  # fingerprint widths in bits; 64 is the default
 
@@ -349,7 +349,9 @@ def without_kernels(texts: list[bytes]) -> bool:
     """Whether these unit texts are hashed in numpy (simdb.sketch.short_text) rather than by the compiled
     kernels: one short text in a process that has not loaded them (a query's start-up skips numba;
     the values are the same)."""
-    return len(texts) == 1 and len(texts[0]) <= onetext.LIMIT and "simdb.kernels.compiled" not in sys.modules
+    return (
+        len(texts) == 1 and len(texts[0]) <= short_text.LIMIT and "simdb.kernels.compiled" not in sys.modules
+    )
 
 
 Pieces = Callable[[], Iterable[UInt64Array]]  # shingle hashes in pieces, from the start at each call

@@ -27,8 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdb.errors import InvalidParameter
-from simdb.sketch import onebit
-from simdb.sketch import short_text as onetext
+from simdb.sketch import onebit, short_text
 from simdb.sketch.features import (
     ASCII_WORDS,
     BYTE_HASHES,
@@ -206,13 +205,13 @@ def fingerprint(
 BitCounts = Callable[
     [list[bytes], bool, bytes, int, np.uint64, bool, int, np.uint64],
     tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
-]  # kernels.bit_counts and onetext.bit_counts
+]  # kernels.bit_counts and short_text.bit_counts
 
 
 def _bit_counts(texts: list[bytes]) -> BitCounts:
     """Where step 3-5's counters come from: the compiled kernels, or numpy (without_kernels)."""
     if without_kernels(texts):
-        return onetext.bit_counts
+        return short_text.bit_counts
     from simdb.kernels import compiled as kernels
 
     return kernels.bit_counts

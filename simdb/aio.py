@@ -11,7 +11,7 @@ loop when they would block it: see `sketch`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -106,7 +106,7 @@ def _warm(index: Index) -> None:
 
 
 async def sketch(index: Index, value: Document | None, text: str | None = None) -> Sketch:
-    """handle.sketch_of without blocking the event loop: a text longer than SKETCH_ON_LOOP_CHARS,
+    """api.sketch_of without blocking the event loop: a text longer than SKETCH_ON_LOOP_CHARS,
     or the first of its kind in this process, is sketched in a worker thread, the kernels loaded
     there too; a short text after that, or a sketch given as such, takes microseconds in place."""
     if not _needs_thread(index, text if text is not None else value):
@@ -175,22 +175,22 @@ async def near_key(
 
 
 async def store(
-    conn: AsyncConnection,
-    index: IndexLike,
-    batch: Mapping[str, Sketch],
-    sizes: Mapping[str, int | None] | None = None,
-    hashes: Mapping[str, bytes] | None = None,
-    extensions: Mapping[str, str | None] | None = None,
-    mtimes: Mapping[str, int | None] | None = None,
-    *,
-    new_keys: bool = False,
+    conn: AsyncConnection, index: IndexLike, batch: Mapping[str, Sketch], *, new_keys: bool = False
 ) -> tuple[int, int]:
-    """ingest.store: upsert {key: sketch} in one transaction; returns (inserted, updated). An
-    index that follows an application's table refuses it, as ingest does (storage.refuse_writes)."""
+    """ingest.store: upsert {key: sketch} in one transaction; returns (inserted, updated)."""
+    rows = [ingest.Row(key, sketch) for key, sketch in batch.items()]
+    return await store_rows(conn, index, rows, new_keys=new_keys)
+
+
+async def store_rows(
+    conn: AsyncConnection, index: IndexLike, rows: Sequence[ingest.Row], *, new_keys: bool = False
+) -> tuple[int, int]:
+    """ingest.store_rows: upsert rows in one transaction; returns (inserted, updated). An index
+    that follows an application's table refuses it, as ingest does (storage.refuse_writes)."""
     loaded = await resolve(conn, index)
     loaded.storage.refuse_writes(loaded, "store")
     cursor = conn.cursor()
-    plan = ingest.upsert_plan(loaded, cursor, batch, sizes, hashes, extensions, mtimes)
+    plan = ingest.upsert_plan(loaded, cursor, rows)
     if new_keys and loaded.placement.bulk_writes:
         try:
             async with conn.transaction():

@@ -13,7 +13,7 @@ import itertools
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -216,11 +216,7 @@ def _ingest(
     seen = functools.partial(touch, conn, index)
     batches = _batches(_timed(items, clock, "read"), batch_size, batch_bytes, report, progress, seen)
     for documents, values in _timed(sketched(batches, index, jobs, progress), clock, "sketch"):
-        batch: dict[str, Sketch] = {}
-        sizes: dict[str, int | None] = {}
-        hashes: dict[str, bytes] = {}
-        extensions: dict[str, str | None] = {}
-        mtimes: dict[str, int | None] = {}
+        rows: dict[str, Row] = {}  # (a later record with the same key replaces the earlier one)
         kept: dict[str, str] = {}
         empty: list[str] = []
         for document, value in zip(documents, values, strict=True):
@@ -230,26 +226,21 @@ def _ingest(
                 continue
             stream = document.stream
             report.repaired += document.repaired or (stream is not None and stream.repaired)
-            if document.key in batch:
-                report.updated += 1  # a later record with the same key replaces the earlier one
-            batch[document.key] = value
-            sizes[document.key] = document.size
-            if document.content_hash is not None:
-                hashes[document.key] = document.content_hash
-            extensions[document.key] = document.extension
-            mtimes[document.key] = document.mtime_ns
+            report.updated += document.key in rows
+            rows[document.key] = Row.of(document, value)
             if document.data is None and stream is None:  # (a text read whole: not bytes, not streamed)
                 kept[document.key] = document.text
         began = time.perf_counter()
         with conn.transaction() if (drop_empty and empty) or keep_text else contextlib.nullcontext():
             if drop_empty and empty:
                 remove(conn, index, empty)
-            if batch:
-                stored = store(conn, index, batch, sizes, hashes, extensions, mtimes, new_keys=new_keys)
-                count_stored(report, len(batch), stored)
+            if rows:
+                count_stored(
+                    report, len(rows), store_rows(conn, index, list(rows.values()), new_keys=new_keys)
+                )
             if keep_text:  # (a text not kept now would be stale: forgotten)
                 texts.keep(conn, index, kept)
-                texts.forget(conn, index, [key for key in batch if key not in kept])
+                texts.forget(conn, index, [key for key in rows if key not in kept])
         clock["store"] = clock.get("store", 0.0) + time.perf_counter() - began
     clock["sketch"] = clock.get("sketch", 0.0) - clock.get("read", 0.0)  # reading ran inside it
 
@@ -454,23 +445,40 @@ def count_stored(report: Report, size: int, counts: tuple[int, int]) -> None:
     report.unchanged += size - inserted - updated
 
 
-def store(
-    conn: Connection,
-    index: Index,
-    batch: Mapping[str, Sketch],
-    sizes: Mapping[str, int | None] | None = None,
-    hashes: Mapping[str, bytes] | None = None,
-    extensions: Mapping[str, str | None] | None = None,
-    mtimes: Mapping[str, int | None] | None = None,
-    *,
-    new_keys: bool = False,
-) -> tuple[int, int]:
-    """Upsert {key: sketch} in one transaction; returns (inserted, updated).
+@dataclass(frozen=True)
+class Row:
+    """One row as it is written to an index: its key and sketch, and what is known of the document
+    it sketches (NULL where not): its size in bytes, a hash of its content (a sync skips rows
+    whose text has the stored hash), a file's extension and modification time in ns."""
 
-    A sketch is an unsigned fingerprint (simhash index) or a MinHash signature (jaccard index).
-    `sizes` gives each document's size in bytes, `hashes` a hash of its content (used by sync
-    to skip unchanged rows), `extensions` a file's extension and `mtimes` its modification time
-    in ns (ingest skips files whose size and mtime are unchanged); each is NULL where missing.
+    key: str
+    sketch: Sketch
+    size: int | None = None
+    content_hash: bytes | None = None
+    extension: str | None = None
+    mtime_ns: int | None = None
+
+    @classmethod
+    def of(cls, document: Document, sketch: Sketch) -> Row:
+        return cls(
+            document.key, sketch, document.size, document.content_hash, document.extension, document.mtime_ns
+        )
+
+
+def store(
+    conn: Connection, index: Index, batch: Mapping[str, Sketch], *, new_keys: bool = False
+) -> tuple[int, int]:
+    """Upsert {key: sketch} in one transaction; returns (inserted, updated). A sketch is an
+    unsigned fingerprint (simhash index) or a MinHash signature (jaccard index); store_rows
+    takes rows with what is known of their documents too."""
+    return store_rows(conn, index, [Row(key, sketch) for key, sketch in batch.items()], new_keys=new_keys)
+
+
+def store_rows(
+    conn: Connection, index: Index, rows: Sequence[Row], *, new_keys: bool = False
+) -> tuple[int, int]:
+    """Upsert rows in one transaction; returns (inserted, updated).
+
     The rows are copied (binary COPY) into a staging table, then inserted; an existing key gets
     the new values, and a key whose values are all unchanged is left alone. With `new_keys` (the
     keys are most likely not stored yet: a first load) the rows are first copied straight into
@@ -479,7 +487,7 @@ def store(
     A key PostgreSQL cannot store (keys.key_problem) is refused before anything is sent.
     """
     cursor = conn.cursor()
-    plan = upsert_plan(index, cursor, batch, sizes, hashes, extensions, mtimes)
+    plan = upsert_plan(index, cursor, rows)
     if new_keys and index.placement.bulk_writes:
         try:
             with conn.transaction():
@@ -514,23 +522,14 @@ class UpsertPlan:
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-def upsert_plan(
-    index: Index,
-    context: AdaptContext,
-    batch: Mapping[str, Sketch],
-    sizes: Mapping[str, int | None] | None = None,
-    hashes: Mapping[str, bytes] | None = None,
-    extensions: Mapping[str, str | None] | None = None,
-    mtimes: Mapping[str, int | None] | None = None,
-) -> UpsertPlan:
+def upsert_plan(index: Index, context: AdaptContext, rows: Sequence[Row]) -> UpsertPlan:
     """The plan of `store`'s upsert of a batch, its rows ready for a binary COPY on `context`
     (the cursor that copies, where a mode registers its dumper); refuses a key PostgreSQL
     cannot store."""
-    sizes, hashes, extensions, mtimes = sizes or {}, hashes or {}, extensions or {}, mtimes or {}
-    keys = sorted(batch)  # one lock order for every writer: concurrent ingests cannot deadlock
+    ordered = sorted(rows, key=lambda row: row.key)  # one lock order for every writer: no deadlock
+    keys = [row.key for row in ordered]
     _check_keys(keys)
     to_copy = index.copy_sketches(context)
-    values = [to_copy(batch[key]) for key in keys]
     stage = names.stage_table(index.mode, index.sketch_size, index.name)
     sketch = sql.Identifier(index.sketch_column)
     columns = sql.SQL(", ").join(
@@ -540,9 +539,9 @@ def upsert_plan(
             *map(sql.Identifier, ("size", "content_hash", "extension", "mtime_ns")),
         ]
     )
-    rows = [
-        (key, value, sizes.get(key), hashes.get(key), extensions.get(key), mtimes.get(key))
-        for key, value in zip(keys, values, strict=True)
+    copied = [
+        (row.key, to_copy(row.sketch), row.size, row.content_hash, row.extension, row.mtime_ns)
+        for row in ordered
     ]
     create_stage = sql.SQL(
         "CREATE TEMP TABLE IF NOT EXISTS {stage}"
@@ -565,7 +564,7 @@ def upsert_plan(
     ).format(table=index.table, columns=columns, stage=stage, sketch=sketch)
     types = ["text", index.sketch_type, "int8", "bytea", "text", "int8"]
     return UpsertPlan(
-        keys, rows, columns, types, stage, create_stage, index.placement.upsert_writes(index, stage, upsert)
+        keys, copied, columns, types, stage, create_stage, index.placement.upsert_writes(index, stage, upsert)
     )
 
 

@@ -19,7 +19,7 @@ from simdb.sketch.features import Features
 # through the piece-at-a-time ones (features.sorted_out decides).
 _SHORT = "warm the fingerprint kernels of simdb once"
 _LONG = (_SHORT + " ") * (features.PIECE // len(_SHORT) + 1)
-_MEDIUM = (_SHORT + " ") * (2 * short_text.LIMIT // len(_SHORT))  # past what onetext counts without them
+_MEDIUM = (_SHORT + " ") * (2 * short_text.LIMIT // len(_SHORT))  # past what short_text counts without them
 _FEATURES = (Features("word", 3), Features("char", 5), Features("bytes", 4))
 
 

@@ -31,7 +31,7 @@ class _ReaderGone(Exception):
 
 # Which module of simdb.cli defines each command, and the command's summary for `simdb --help`:
 # a command's module, and the library it calls, load only when it runs (`simdb query` does not
-# import ingest's or attach's code, and `simdb --help` imports none of them). tests/test_help.py
+# import ingest's or attach's code, and `simdb --help` imports none of them). tests/faces/test_help.py
 # checks both against each module's COMMANDS.
 COMMANDS: dict[str, tuple[str, str]] = {
     "attach": ("admin", "Create index NAME over an existing table, then sync it."),

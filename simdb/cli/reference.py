@@ -1,7 +1,7 @@
 """The generated references: docs/cli-reference.md, every command's --help as simdb prints it
 (`python -m simdb.cli.reference cli`), and docs/sql-reference.md, every public SQL function with
 the COMMENT its migration gives it (`python -m simdb.cli.reference sql`, from a database simdb has
-migrated). tests/test_docs.py fails when either page differs from what these write."""
+migrated). tests/faces/test_docs.py fails when either page differs from what these write."""
 
 from __future__ import annotations
 

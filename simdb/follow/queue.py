@@ -39,7 +39,7 @@ from simdb.follow import side
 from simdb.follow.base import TRIGGERS, Progress, Status, Synced
 from simdb.index import catalog, names, placement, tables
 from simdb.index import lifecycle as indexes
-from simdb.index.modes import Index, Sketch
+from simdb.index.modes import Index
 
 BATCH = 500  # keys claimed per transaction
 _LOCKED_RETRIES = 20  # rounds to wait for keys another sync holds, before leaving them queued
@@ -328,7 +328,7 @@ def sync(
 ) -> side.SyncReport:
     """Bring attached index NAME up to date: from its queue when it has triggers; by comparing
     snapshots (side.compare) when it has none, when `full` (a repair), or for its first fill.
-    `loaded`: the index, where the caller has loaded it already (attach.sync).
+    `loaded`: the index, where the caller has loaded it already (keep.sync).
 
     A full sync of an index with triggers first clears the queue (the snapshot it then reads
     holds every change queued so far), and applies what was queued meanwhile after it."""
@@ -527,22 +527,20 @@ class _Work:
                 report.unchanged += 1
             else:
                 to_sketch.append((row_key, row_text, bytes(row_hash)))
-        batch: dict[str, Sketch] = {}
-        sizes: dict[str, int | None] = {}
-        hashes: dict[str, bytes] = {}
+        stored: list[ingest.Row] = []
         sketches = index.sketches([row_text for _, row_text, _ in to_sketch])
         for (row_key, row_text, row_hash), value in zip(to_sketch, sketches, strict=True):
             if value is None:
                 gone.append(row_key)
                 report.skipped["empty"] += 1
                 continue
-            batch[row_key], sizes[row_key], hashes[row_key] = value, len(row_text.encode("utf-8")), row_hash
+            stored.append(ingest.Row(row_key, value, len(row_text.encode("utf-8")), row_hash))
         if gone:
             ingest.remove(self.conn, index, gone)
-        if batch:
-            ingest.count_stored(report, len(batch), ingest.store(self.conn, index, batch, sizes, hashes))
+        if stored:
+            ingest.count_stored(report, len(stored), ingest.store_rows(self.conn, index, stored))
             if self.linked:
-                self._link(sorted(batch))
+                self._link(sorted(row.key for row in stored))
 
     def _link(self, keys: list[str]) -> None:
         """source_key (the --cascade foreign key) on the rows just stored that lack it."""

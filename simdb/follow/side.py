@@ -1,8 +1,8 @@
-"""Near-duplicate search over a table the user already has: attach an index to it, keep it in sync.
+"""A side table: simdb's own table of an index, kept equal by key to a table the user already has.
 
 The source table's columns are never altered (by default triggers are added to it, which queue
-its changes: simdb.follow.queue; this module's sync is the full compare, for --no-triggers indexes,
-first fills and repairs). The index keeps its own rows keyed by the source key (as text) with an
+its changes: simdb.follow.queue; this module's compare reads the whole table, for --no-triggers
+indexes, first fills and repairs; simdb.follow.keep.attach makes one). The index keeps its own rows keyed by the source key (as text) with an
 MD5 of the source text, so a sync fingerprints only rows that are new or changed, and removes
 rows whose source row is gone. With `cascade` (and a primary or unique key column),
 the index rows also reference it with ON DELETE CASCADE and disappear with their source row at

@@ -334,7 +334,7 @@ def _sketches(texts: list[str], hashes: list[UInt64Array], features: Features) -
     """Every fingerprint of each document (texts and their shingle hashes, in the same order)."""
     wide = fingerprints(texts, features, 2, 128)
     # One-bit MinHash with seed s is the lowest bits of MinHash values 64s..64s+63 (simdb.sketch.onebit's
-    # spec; tests/test_onebit.py checks it): the jaccard mode's signatures hold seeds 0 and 1.
+    # spec; tests/unit/test_onebit.py checks it): the jaccard mode's signatures hold seeds 0 and 1.
     signatures = [sketch(np.unique(h), DEFAULT_PERMUTATIONS) for h in hashes]
     low = (1 << 64) - 1
     return Sketches(

@@ -1,6 +1,6 @@
 """The fingerprint and signature code as it was before simdb.kernels.compiled (numpy only, a Python call
 per token), kept runnable so that `simdb bench --text` measures the kernels against it in the
-same run. Same specs, same values: tests/test_kernels.py checks that both agree.
+same run. Same specs, same values: tests/unit/test_kernels.py checks that both agree.
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ class ScalePlan:
             f"choose --layout {self.choice[0]} ({self.choice[1]})",
             "a rough model: unit costs fitted to `simdb bench --distributed` on simdb's development "
             "machine (2 workers sharing 2 cores); each worker priced as one such core; "
-            "see simdb/scaleplan.py and docs/citus.md's table of predicted against measured",
+            "see simdb/plan/citus_cost.py and docs/citus.md's table of predicted against measured",
         ]
 
 

@@ -3,7 +3,7 @@
 A command that fingerprints a single query (`simdb query NAME --text ...`, `simdb fingerprint`)
 would otherwise load numba and the kernels' machine code, about 0.3 s, for a few microseconds of
 work; on an install whose kernels were never compiled it would wait for the compile. bit_counts
-takes the arguments of kernels.bit_counts and returns the same values (tests/test_onetext.py
+takes the arguments of kernels.bit_counts and returns the same values (tests/unit/test_short_text.py
 compares them); simhash.fingerprints calls it for one text of at most LIMIT bytes while the
 kernels are not loaded.
 """

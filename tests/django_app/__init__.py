@@ -1,1 +1,1 @@
-"""An example Django project using simdb.django (run by tests/test_django.py)."""
+"""An example Django project using simdb.django (run by tests/faces/test_django.py)."""

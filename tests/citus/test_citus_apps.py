@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, select
 from sqlalchemy.pool import NullPool
 from support import Conn, simdb
-from test_contract import _components
+from support.oracles import components, hamming_pairs
 
 from simdb import duplicates, query
 from simdb.errors import InvalidParameter
@@ -79,21 +79,11 @@ def _rows(conn: Conn) -> dict[str, str]:
     }
 
 
-def _brute_pairs(sketches: dict[str, int], k: int) -> set[tuple[str, str, int]]:
-    keys = sorted(sketches)
-    return {
-        (a, b, distance)
-        for i, a in enumerate(keys)
-        for b in keys[i + 1 :]
-        if (distance := bin(sketches[a] ^ sketches[b]).count("1")) <= k
-    }
-
-
 def _answers_equal_brute_force(conn: Conn, capsys: pytest.CaptureFixture[str], made: Index) -> None:
     """Every query face over index "docs" equals brute force over the sketches of app_docs' text."""
     sketches = {key: int(made.sketch(text)) for key, text in _rows(conn).items()}
     k = int(made.cutoff())
-    pairs = _brute_pairs(sketches, k)
+    pairs = hamming_pairs(sketches, k)
     assert len(pairs) >= 12  # the planted copies, not an empty answer
     for probe in ("0", "7", "30"):
         expected = sorted(
@@ -118,7 +108,7 @@ def _answers_equal_brute_force(conn: Conn, capsys: pytest.CaptureFixture[str], m
     assert code == 0 and {tuple(line.split(",")) for line in out.splitlines()[1:]} == {
         (a, b, str(d)) for a, b, d in pairs
     }
-    groups = _components(pairs)
+    groups = components(pairs)
     assert duplicates.clusters(conn, made).groups == groups
     code, out, _ = simdb(capsys, "dedup", "docs", "--keep", "first")
     kept = [line.split(",")[1] for line in out.splitlines()[1:] if line.endswith(",keep")]

@@ -23,7 +23,8 @@ from simdb.index.modes import Index
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
+TESTS = ROOT / "tests"
 
 
 def doc(page: str = "README") -> str:

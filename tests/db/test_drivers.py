@@ -11,6 +11,7 @@ import asyncpg
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
+from support.oracles import hamming_near
 
 from simdb import ingest
 from simdb.index import lifecycle as index
@@ -28,11 +29,6 @@ def _fingerprints(seed: int, count: int) -> dict[str, int]:
         made[f"c{i}"] = made[f"r{i}"] ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64))
     made["small"], made["tiny"] = 70000, 5  # psycopg sends these as an integer and a smallint
     return made
-
-
-def _brute(fingerprints: dict[str, int], probe: int, k: int = K) -> list[tuple[str, int]]:
-    found = [(key, (value ^ probe).bit_count()) for key, value in fingerprints.items()]
-    return sorted(((key, d) for key, d in found if d <= k), key=lambda row: (row[1], row[0]))
 
 
 @pytest.fixture
@@ -61,7 +57,7 @@ def test_psycopg_sends_any_python_int_and_simdb_near_resolves_it(
                     rows = cursor.execute(
                         "SELECT key, distance FROM simdb.near('docs', %s, 3)", (probe,), prepare=prepare
                     ).fetchall()
-                    assert rows == _brute(docs, probe), (probe, binary, prepare)
+                    assert rows == hamming_near(docs, probe, K), (probe, binary, prepare)
         plan = conn.execute("EXPLAIN VERBOSE SELECT * FROM simdb.near('docs', %s, 3)", (probe,)).fetchall()
         sent[probe] = next(str(line) for (line,) in plan if "Function Call" in str(line))
     big, medium, small, tiny = _probes(docs)
@@ -69,7 +65,7 @@ def test_psycopg_sends_any_python_int_and_simdb_near_resolves_it(
     # integer and smallint go to their own forms, SQL functions inlined into the numeric one
     assert "::numeric" in sent[small] and "::numeric" in sent[tiny]
     signed = conn.execute("SELECT key FROM simdb.near('docs', %s, 0)", (to_signed(big),)).fetchall()
-    assert signed == [(key,) for key, d in _brute(docs, big) if d == 0]  # the bigint form, as before
+    assert signed == [(key,) for key, d in hamming_near(docs, big, K) if d == 0]  # the bigint form, as before
     plan = conn.execute("SELECT simdb.explain_near('docs', %s)", (big,)).fetchall()
     assert any("Bitmap Index Scan" in str(line) for (line,) in plan)
 
@@ -129,5 +125,5 @@ def test_asyncpg_raw_sql_takes_unsigned_numbers_and_hex_text(dsn: str, docs: dic
             await connection.close()
 
     found = asyncio.run(run())
-    expected = [_brute(docs, probe) for probe in _probes(docs)]
+    expected = [hamming_near(docs, probe, K) for probe in _probes(docs)]
     assert found == {"numeric": expected, "text": expected}

@@ -4,6 +4,7 @@ attach, migrations and the evaluation (near, pairs and clusters against brute fo
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +24,9 @@ from simdb.index.modes import JaccardIndex, JaccardSpec
 from simdb.index.modes.base import SKETCH
 from simdb.index.modes.jaccard import band_key, band_keys_array, bigint_array
 from simdb.measure import evaluate
+from simdb.sketch.bits import to_signed
 from simdb.sketch.features import DEFAULT_FEATURES, feature_hashes
-from simdb.sketch.minhash import Banding, document_signature, estimate, to_stored
+from simdb.sketch.minhash import Banding, document_signature, estimate, signature, to_stored
 from simdb.sources import readers
 from simdb.sqlalchemy import similar, similar_key
 
@@ -465,3 +467,22 @@ def test_an_application_column_keeps_v2_sketches_unless_told_and_is_checked(conn
     again = app_column.attach_in_table(conn, "notes_alike", "public.notes", "id", "sig", spec=JaccardSpec())
     assert again.spec_version == 2
     assert [m.key for m in query.near(conn, again, document_signature(texts["d4"]))] == ["d4"]
+
+
+def test_sql_estimate_equals_python(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    rng = random.Random(8)
+    base = [rng.getrandbits(64) for _ in range(3000)]
+    pairs = []
+    for shared in (0, 700, 1500, 2500, 3000):
+        a = np.array(base[:3000], dtype=np.uint64)
+        b = np.array(
+            base[3000 - shared :] + [rng.getrandbits(64) for _ in range(3000 - shared)], dtype=np.uint64
+        )
+        pairs.append((signature(a, 64), signature(b, 64)))
+    for sig_a, sig_b in pairs:
+        row = conn.execute(
+            "SELECT simdb.jaccard_estimate(%s, %s)",
+            ([to_signed(int(v)) for v in sig_a], [to_signed(int(v)) for v in sig_b]),
+        ).fetchone()
+        assert row is not None and row[0] == pytest.approx(estimate(sig_a, sig_b), abs=1e-6)
+    assert conn.execute("SELECT simdb.jaccard_estimate('{1,2}', '{1}')").fetchone() == (None,)

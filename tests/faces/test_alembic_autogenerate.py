@@ -16,11 +16,12 @@ from alembic.migration import MigrationContext
 from example_app.models import Base
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
+from support import TESTS
 
 from simdb.index import catalog
 from simdb.sqlalchemy import include_object
 
-APP = Path(__file__).resolve().parent / "example_app"
+APP = TESTS / "example_app"
 GENERIC_TEMPLATE = Path(alembic.__file__).parent / "templates" / "generic" / "script.py.mako"
 
 

@@ -15,8 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from psycopg import sql
-from reference import reference_bytes_fingerprint, reference_check, reference_fingerprint, reference_minhash
 from support import Conn, simdb
+from support.reference import (
+    reference_bytes_fingerprint,
+    reference_check,
+    reference_fingerprint,
+    reference_minhash,
+)
 
 from simdb import ingest
 from simdb.index import lifecycle as index
@@ -254,14 +259,14 @@ def test_ingest_stores_batches_of_the_byte_budget(
     for number in range(5):
         (folder / f"d{number}.txt").write_text(f"document {number} " + "word " * 198)  # 1,001 bytes
     made = index.create(conn, "docs", SimhashSpec(max_distance=3))
-    stored: list[int] = []  # the rows of each store(), one transaction per batch
-    store = ingest.store
+    stored: list[int] = []  # the rows of each store_rows(), one transaction per batch
+    store_rows = ingest.store_rows
 
-    def counted(conn: Conn, index: Index, batch: dict[str, int], *args: object, **kw: object) -> object:
-        stored.append(len(batch))
-        return store(conn, index, batch, *args, **kw)  # type: ignore[arg-type]
+    def counted(conn: Conn, index: Index, rows: list[ingest.Row], **kw: bool) -> tuple[int, int]:
+        stored.append(len(rows))
+        return store_rows(conn, index, rows, **kw)
 
-    monkeypatch.setattr(ingest, "store", counted)
+    monkeypatch.setattr(ingest, "store_rows", counted)
     items = readers.read([str(folder)], readers.Options())
     report = ingest.ingest(conn, made, items, batch_bytes=2500, jobs=2)
     assert report.inserted == 5 and stored == [2, 2, 1]

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.oracles import hamming_pairs
 
 from simdb.errors import InvalidParameter
 from simdb.plan import pairing
 from simdb.plan.blocks import BlockPlan
-
-
-def _brute_force(values: np.ndarray, k: int) -> set[tuple[int, int, int]]:
-    found = set()
-    for i in range(len(values)):
-        distances = np.bitwise_count(values[i + 1 :] ^ values[i])
-        for j in np.flatnonzero(distances <= k):
-            found.add((i, i + 1 + int(j), int(distances[j])))
-    return found
 
 
 @pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 6), (6, 8)])
@@ -37,7 +29,9 @@ def test_within_equals_brute_force(k: int, blocks: int) -> None:
     for distance in sorted({0, k // 2, k}):
         i, j, d = pairing.within(fingerprints, plan, distance)
         found = list(zip(i.tolist(), j.tolist(), d.tolist(), strict=True))
-        assert len(found) == len(set(found)) and set(found) == _brute_force(fingerprints, distance)
+        assert len(found) == len(set(found)) and set(found) == hamming_pairs(
+            dict(enumerate(fingerprints.tolist())), distance
+        )
 
 
 def test_within_refuses_what_it_cannot_pair_exactly() -> None:

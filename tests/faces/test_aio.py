@@ -79,7 +79,8 @@ def test_aio_loads_writes_and_queries_as_the_sync_api(conn: Conn, dsn: str, mode
     probes = list(data)[::7]
     deleted = [*list(data)[1::11], "no such key"]
 
-    assert ingest.store(conn, a, data, sizes, extensions=extensions) == (len(data), 0)
+    rows = [ingest.Row(key, sketch, sizes[key], extension=extensions[key]) for key, sketch in data.items()]
+    assert ingest.store_rows(conn, a, rows) == (len(data), 0)
     expected_near = {key: query.near(conn, a, data[key]) for key in probes}
     expected_near_key = {key: query.near_key(conn, a, key, limit=5) for key in probes}
     filters = query.Filters(True, "txt", 4, 1.5)
@@ -89,8 +90,8 @@ def test_aio_loads_writes_and_queries_as_the_sync_api(conn: Conn, dsn: str, mode
 
     async def work(aconn: aio.AsyncConnection) -> dict[str, Any]:
         loaded = await aio.get(aconn, "b")
-        first = await aio.store(aconn, "b", data, sizes, extensions=extensions)
-        again = await aio.store(aconn, loaded, data, sizes, extensions=extensions)  # unchanged: no writes
+        first = await aio.store_rows(aconn, "b", rows)
+        again = await aio.store_rows(aconn, loaded, rows)  # unchanged: no writes
         return {
             "loaded": loaded,
             "stored": (first, again),

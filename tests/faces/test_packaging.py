@@ -12,10 +12,10 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+from support import ROOT
+
 from simdb import schema
 from simdb.cli import DISTRIBUTION
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:

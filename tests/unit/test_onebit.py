@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import reference_minhash
+from support.reference import reference_minhash
 
 from simdb.errors import InvalidParameter
 from simdb.measure.edits import reflowed

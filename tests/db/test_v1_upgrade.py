@@ -4,18 +4,17 @@ migration 0006, losing no row, answering queries throughout and giving the same 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from support import Conn
+from support import TESTS, Conn
 
 from simdb import ingest, query, schema
 from simdb.follow import keep
 from simdb.index import lifecycle as index
 from simdb.sketch.bits import hamming, to_unsigned
 
-FIXTURE = Path(__file__).parent / "fixtures" / "layout_v1.sql"
+FIXTURE = TESTS / "fixtures" / "layout_v1.sql"
 INDEXES = {"docs": "fingerprint", "wide": "fingerprint", "jac": "signature", "arts": "fingerprint"}
 ROW = sql.SQL("key, {}, size, content_hash, extension, added_at")
 

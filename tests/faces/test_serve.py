@@ -21,10 +21,10 @@ import markupsafe
 import psycopg
 import pytest
 from psycopg import sql
-from serve_corpus import CLUSTERS, SCRIPT, write_folder, write_records
-from serve_support import free_port
 from starlette.testclient import TestClient
 from support import Conn, simdb
+from support.corpus import CLUSTERS, SCRIPT, write_folder, write_records
+from support.serve import free_port
 
 from simdb import duplicates, ingest, query
 from simdb.index import lifecycle as index

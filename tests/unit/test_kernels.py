@@ -8,7 +8,7 @@ import numpy as np
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import reference_fingerprint
+from support.reference import reference_fingerprint
 
 from simdb.kernels import compiled as kernels
 from simdb.measure import previous

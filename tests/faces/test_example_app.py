@@ -21,7 +21,7 @@ from example_app.models import Article, Base
 from sqlalchemy import BigInteger, Column, Integer, Text, cast, column, create_engine, literal, select, table
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
-from support import simdb
+from support import TESTS, simdb
 
 from simdb import alembic as simdb_ops
 from simdb import fingerprint, schema
@@ -32,7 +32,7 @@ from simdb.sketch.bits import hamming as bit_distance
 from simdb.sketch.bits import to_signed
 from simdb.sqlalchemy import Fingerprint, hamming, include_object, near, near_key
 
-APP = Path(__file__).resolve().parent / "example_app"
+APP = TESTS / "example_app"
 BODY = " ".join(f"paragraph{i} about{i % 9} things" for i in range(200))
 
 

@@ -6,14 +6,13 @@ import hashlib
 import random
 
 import numpy as np
-import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import reference_band_keys, reference_check, reference_minhash
+from support.reference import reference_band_keys, reference_check, reference_minhash
 
 from simdb.errors import InvalidParameter
-from simdb.sketch.bits import to_hex, to_signed
+from simdb.sketch.bits import to_hex
 from simdb.sketch.features import feature_hashes
 from simdb.sketch.minhash import (
     CHECK_WORDS,
@@ -113,23 +112,6 @@ def test_banding_minimises_the_weighted_error() -> None:
 def test_banding_refusals(threshold: float, permutations: int) -> None:
     with pytest.raises(InvalidParameter):
         choose_banding(threshold, permutations)
-
-
-def test_sql_estimate_equals_python(conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    rng = random.Random(8)
-    base = [rng.getrandbits(64) for _ in range(3000)]
-    pairs = []
-    for keep in (0, 700, 1500, 2500, 3000):
-        a = np.array(base[:3000], dtype=np.uint64)
-        b = np.array(base[3000 - keep :] + [rng.getrandbits(64) for _ in range(3000 - keep)], dtype=np.uint64)
-        pairs.append((signature(a, 64), signature(b, 64)))
-    for sig_a, sig_b in pairs:
-        row = conn.execute(
-            "SELECT simdb.jaccard_estimate(%s, %s)",
-            ([to_signed(int(v)) for v in sig_a], [to_signed(int(v)) for v in sig_b]),
-        ).fetchone()
-        assert row is not None and row[0] == pytest.approx(estimate(sig_a, sig_b), abs=1e-6)
-    assert conn.execute("SELECT simdb.jaccard_estimate('{1,2}', '{1}')").fetchone() == (None,)
 
 
 # Signature spec v2's check: (text, first word, last word, sha256 of the 64 little-endian words).

@@ -1,9 +1,9 @@
 """The README's screenshots of `simdb serve` (clusters, side by side, search), made again with
 
-    python tests/serve_screenshots.py [ADMIN_DSN]
+    python -m support.screenshots [ADMIN_DSN]     (from the tests/ folder)
 
 ADMIN_DSN (default: SIMDB_TEST_DSN, else postgresql://postgres@127.0.0.1:5432/postgres) may create
-databases: a scratch one is made, filled with tests/serve_corpus.py's planted near-duplicates,
+databases: a scratch one is made, filled with tests/support/corpus.py's planted near-duplicates,
 served, photographed by the distribution's Chromium, and dropped. The PNGs go to tests/screenshots/.
 """
 
@@ -18,13 +18,13 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from serve_corpus import write_folder
-from serve_support import browser, running
 
 from simdb import cli, schema
 from simdb.serve import create_app
+from support.corpus import write_folder
+from support.serve import browser, running
 
-OUT = Path(__file__).parent / "screenshots"
+OUT = Path(__file__).resolve().parents[1] / "screenshots"
 SCRATCH = "simdb_screenshots"
 
 

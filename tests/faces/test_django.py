@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,8 @@ from django_app.articles.models import (  # noqa: E402
     near_sql,
     similar_notes,
 )
-from support import code_blocks, doc  # noqa: E402
+from support import TESTS, code_blocks, doc  # noqa: E402
+from support.oracles import hamming_near  # noqa: E402
 
 import simdb  # noqa: E402
 from simdb import query, schema  # noqa: E402
@@ -305,9 +305,8 @@ def _fill(dsn: str, rows: int, probes: list[int], rng: np.random.Generator) -> n
     return np.array(values, dtype=np.uint64)
 
 
-def _brute_force(values: np.ndarray, ids: np.ndarray, probe: int, k: int) -> set[int]:
-    distances = np.bitwise_count(values ^ np.uint64(probe))
-    return {int(i) for i in ids[distances <= k]}
+def _near_ids(values: np.ndarray, ids: np.ndarray, probe: int, k: int) -> set[int]:
+    return {key for key, _ in hamming_near(dict(zip(ids.tolist(), values.tolist(), strict=True)), probe, k)}
 
 
 @pytest.mark.parametrize("server_side_binding", [False, True])
@@ -322,15 +321,15 @@ def test_near_equals_brute_force_and_uses_the_btrees(migrated: str, server_side_
     for probe in probes:
         for k in (0, 1, 2, 3):
             found = set(Article.objects.filter(fingerprint__near=(probe, k)).values_list("pk", flat=True))
-            assert found == _brute_force(values, ids, probe, k), (probe, k)
+            assert found == _near_ids(values, ids, probe, k), (probe, k)
             assert len(found) >= k + 1
         # above the index's max_distance: a scan on purpose, as the refusal's hint says
         scanned = Article.objects.alias(d=Hamming("fingerprint", probe)).filter(d__lte=5)
-        assert set(scanned.values_list("pk", flat=True)) == _brute_force(values, ids, probe, 5)
-    assert set(near_ids(probes[0])) == _brute_force(values, ids, probes[0], 3)
+        assert set(scanned.values_list("pk", flat=True)) == _near_ids(values, ids, probe, 5)
+    assert set(near_ids(probes[0])) == _near_ids(values, ids, probes[0], 3)
     with psycopg.connect(migrated) as plain:  # the same statement from plain psycopg
         rows = plain.execute(*near_sql(probes[0])).fetchall()
-    assert {pk for (pk,) in rows} == _brute_force(values, ids, probes[0], 3)
+    assert {pk for (pk,) in rows} == _near_ids(values, ids, probes[0], 3)
     with connections["default"].cursor() as cursor:
         cursor.execute("SET plan_cache_mode = force_generic_plan")  # (a prepared statement's plan)
     plan = Article.objects.filter(fingerprint__near=(probes[0], 3)).explain()
@@ -402,7 +401,7 @@ def test_near_above_the_index_max_distance_is_refused(migrated: str, model: type
 def test_readme_example_is_the_example_app() -> None:
     """docs/django.md's snippet is the model and function the example project runs."""
     (block,) = [b for b in code_blocks(doc("django"), "python") if "simdb.django" in b]
-    models = (Path(__file__).resolve().parent / "django_app" / "articles" / "models.py").read_text()
+    models = (TESTS / "django_app" / "articles" / "models.py").read_text()
     flat = re.sub(r"\s+", "", models)
     for line in block.splitlines():  # every line but the signature (models.py has type hints)
         code = re.sub(r"\s+|#.*", "", line)

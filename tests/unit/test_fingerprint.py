@@ -9,7 +9,7 @@ import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import fmix64, reference_bytes_fingerprint, reference_fingerprint
+from support.reference import fmix64, reference_bytes_fingerprint, reference_fingerprint
 
 from simdb.errors import InvalidParameter
 from simdb.sketch import features, simhash

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from psycopg.conninfo import conninfo_to_dict
-from support import Conn, simdb
-from test_contract import JaccardOracle, Oracle, SimhashOracle, _components
+from support import ROOT, Conn, simdb
+from support.oracles import JaccardOracle, Oracle, SimhashOracle, components
 
 from simdb import duplicates, query
 from simdb.follow import app_column, keep
@@ -24,7 +24,7 @@ from simdb.index.placement import ByPrefix, Distributed, Placement
 
 pytestmark = pytest.mark.citus
 
-CITUS_SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "citus"
+CITUS_SCRIPT = ROOT / ".ci" / "citus"
 # Every layout a distributed index can have (by key today): each must survive a rebalance.
 LAYOUTS: dict[str, Placement] = {"by_key": Distributed(shards=4), "by_prefix": ByPrefix(shards=4)}
 # The tables of each layout that the rebalancer moves (by prefix: the probe table has a colocation
@@ -109,7 +109,7 @@ def _answers_equal_brute_force(conn: Conn, oracle: Oracle) -> None:
     found_pairs = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in duplicates.pairs(conn, made)]
     assert sorted(found_pairs) == sorted(expected_pairs) and len(expected_pairs) >= 40
     assert set(conn.execute(oracle.sql_pairs, (None,)).fetchall()) == expected_pairs
-    assert duplicates.clusters(conn, made).groups == _components(expected_pairs)
+    assert duplicates.clusters(conn, made).groups == components(expected_pairs)
 
 
 @pytest.mark.parametrize("mode", list(ORACLES))

@@ -1,5 +1,5 @@
 """simdb serve in a real browser: the distribution's Chromium driven by Playwright, against uvicorn
-serving a fresh database of planted near-duplicates (tests/serve_corpus.py).
+serving a fresh database of planted near-duplicates (tests/support/corpus.py).
 
 Skipped where /usr/bin/chromium or playwright is missing, unless SIMDB_REQUIRE_BROWSER=1 (CI),
 where that fails instead."""
@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from serve_corpus import SCRIPT, write_folder
-from serve_support import browser, chromium_missing, running
 from support import simdb
+from support.corpus import SCRIPT, write_folder
+from support.serve import browser, chromium_missing, running
 
 from simdb import cli
 from simdb.serve import create_app, token_for

@@ -1,31 +1,47 @@
-"""The contract every mode of index keeps, each mode judged by its own brute-force oracle over the
-sketches it stored: near, pairs, clusters and dedup equal brute force, in Python and in SQL, each
-pair once, and a cutoff beyond the index's own is refused.
-
-A new mode joins by adding its Oracle to ORACLES. Each contract holds for an index on one server
-and for one distributed over a Citus cluster (the `citus` marker; see conftest).
+"""The brute-force oracles every index is judged by: each mode's planted sketches and the answers a
+pass over every stored row gives (near, all pairs, their connected components), and the plain
+Hamming scans the faces' tests compare with. A new mode joins the contract by adding its Oracle
+to ORACLES.
 """
 
 from __future__ import annotations
 
 import functools
+import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
-from typing import ClassVar
+from collections.abc import Iterable, Mapping
+from typing import ClassVar, TypeVar
 
 import numpy as np
-import psycopg
-import pytest
 from psycopg import sql
-from support import Conn, jaccard_corpus
 
-from simdb import duplicates, ingest, query
-from simdb.errors import InvalidParameter
-from simdb.follow import app_column
+from simdb import ingest
+from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
 from simdb.index.modes import Index, JaccardIndex, JaccardSpec, SimhashSpec, Sketch, Spec
 from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement
 from simdb.sketch.features import DEFAULT_FEATURES
+from support import WORDS, Conn, jaccard_corpus
+
+K = TypeVar("K")
+
+
+def hamming_near(sketches: Mapping[K, int], probe: int, k: int) -> list[tuple[K, int]]:
+    """Every (key, distance) within k bits of `probe`, nearest first, then by key: a scan of all."""
+    found = [(key, (value ^ probe).bit_count()) for key, value in sketches.items()]
+    return sorted(((key, d) for key, d in found if d <= k), key=lambda row: (row[1], row[0]))  # type: ignore[type-var]
+
+
+def hamming_pairs(sketches: Mapping[K, int], k: int) -> set[tuple[K, K, int]]:
+    """Every pair (a < b) within k bits, with its distance: all pairs compared."""
+    keys = sorted(sketches)  # type: ignore[type-var]
+    return {
+        (a, b, distance)
+        for i, a in enumerate(keys)
+        for b in keys[i + 1 :]
+        if (distance := (sketches[a] ^ sketches[b]).bit_count()) <= k
+    }
+
 
 Score = int | float
 
@@ -44,9 +60,15 @@ class Oracle(ABC):
     described: ClassVar[str]  # the index's own cutoff in words
     unrelated: ClassVar[str]  # key prefix of rows planted far from everything
 
-    def __init__(self, conn: Conn, placed: Placement, in_table: bool = False) -> None:
-        if in_table:
+    def __init__(self, conn: Conn, placed: Placement, storage: str = "own") -> None:
+        self.texts: dict[str, str] = {}  # a side table's: the application's texts, by key
+        if storage == "column":
             self.made, self.stored = _in_table(conn, self, placed)
+            return
+        if storage == "side":
+            self.texts = planted_texts()
+            self.made = _side_table(conn, self, self.texts)
+            self.stored = sketches(self.made, self.texts)
             return
         self.made = index.create(conn, "docs", self.spec, expected_rows=4000, placed=placed)
         self.stored = self.rows(self.made)
@@ -94,6 +116,44 @@ def _in_table(conn: Conn, oracle: Oracle, placed: Placement) -> tuple[Index, dic
         conn, "docs", "public.app_docs", "id", "sketch", spec=oracle.spec, expected_rows=4000
     )
     return made, rows
+
+
+def planted_texts() -> dict[str, str]:
+    """Texts an application's table holds: 60 documents of 60 words, each with copies that have
+    0 to 7 words replaced (GROUP_dN), the 300-word documents of jaccard_corpus() with their
+    edited copies, and 300 unrelated texts (keys r... and u...)."""
+    rng = random.Random(8)
+    texts = {}
+    for group in range(60):
+        words = [rng.choice(WORDS) for _ in range(60)]
+        texts[f"g{group}_base"] = " ".join(words)
+        for changed in range(8):
+            copy = list(words)
+            for position in rng.sample(range(len(copy)), changed):
+                copy[position] = rng.choice(WORDS)
+            texts[f"g{group}_d{changed}"] = " ".join(copy)
+    texts.update(jaccard_corpus())
+    for number in range(150):
+        texts[f"r{number}"] = " ".join(rng.choice(WORDS) for _ in range(60))
+    return texts
+
+
+def sketches(made: Index, texts: Mapping[str, str]) -> dict[str, Sketch]:
+    """What an index stores for each text (the texts without shingles have no row)."""
+    return {key: made.sketch(text) for key, text in texts.items() if text.strip()}
+
+
+def _side_table(conn: Conn, oracle: Oracle, texts: Mapping[str, str]) -> Index:
+    """Index "docs" attached to an application's table of texts (keyed by text, with triggers),
+    storage.side: its rows come in through a sync, which the oracle does not take on trust: its
+    rows are each text's sketch, computed here."""
+    conn.execute("CREATE TABLE app_docs (id text PRIMARY KEY, body text)")
+    with conn.cursor().copy("COPY app_docs (id, body) FROM STDIN") as copy:
+        for key, text in texts.items():
+            copy.write_row((key, text))
+    keep.attach(conn, "docs", "public.app_docs", "id", "body", spec=oracle.spec, expected_rows=4000)
+    keep.first_sync(conn, "docs")
+    return index.get(conn, "docs")
 
 
 def _flip(rng: np.random.Generator, value: int, count: int, width: int) -> int:
@@ -249,68 +309,15 @@ ORACLES = {
 PLACEMENTS = {
     "local": LOCAL,
     "in_table": LOCAL,
+    "side": LOCAL,
     "citus": Distributed(shards=4),
     "citus_in_table": Distributed(shards=4),
     "citus_prefix": ByPrefix(shards=4),
 }
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("local"),
-        pytest.param("in_table"),
-        pytest.param("citus", marks=pytest.mark.citus),
-        pytest.param("citus_in_table", marks=pytest.mark.citus),
-        pytest.param("citus_prefix", marks=pytest.mark.citus),
-    ]
-)
-def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
-    """A connection to a fresh database (local: simdb's own table; in_table: the rows in an
-    application's table, storage.column), or to the Citus coordinator (citus; citus_in_table: the
-    application's table distributed by its key; citus_prefix: Manku's layout, placement.ByPrefix)."""
-    if request.param.startswith("citus"):
-        citus: Conn = request.getfixturevalue("citus_conn")
-        citus.execute("DROP TABLE IF EXISTS app_docs")
-        yield citus
-        citus.execute("DROP TABLE IF EXISTS app_docs CASCADE")
-        return
-    with psycopg.connect(request.getfixturevalue("dsn"), autocommit=True) as connection:
-        yield connection
-
-
-@pytest.fixture(params=list(ORACLES))
-def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
-    where = request.node.callspec.params["conn"]
-    return ORACLES[request.param](conn, PLACEMENTS[where], in_table=where.endswith("in_table"))
-
-
-@pytest.mark.parametrize("step", [0, 1, 2])
-def test_pairs_equal_brute_force_each_once(conn: Conn, oracle: Oracle, step: int) -> None:
-    made, cutoff = oracle.made, oracle.cutoffs[step]
-    found_pairs = list(duplicates.pairs(conn, made, **oracle.cutoff_argument(cutoff)))
-    found = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in found_pairs]
-    assert len(found) == len(set(found))  # pairs found by several tables or bands come back once
-    expected = oracle.pairs(oracle.effective(cutoff))
-    assert set(found) == expected and len(expected) >= 40  # the planted copies, not an empty answer
-    assert all((p.similarity, p.distance) == made.scored(getattr(p, made.score_column)) for p in found_pairs)
-    in_sql = conn.execute(oracle.sql_pairs, (cutoff,)).fetchall()
-    assert len(in_sql) == len(expected) and set(in_sql) == expected
-
-
-@pytest.mark.parametrize("step", [0, 1, 2])
-def test_near_equals_brute_force(conn: Conn, oracle: Oracle, step: int) -> None:
-    made, cutoff = oracle.made, oracle.cutoffs[step]
-    for probe in oracle.probes:
-        expected = oracle.near(probe, oracle.effective(cutoff))
-        found = query.near(conn, made, oracle.stored[probe], **oracle.cutoff_argument(cutoff))
-        assert [(m.key, getattr(m, made.score_column)) for m in found] == expected
-        assert expected[0] == (probe, oracle.perfect)
-        assert conn.execute(oracle.sql_near_key, (probe, cutoff)).fetchall() == expected
-        sketch = made.to_sql(oracle.stored[probe])
-        assert conn.execute(oracle.sql_near, (sketch, cutoff)).fetchall() == expected
-
-
-def _components(pairs: Iterable[tuple[str, str, Score]]) -> list[list[str]]:
+def components(pairs: Iterable[tuple[str, str, Score]]) -> list[list[str]]:
+    """The groups of keys that pairs connect (connected components), each sorted, in order."""
     neighbours: dict[str, set[str]] = {}
     for a, b, _ in pairs:
         neighbours.setdefault(a, set()).add(b)
@@ -330,73 +337,3 @@ def _components(pairs: Iterable[tuple[str, str, Score]]) -> list[list[str]]:
                 stack.append(other)
         groups.append(sorted(group))
     return sorted(groups)
-
-
-def test_clusters_are_connected_components_stored_for_sql(conn: Conn, oracle: Oracle) -> None:
-    made = oracle.made
-    found = duplicates.clusters(conn, made)
-    own = oracle.effective(None)
-    assert found.cutoff == own and found.described == oracle.described
-    assert found.groups == _components(oracle.pairs(own))
-    assert all(len(group) >= 2 for group in found.groups)
-    for group in found.groups:  # the copies of one planted document, never an unrelated row
-        assert len({key.split("_")[0] for key in group}) == 1 and not group[0].startswith(oracle.unrelated)
-    stored = conn.execute(
-        "SELECT cluster, array_agg(key ORDER BY key) FROM simdb.docs__clusters GROUP BY 1 ORDER BY 1"
-    )
-    assert [keys for _, keys in stored.fetchall()] == found.groups
-    recorded = conn.execute(f"SELECT DISTINCT {made.cutoff_column} FROM simdb.docs__clusters").fetchall()
-    assert recorded == [(own,)]
-    joined = conn.execute(
-        "SELECT count(*) FROM simdb.docs AS d JOIN simdb.docs__clusters AS c USING (key)"
-    ).fetchone()
-    assert joined == (found.keys,)
-    # recomputing replaces the table
-    smaller = duplicates.clusters(conn, made, **oracle.cutoff_argument(oracle.cutoffs[-1]))
-    assert conn.execute("SELECT count(*) FROM simdb.docs__clusters").fetchone() == (smaller.keys,)
-
-
-def test_dedup_keeps_one_key_per_cluster(conn: Conn, oracle: Oracle) -> None:
-    found = duplicates.clusters(conn, oracle.made)
-    decisions = list(duplicates.dedup(conn, oracle.made, "first"))
-    assert sum(d.keep for d in decisions) == len(found.groups)
-    by_cluster: dict[int, list[str]] = {}
-    for decision in decisions:
-        by_cluster.setdefault(decision.cluster, []).append(decision.key)
-    assert sorted(sorted(keys) for keys in by_cluster.values()) == found.groups
-
-
-def test_a_cutoff_beyond_the_index_is_refused(conn: Conn, oracle: Oracle) -> None:
-    beyond = oracle.cutoff_argument(oracle.too_far)
-    with pytest.raises(psycopg.errors.InvalidParameterValue):
-        conn.execute(oracle.sql_pairs, (oracle.too_far,))
-    with pytest.raises(psycopg.errors.InvalidParameterValue):
-        conn.execute(oracle.sql_near_key, (oracle.probes[0], oracle.too_far))
-    with pytest.raises(InvalidParameter):
-        list(duplicates.pairs(conn, oracle.made, **beyond))
-
-
-def test_writes_keep_near_and_pairs_exact(conn: Conn, oracle: Oracle) -> None:
-    """Rows updated with other sketches, removed by key, and written again: near and all pairs
-    still equal brute force over what is stored now (by prefix, the probe table follows every
-    write of simdb's)."""
-    made = oracle.made
-    if not made.storage.writes_own_rows:
-        pytest.skip("the application writes an index in its own table")
-    keys = sorted(oracle.stored)
-    moved = {key: oracle.stored[keys[-1 - n]] for n, key in enumerate(keys[:40])}  # other rows' sketches
-    ingest.store(conn, made, moved)
-    gone = [*keys[40:60], oracle.probes[0]]
-    assert ingest.delete(conn, made, gone) == len(set(gone))
-    again = {keys[41]: oracle.stored[keys[41]]}  # a removed key written back
-    ingest.store(conn, made, again)
-    written = {**oracle.stored, **moved}
-    oracle.stored = {**{k: v for k, v in written.items() if k not in gone}, **again}
-    oracle.__dict__.pop("bands", None)  # (a jaccard oracle's band keys of the stored rows)
-    found = {(p.key_a, p.key_b, getattr(p, made.score_column)) for p in duplicates.pairs(conn, made)}
-    assert found == oracle.pairs(oracle.effective(None))
-    for probe in (*oracle.probes[:2], keys[0], keys[41]):
-        if probe in oracle.stored:
-            expected = oracle.near(probe, oracle.effective(None))
-            found_near = query.near(conn, made, oracle.stored[probe])
-            assert [(m.key, getattr(m, made.score_column)) for m in found_near] == expected

@@ -19,6 +19,7 @@ from sqlalchemy import URL, create_engine
 from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
+from support import TESTS
 
 from simdb import schema
 from simdb.db import sabridge
@@ -27,7 +28,7 @@ from simdb.errors import SimdbError
 from simdb.follow import keep
 from simdb.index import catalog
 
-APP = Path(__file__).resolve().parent / "example_app"
+APP = TESTS / "example_app"
 
 
 def _url(dsn: str, driver: str) -> URL:

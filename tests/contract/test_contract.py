@@ -1,0 +1,177 @@
+"""The contract every mode of index keeps, each mode judged by its own brute-force oracle over the
+sketches it stored: near, pairs, clusters and dedup equal brute force, in Python and in SQL, each
+pair once, and a cutoff beyond the index's own is refused.
+
+A new mode joins by adding its Oracle to ORACLES. Each contract holds for an index on one server
+and for one distributed over a Citus cluster (the `citus` marker; see conftest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from support import Conn
+from support.oracles import ORACLES, PLACEMENTS, Oracle, components, sketches
+
+from simdb import duplicates, ingest, query
+from simdb.errors import InvalidParameter
+from simdb.follow import keep
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("local"),
+        pytest.param("in_table"),
+        pytest.param("side"),
+        pytest.param("citus", marks=pytest.mark.citus),
+        pytest.param("citus_in_table", marks=pytest.mark.citus),
+        pytest.param("citus_prefix", marks=pytest.mark.citus),
+    ]
+)
+def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
+    """A connection to a fresh database (local: simdb's own table; in_table: the rows in an
+    application's table, storage.column), or to the Citus coordinator (citus; citus_in_table: the
+    application's table distributed by its key; citus_prefix: Manku's layout, placement.ByPrefix)."""
+    if request.param.startswith("citus"):
+        citus: Conn = request.getfixturevalue("citus_conn")
+        citus.execute("DROP TABLE IF EXISTS app_docs")
+        yield citus
+        citus.execute("DROP TABLE IF EXISTS app_docs CASCADE")
+        return
+    with psycopg.connect(request.getfixturevalue("dsn"), autocommit=True) as connection:
+        yield connection
+
+
+@pytest.fixture(params=list(ORACLES))
+def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
+    where = request.node.callspec.params["conn"]
+    storage = "column" if where.endswith("in_table") else "side" if where == "side" else "own"
+    return ORACLES[request.param](conn, PLACEMENTS[where], storage)
+
+
+@pytest.mark.parametrize("step", [0, 1, 2])
+def test_pairs_equal_brute_force_each_once(conn: Conn, oracle: Oracle, step: int) -> None:
+    made, cutoff = oracle.made, oracle.cutoffs[step]
+    found_pairs = list(duplicates.pairs(conn, made, **oracle.cutoff_argument(cutoff)))
+    found = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in found_pairs]
+    assert len(found) == len(set(found))  # pairs found by several tables or bands come back once
+    expected = oracle.pairs(oracle.effective(cutoff))
+    assert set(found) == expected and len(expected) >= 40  # the planted copies, not an empty answer
+    assert all((p.similarity, p.distance) == made.scored(getattr(p, made.score_column)) for p in found_pairs)
+    in_sql = conn.execute(oracle.sql_pairs, (cutoff,)).fetchall()
+    assert len(in_sql) == len(expected) and set(in_sql) == expected
+
+
+@pytest.mark.parametrize("step", [0, 1, 2])
+def test_near_equals_brute_force(conn: Conn, oracle: Oracle, step: int) -> None:
+    made, cutoff = oracle.made, oracle.cutoffs[step]
+    for probe in oracle.probes:
+        expected = oracle.near(probe, oracle.effective(cutoff))
+        found = query.near(conn, made, oracle.stored[probe], **oracle.cutoff_argument(cutoff))
+        assert [(m.key, getattr(m, made.score_column)) for m in found] == expected
+        assert expected[0] == (probe, oracle.perfect)
+        assert conn.execute(oracle.sql_near_key, (probe, cutoff)).fetchall() == expected
+        sketch = made.to_sql(oracle.stored[probe])
+        assert conn.execute(oracle.sql_near, (sketch, cutoff)).fetchall() == expected
+
+
+def test_clusters_are_connected_components_stored_for_sql(conn: Conn, oracle: Oracle) -> None:
+    made = oracle.made
+    found = duplicates.clusters(conn, made)
+    own = oracle.effective(None)
+    assert found.cutoff == own and found.described == oracle.described
+    assert found.groups == components(oracle.pairs(own))
+    assert all(len(group) >= 2 for group in found.groups)
+    for group in found.groups:  # the copies of one planted document, never an unrelated row
+        assert len({key.split("_")[0] for key in group}) == 1 and not group[0].startswith(oracle.unrelated)
+    stored = conn.execute(
+        "SELECT cluster, array_agg(key ORDER BY key) FROM simdb.docs__clusters GROUP BY 1 ORDER BY 1"
+    )
+    assert [keys for _, keys in stored.fetchall()] == found.groups
+    recorded = conn.execute(f"SELECT DISTINCT {made.cutoff_column} FROM simdb.docs__clusters").fetchall()
+    assert recorded == [(own,)]
+    joined = conn.execute(
+        "SELECT count(*) FROM simdb.docs AS d JOIN simdb.docs__clusters AS c USING (key)"
+    ).fetchone()
+    assert joined == (found.keys,)
+    # recomputing replaces the table
+    smaller = duplicates.clusters(conn, made, **oracle.cutoff_argument(oracle.cutoffs[-1]))
+    assert conn.execute("SELECT count(*) FROM simdb.docs__clusters").fetchone() == (smaller.keys,)
+
+
+def test_dedup_keeps_one_key_per_cluster(conn: Conn, oracle: Oracle) -> None:
+    found = duplicates.clusters(conn, oracle.made)
+    decisions = list(duplicates.dedup(conn, oracle.made, "first"))
+    assert sum(d.keep for d in decisions) == len(found.groups)
+    by_cluster: dict[int, list[str]] = {}
+    for decision in decisions:
+        by_cluster.setdefault(decision.cluster, []).append(decision.key)
+    assert sorted(sorted(keys) for keys in by_cluster.values()) == found.groups
+
+
+def test_a_cutoff_beyond_the_index_is_refused(conn: Conn, oracle: Oracle) -> None:
+    beyond = oracle.cutoff_argument(oracle.too_far)
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        conn.execute(oracle.sql_pairs, (oracle.too_far,))
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        conn.execute(oracle.sql_near_key, (oracle.probes[0], oracle.too_far))
+    with pytest.raises(InvalidParameter):
+        list(duplicates.pairs(conn, oracle.made, **beyond))
+
+
+def test_writes_keep_near_and_pairs_exact(conn: Conn, oracle: Oracle) -> None:
+    """Rows updated with other sketches, removed by key, and written again: near and all pairs
+    still equal brute force over what is stored now (by prefix, the probe table follows every
+    write of simdb's)."""
+    made = oracle.made
+    if not made.storage.writes_own_rows:
+        pytest.skip("the application writes an index in its own table")
+    if oracle.texts:
+        _rewrite_side_table(conn, oracle)
+        return
+    keys = sorted(oracle.stored)
+    moved = {key: oracle.stored[keys[-1 - n]] for n, key in enumerate(keys[:40])}  # other rows' sketches
+    ingest.store(conn, made, moved)
+    gone = [*keys[40:60], oracle.probes[0]]
+    assert ingest.delete(conn, made, gone) == len(set(gone))
+    again = {keys[41]: oracle.stored[keys[41]]}  # a removed key written back
+    ingest.store(conn, made, again)
+    written = {**oracle.stored, **moved}
+    oracle.stored = {**{k: v for k, v in written.items() if k not in gone}, **again}
+    oracle.__dict__.pop("bands", None)  # (a jaccard oracle's band keys of the stored rows)
+    found = {(p.key_a, p.key_b, getattr(p, made.score_column)) for p in duplicates.pairs(conn, made)}
+    assert found == oracle.pairs(oracle.effective(None))
+    for probe in (*oracle.probes[:2], keys[0], keys[41]):
+        if probe in oracle.stored:
+            expected = oracle.near(probe, oracle.effective(None))
+            found_near = query.near(conn, made, oracle.stored[probe])
+            assert [(m.key, getattr(m, made.score_column)) for m in found_near] == expected
+
+
+def _rewrite_side_table(conn: Conn, oracle: Oracle) -> None:
+    """The writes of test_writes_keep_near_and_pairs_exact made where a side table's rows come
+    from, the application's table (texts moved, rows deleted, one written back), then a sync:
+    near and all pairs equal brute force over the sketches of the table's texts now."""
+    made, texts = oracle.made, dict(oracle.texts)
+    keys = sorted(texts)
+    moved = {key: texts[keys[-1 - n]] for n, key in enumerate(keys[:40])}
+    for key, text in moved.items():
+        conn.execute("UPDATE app_docs SET body = %s WHERE id = %s", (text, key))
+    gone = [*keys[40:60], oracle.probes[0]]
+    conn.execute("DELETE FROM app_docs WHERE id = ANY(%s)", (gone,))
+    conn.execute("INSERT INTO app_docs VALUES (%s, %s)", (keys[41], texts[keys[41]]))
+    keep.sync(conn, "docs")
+    texts.update(moved)
+    kept = {key: text for key, text in texts.items() if key not in gone or key == keys[41]}
+    oracle.stored = sketches(made, kept)
+    oracle.__dict__.pop("bands", None)
+    found = {(p.key_a, p.key_b, getattr(p, made.score_column)) for p in duplicates.pairs(conn, made)}
+    assert found == oracle.pairs(oracle.effective(None))
+    assert set(conn.execute("SELECT key FROM simdb.docs").fetchall()) == {(key,) for key in oracle.stored}
+    for probe in (*oracle.probes[1:3], keys[0], keys[41]):
+        if probe in oracle.stored:
+            expected = oracle.near(probe, oracle.effective(None))
+            found_near = query.near(conn, made, oracle.stored[probe])
+            assert [(m.key, getattr(m, made.score_column)) for m in found_near] == expected

@@ -333,29 +333,31 @@ def sync(
     A full sync of an index with triggers first clears the queue (the snapshot it then reads
     holds every change queued so far), and applies what was queued meanwhile after it."""
     refuse_readers(conn, name)
-    if loaded is None:
-        indexes.get(conn, name)  # (IndexNotFound for a name that is none)
-    side.source_of(conn, name)  # (the table and columns are there: the catalog says, not the table)
+    index = loaded or indexes.get(conn, name)  # (IndexNotFound for a name that is none)
+    source = side.source_of(conn, name)  # (the table and columns are there: the catalog says, not the table)
     if catalog.capture(conn, name) != TRIGGERS:
-        return side.compare(conn, name, progress, jobs=jobs)
+        return side.compare(conn, index, source, progress, jobs=jobs)
     if not full and catalog.synced_at(conn, name) is not None:
-        return drain(conn, name)
+        return drain(conn, name, loaded=(index, source))
     with conn.transaction():
         _take_inbox(conn, name)
         conn.execute(sql.SQL("DELETE FROM {}").format(names.queue_table(name)))
-    report = side.compare(conn, name, progress, jobs=jobs)
-    after = drain(conn, name)
+    report = side.compare(conn, index, source, progress, jobs=jobs)
+    after = drain(conn, name, loaded=(index, source))
     for counter in ("inserted", "updated", "unchanged", "removed"):
         setattr(report, counter, getattr(report, counter) + getattr(after, counter))
     report.skipped.update(after.skipped)
     return report
 
 
-def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
+def drain(
+    conn: Connection, name: str, batch: int = BATCH, *, loaded: tuple[Index, side.Source] | None = None
+) -> DrainReport:
     """Apply the keys queued for index NAME, batch by batch, until none is left that this sync
     may take: those queued before it began (an application writing faster than a sync applies
     would otherwise keep it going for ever; the next sync takes the rest). With nothing queued
-    this reads neither the source table nor the index."""
+    this reads neither the source table nor the index. `loaded`: the index and its source, where
+    the caller has read them already."""
     report = DrainReport()
     queue = names.queue_table(name)
     _take_inbox(conn, name)
@@ -367,7 +369,7 @@ def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
     ]
     work: _Work | None = None
     if failed:
-        work = _Work.load(conn, name)
+        work = _Work.load(conn, name, loaded)
         for key in sorted(failed):
             work.one(key, report)
     waits = 0
@@ -377,10 +379,10 @@ def drain(conn: Connection, name: str, batch: int = BATCH) -> DrainReport:
             with conn.transaction():
                 picked, keys = _claim(conn, name, batch, began)
                 if keys:
-                    work = work or _Work.load(conn, name)
+                    work = work or _Work.load(conn, name, loaded)
                     work.apply(keys, report)
         except _ROW_ERRORS:  # the batch, its claim included, rolled back: its keys one by one
-            work = work or _Work.load(conn, name)
+            work = work or _Work.load(conn, name, loaded)
             for key in keys:
                 work.one(key, report)
         report.queued += len(keys)
@@ -466,10 +468,9 @@ class _Work:
     seen: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, conn: Connection, name: str) -> _Work:
-        index = indexes.get(conn, name)
-        source = side.source_of(conn, name)
-        key_type = tables.key_type(conn, source)
+    def load(cls, conn: Connection, name: str, loaded: tuple[Index, side.Source] | None) -> _Work:
+        index, source = loaded or (indexes.get(conn, name), side.source_of(conn, name))
+        key_type = tables.key_facts(conn, source).type
         return cls(conn, index, source, key_type, indexes.has_column(conn, name, "source_key"))
 
     def one(self, key: str, report: DrainReport) -> None:

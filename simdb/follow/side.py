@@ -1,13 +1,13 @@
 """A side table: simdb's own table of an index, kept equal by key to a table the user already has.
 
-The source table's columns are never altered (by default triggers are added to it, which queue
-its changes: simdb.follow.queue; this module's compare reads the whole table, for --no-triggers
-indexes, first fills and repairs; simdb.follow.keep.attach makes one). The index keeps its own rows keyed by the source key (as text) with an
-MD5 of the source text, so a sync fingerprints only rows that are new or changed, and removes
-rows whose source row is gone. With `cascade` (and a primary or unique key column),
-the index rows also reference it with ON DELETE CASCADE and disappear with their source row at
-once; that foreign key then stands in the way of TRUNCATE or DROP of the source table, so it is
-asked for, never added by default.
+The source table's columns are never altered (by default triggers are added to it, which queue its
+changes: simdb.follow.queue; this module's compare reads the whole table, for --no-triggers indexes,
+first fills and repairs; simdb.follow.keep.attach makes one). The index keeps its own rows keyed by
+the source key (as text) with an MD5 of the source text, so a sync fingerprints only rows that are
+new or changed, and removes rows whose source row is gone. With `cascade` (and a primary or unique
+key column), the index rows also reference it with ON DELETE CASCADE and disappear with their source
+row at once; that foreign key then stands in the way of TRUNCATE or DROP of the source table, so it
+is asked for, never added by default.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ class Source(catalog.SourceRow):
         return sql.SQL("(SELECT * FROM {} WHERE ({}))").format(self.relation, sql.SQL(self.condition))
 
 
-def _a_duplicate_key(conn: Connection, source: Source) -> str | None:
-    """One key value that more than one source row has (None when the key column is unique)."""
-    if tables.key_is_unique(conn, source):
+def _a_duplicate_key(conn: Connection, source: Source, unique: bool) -> str | None:
+    """One key value that more than one source row has (None when the key column is `unique`)."""
+    if unique:
         return None
     row = conn.execute(
         sql.SQL("SELECT s.{key}::text FROM {rows} AS s GROUP BY 1 HAVING count(*) > 1 LIMIT 1").format(
@@ -68,9 +68,9 @@ def _a_duplicate_key(conn: Connection, source: Source) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _refuse_duplicate_keys(conn: Connection, source: Source) -> None:
+def _refuse_duplicate_keys(conn: Connection, source: Source, unique: bool) -> None:
     """Each index row stands for one source row: a key shared by rows would merge them."""
-    duplicate = _a_duplicate_key(conn, source)
+    duplicate = _a_duplicate_key(conn, source, unique)
     if duplicate is not None:
         raise InvalidParameter(
             f"key column {source.key_column!r} of {source.schema}.{source.table} is not unique: "
@@ -100,7 +100,7 @@ def validate(conn: Connection, source: Source, cascade: bool) -> str:
             f"--cascade needs a primary or unique key column; {source.key_column!r} of {label} is not one",
             "leave out --cascade (sync removes deleted rows), or give a unique --key-column",
         )
-    _refuse_duplicate_keys(conn, source)
+    _refuse_duplicate_keys(conn, source, tables.key_is_unique(conn, source))
     return key_type
 
 
@@ -196,20 +196,25 @@ class SyncReport(ingest.Report):
 
 
 def compare(
-    conn: Connection, name: str, progress: Callable[[int], object] | None = None, *, jobs: int = 1
+    conn: Connection,
+    index: Index,
+    source: Source,
+    progress: Callable[[int], object] | None = None,
+    *,
+    jobs: int = 1,
 ) -> SyncReport:
-    """Compare side table NAME with the table it follows: the table is read page by page in key
-    order and the rows that are new or changed stored in batches of their own transactions (see
-    _store_rows), so a compare can run at any time, while the application writes, and be run
-    again after a failure; rows whose source row vanished are removed."""
-    index = indexes.get(conn, name)
-    source = source_of(conn, name)
-    has_source_key = indexes.has_column(conn, index.name, "source_key")
-    _refuse_duplicate_keys(conn, source)
+    """Compare side table `index` with `source`, the table it follows: the table is read page by
+    page in key order and the rows that are new or changed stored in batches of their own
+    transactions (see _store_rows), so a compare can run at any time, while the application
+    writes, and be run again after a failure; rows whose source row vanished are removed."""
+    name = index.name
+    key = tables.key_facts(conn, source)
+    linked = indexes.has_column(conn, name, "source_key")  # (--cascade)
+    _refuse_duplicate_keys(conn, source, key.unique)
     report = SyncReport()
     wanted = _EVERY if ingest.is_empty(conn, index) else _NEW_OR_CHANGED
-    _store_rows(conn, index, source, wanted, report, progress, jobs)
-    if has_source_key:
+    _store_rows(conn, index, source, key, wanted, report, progress, jobs)
+    if linked:
         _link_source_keys(conn, index, source)
     with conn.transaction():
         gone = conn.execute(
@@ -261,7 +266,7 @@ def reindex_rows(
             " sources into it again, and drop the old one once it is full",
         ) from None
     report = ingest.Report()
-    _store_rows(conn, target, source, _INDEXED, report, progress, jobs)
+    _store_rows(conn, target, source, tables.key_facts(conn, source), _INDEXED, report, progress, jobs)
     return report.stored
 
 
@@ -269,6 +274,7 @@ def _store_rows(
     conn: Connection,
     index: Index,
     source: Source,
+    key: tables.KeyFacts,
     wanted: sql.SQL,
     report: ingest.Report,
     progress: Callable[[int], object] | None,
@@ -281,13 +287,15 @@ def _store_rows(
 
     `wanted` is a condition on the page's row `p` (key as text, body, hash: the MD5 of body) and
     may look the row up in the index (`{index}`)."""
-    documents = _table_documents(conn, index, source, wanted)
+    documents = _table_documents(conn, index, source, key, wanted)
     ingest.write(
         conn, index, documents, report, batch_size=BATCH, progress=progress, jobs=jobs, drop_empty=True
     )
 
 
-def _table_documents(conn: Connection, index: Index, source: Source, wanted: sql.SQL) -> Iterator[Document]:
+def _table_documents(
+    conn: Connection, index: Index, source: Source, key_facts: tables.KeyFacts, wanted: sql.SQL
+) -> Iterator[Document]:
     """The source rows `wanted` picks, as documents, read page by page in key order.
 
     Each page is a statement of its own, `key > (the last one) ORDER BY key LIMIT n` on the key
@@ -296,7 +304,7 @@ def _table_documents(conn: Connection, index: Index, source: Source, wanted: sql
     unwanted rows come back as their key alone. A key column without a B-tree is read in one
     snapshot instead (a WITH HOLD cursor: each page would otherwise scan the whole table)."""
     key, text = sql.Identifier(source.key_column), sql.Identifier(source.text_column)
-    here = wanted is _EVERY and tables.md5_here(conn)  # (a first fill compares no stored hash)
+    here = wanted is _EVERY and key_facts.md5_here  # (a first fill compares no stored hash)
     hashed = sql.SQL("NULL::bytea" if here else "decode(md5(s.{text}), 'hex')").format(text=text)
     row = sql.SQL("s.{key}::text AS key, s.{text} AS body, {hashed} AS hash").format(
         key=key, text=text, hashed=hashed
@@ -309,7 +317,7 @@ def _table_documents(conn: Connection, index: Index, source: Source, wanted: sql
             wanted=wanted.format(index=index.table), page=page
         )
 
-    if not _key_has_btree(conn, source):
+    if not key_facts.has_btree:
         every = sql.SQL("SELECT {} FROM {}").format(row, rows)
         statement = sql.SQL("SELECT p.key, p.body, p.hash FROM ({} OFFSET 0) AS p WHERE p.wanted").format(
             judged(every)
@@ -334,7 +342,7 @@ def _table_documents(conn: Connection, index: Index, source: Source, wanted: sql
         return page.format(judged(keyed))
 
     first = statement_after(sql.SQL(""))
-    key_type = sql.SQL(tables.key_type(conn, source))
+    key_type = sql.SQL(key_facts.type)
     later = statement_after(sql.SQL(" AND s.{} > CAST(%(after)s AS {})").format(key, key_type))
     found = conn.execute(first, {"n": BATCH}).fetchall()
     while found:
@@ -353,20 +361,6 @@ def _row_document(key: str, body: str | None, content_hash: bytes | None) -> Doc
 def _hashed_document(key: str, body: str | None, _: None) -> Document:
     """A source row as a document, with the MD5 of its text computed here."""
     return _row_document(key, body, None if body is None else tables.text_md5(body))
-
-
-def _key_has_btree(conn: Connection, source: Source) -> bool:
-    """Whether a B-tree of the source table leads with the key column, whole and in its own
-    collation: keyset pages then read only their rows."""
-    row = conn.execute(
-        "SELECT 1 FROM pg_index AS x JOIN pg_class AS c ON c.oid = x.indexrelid"
-        " JOIN pg_am AS am ON am.oid = c.relam"
-        " JOIN pg_attribute AS a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[0]"
-        " WHERE x.indrelid = %s::regclass AND a.attname = %s AND am.amname = 'btree'"
-        " AND x.indpred IS NULL AND x.indcollation[0] = a.attcollation AND x.indisvalid LIMIT 1",
-        (source.relation.as_string(conn), source.key_column),
-    ).fetchone()
-    return row is not None
 
 
 def _link_source_keys(conn: Connection, index: Index, source: Source) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
@@ -168,6 +169,38 @@ def column_type(
 def key_type(conn: Connection, source: SourceRow) -> str:
     """The SQL type of the table's key column (what a key kept as text is cast back to)."""
     return column_type(conn, source, source.key_column)[0]
+
+
+@dataclass(frozen=True)
+class KeyFacts:
+    """What a sync needs to know of a table's key column, read in one statement."""
+
+    type: str  # its SQL type: what a key kept as text is cast back to
+    unique: bool  # a primary key, or a unique constraint on it alone
+    has_btree: bool  # a B-tree leads with it, whole and in its own collation: keyset pages read only theirs
+    md5_here: bool  # the MD5 of a text computed here is the server's (md5_here)
+
+
+def key_facts(conn: Connection, source: SourceRow) -> KeyFacts:
+    """The key column's type, whether it is unique, and whether a B-tree leads with it."""
+    row = conn.execute(
+        "SELECT format_type(a.atttypid, a.atttypmod),"
+        " EXISTS (SELECT FROM pg_constraint AS k WHERE k.conrelid = c.oid AND k.contype IN ('p', 'u')"
+        " AND k.conkey = ARRAY[a.attnum]),"
+        " EXISTS (SELECT FROM pg_index AS x JOIN pg_class AS i ON i.oid = x.indexrelid"
+        " JOIN pg_am AS am ON am.oid = i.relam WHERE x.indrelid = c.oid AND x.indkey[0] = a.attnum"
+        " AND am.amname = 'btree' AND x.indpred IS NULL AND x.indcollation[0] = a.attcollation"
+        " AND x.indisvalid)"
+        " FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid"
+        " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = %s AND a.attname = %s AND a.attnum > 0 AND NOT a.attisdropped",
+        (source.schema, source.table, source.key_column),
+    ).fetchone()
+    if row is None:
+        raise InvalidParameter(
+            f"table {source.schema}.{source.table} has no column {source.key_column!r}", "check --key-column"
+        )
+    return KeyFacts(str(row[0]), bool(row[1]), bool(row[2]), md5_here(conn))
 
 
 def key_is_unique(conn: Connection, source: SourceRow) -> bool:

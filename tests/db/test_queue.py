@@ -202,7 +202,7 @@ def test_two_syncs_never_take_one_key_together(dsn: str, docs: Conn) -> None:
         second = queue.drain(conn, "live")  # takes 2..10 and leaves key 1's other row queued
         assert (second.queued, second.updated) == (9, 9)
         assert queued(conn) == ["1", "1"]  # (the first sync's claim is not committed yet)
-        queue._Work.load(first, "live").apply(taken, queue.DrainReport())
+        queue._Work.load(first, "live", None).apply(taken, queue.DrainReport())
     third = queue.drain(conn, "live")  # key 1's second row: its text is stored already
     assert (third.queued, third.unchanged, third.updated) == (1, 1, 0)
     assert queued(conn) == [] and rows(conn, "live") == fresh(conn)

@@ -281,17 +281,25 @@ def fill(
     was set meanwhile, is left as the application made it."""
     report = FillReport(index.name, fills=stored.text_column is not None)
     if stored.text_column:
-        _require_columns(conn, index, stored)
-        _refuse_readers(conn, index, stored)
-        if catalog.synced_at(conn, index.name) is None and _holds_sketches(conn, stored):
-            # sketches from before the attach (never synced since): check them
-            _check_rows(conn, index, stored, report, progress, jobs=jobs)
-        else:
-            _sketch_rows(conn, index, stored, report, progress, missing_only=True, jobs=jobs)
-        _ensure_btrees(conn, index, stored)
-        _vacuum_after(conn, index, report)
-        _mark_filled(conn, index, report)
+        with _filling(conn, index, stored, report):
+            if catalog.synced_at(conn, index.name) is None and _holds_sketches(conn, stored):
+                # sketches from before the attach (never synced since): check them
+                _check_rows(conn, index, stored, report, progress, jobs=jobs)
+            else:
+                _sketch_rows(conn, index, stored, report, progress, missing_only=True, jobs=jobs)
+            _ensure_btrees(conn, index, stored)
     return report
+
+
+@contextlib.contextmanager
+def _filling(conn: Connection, index: Index, stored: InTable, report: FillReport) -> Iterator[None]:
+    """A fill's frame: the columns checked and readers refused first; the table vacuumed as the
+    writes call for and the catalog told after."""
+    _require_columns(conn, index, stored)
+    _refuse_readers(conn, index, stored)
+    yield
+    _vacuum_after(conn, index, report)
+    _mark_filled(conn, index, report)
 
 
 def refill(
@@ -311,12 +319,9 @@ def refill(
             f"write every row's {stored.sketch_column} under spec v{target.spec_version}, then attach"
             " a new index to the column",
         )
-    _require_columns(conn, target, stored)
-    _refuse_readers(conn, target, stored)
     report = FillReport(target.name)
-    _check_rows(conn, target, stored, report, progress, jobs=jobs)
-    _vacuum_after(conn, target, report)
-    _mark_filled(conn, target, report)
+    with _filling(conn, target, stored, report):
+        _check_rows(conn, target, stored, report, progress, jobs=jobs)
     return report
 
 

@@ -1,6 +1,5 @@
-"""Indexes over an application's table on a Citus coordinator (issue 17's storages on issue 30's
-cluster), each combination either working, against brute force over the sketches of the rows'
-text, or refused with one line naming why:
+"""Indexes over an application's table on a Citus coordinator, each combination either working,
+against brute force over the sketches of the rows' text, or refused with one line naming why:
 
 | the application's table | in its column (a) | and simdb fills it (b) | side, triggers (c) | side, no triggers (d) |
 | hash-distributed        | works             | works                  | works              | works                 |

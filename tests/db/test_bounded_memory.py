@@ -1,4 +1,4 @@
-"""Memory bounded by bytes (issue 27, items 6 and 7): batches hold at most --batch-bytes, a large
+"""Memory bounded by bytes: batches hold at most --batch-bytes, a large
 document is sketched a piece at a time with the same fingerprint or signature as the whole one
 (spec v2 holds at most DISTINCT_LIMIT distinct shingles at once), and a file larger than the
 batch budget is never read whole."""

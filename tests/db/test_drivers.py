@@ -1,4 +1,4 @@
-"""Issue 29, item 4: the SQL face takes a fingerprint as simdb prints it (hex text) and as an
+"""The SQL face takes a fingerprint as simdb prints it (hex text) and as an
 unsigned number (numeric), from psycopg and asyncpg, with nothing registered on the connection."""
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def test_never_loosens_existing_folders(monkeypatch: pytest.MonkeyPatch) -> None
             )
             with pytest.raises(DatabaseUnavailable, match=re.escape(refused)):
                 server.start()
-            assert list(private.iterdir()) == []  # refused before anything was made (issue 27 item 19)
+            assert list(private.iterdir()) == []  # refused before anything was made
         else:
             server.start()
             assert server.status().running
@@ -174,7 +174,7 @@ def _dead_pid() -> int:
 
 
 def test_test_folders_are_removed_with_the_servers_in_them() -> None:
-    """Issue 27 item 20: the suite left ~376 MB of simdb-test/home/copy/restart folders behind."""
+    """The suite left ~376 MB of simdb-test/home/copy/restart folders behind."""
     made = traversable_tempdir("simdb-home-")
     assert made.name.startswith(f"simdb-home-{os.getpid()}-")
     server = EmbeddedServer(made / "home")

@@ -83,7 +83,7 @@ def test_pairs_filters(capsys: pytest.CaptureFixture[str], conn: Conn, binaries:
 def test_a_file_has_one_key_however_it_is_named(
     capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14, item 9: `bad/ok.txt`, `./bad/ok.txt` and the absolute path are one row, and
+    """`bad/ok.txt`, `./bad/ok.txt` and the absolute path are one row, and
     ingesting `.` from two projects keeps both READMEs; --relative-to keys by a stated root."""
     for project in ("proj1", "proj2"):
         (tmp_path / project / "bad").mkdir(parents=True)
@@ -122,7 +122,7 @@ def test_a_file_has_one_key_however_it_is_named(
 def test_unchanged_files_are_not_read_again(
     capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
 ) -> None:
-    """Issue 14, item 20: a re-ingest passes over files whose size and modification time are the
+    """A re-ingest passes over files whose size and modification time are the
     stored ones, unread; a changed or touched file is read; --force reads them all."""
     folder = tmp_path / "docs"
     folder.mkdir()

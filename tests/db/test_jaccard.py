@@ -331,7 +331,7 @@ def test_bench_jaccard_mode_prints_both_modes_and_both_signature_specs(
 
 
 def test_bench_jaccard_gives_a_bulk_ratio_only_with_padding_rows() -> None:
-    """Issue 27 item 18: without padding rows the indexes bulk-load nothing, and "bulk x0.00" was printed."""
+    """Without padding rows the indexes bulk-load nothing, and "bulk x0.00" was printed."""
 
     def figures(mode: str, kind: str, bulk_seconds: float) -> evaluate.ModeFigures:
         return evaluate.ModeFigures(
@@ -430,7 +430,7 @@ def test_a_signature_of_the_wrong_length_is_refused_not_answered_empty(conn: Con
 
 
 def test_a_signature_of_the_wrong_size_is_refused_with_a_short_context(conn: Conn) -> None:
-    """Issue 27, item 10: the refusal's CONTEXT names the functions it passed through, not the
+    """The refusal's CONTEXT names the functions it passed through, not the
     index's whole statement (about 15 KB of generated SQL for a default jaccard index)."""
     index.create(conn, "pyjac", JaccardSpec())
     for statement in (

@@ -1,5 +1,5 @@
 """Retention goes by when a row was last seen, and a re-ingest can remove what left a folder
-(issue 27, item 1: `prune` used to remove unchanged files that had just been re-ingested)."""
+(`prune` used to remove unchanged files that had just been re-ingested)."""
 
 from __future__ import annotations
 

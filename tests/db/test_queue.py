@@ -1,4 +1,4 @@
-"""Change capture (issue 28, item 3): triggers queue the changed keys, a sync applies the queue.
+"""Change capture: triggers queue the changed keys, a sync applies the queue.
 
 After any mix of application writes, a sync from the queue leaves the index equal (keys and
 fingerprints) to a fresh attach of the same table; a rolled-back write queues nothing; a sync with

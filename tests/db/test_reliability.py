@@ -205,7 +205,7 @@ def _btrees(conn: Conn, table: str = "docs") -> list[str]:
 
 
 def test_a_first_load_is_copied_and_its_btrees_built_once_at_the_end(conn: Conn) -> None:
-    """Issue 15: an ingest into an empty index copies its batches straight into the table and
+    """An ingest into an empty index copies its batches straight into the table and
     builds the B-trees at its end; a key repeated in a later batch still replaces its row; a
     B-tree missing after an interrupted first load is built by the next ingest."""
     made = index.create(conn, "docs", SimhashSpec())

@@ -86,7 +86,7 @@ def test_a_reader_lists_the_indexes_it_was_granted(
     roles: tuple[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 14, item 7: `simdb list` as a role granted one index shows that index, not an error."""
+    """`simdb list` as a role granted one index shows that index, not an error."""
     reader, _ = roles
     conn.execute(sql.SQL("ALTER ROLE {} LOGIN").format(sql.Identifier(reader)))
     ingest.store(conn, index.create(conn, "mine"), {"a": 1, "b": 3})
@@ -106,7 +106,7 @@ def test_a_reader_running_clusters_is_told_which_role_may(
     roles: tuple[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 27, item 11: `simdb clusters` (and dedup, which stores clusters too) as a reader says
+    """`simdb clusters` (and dedup, which stores clusters too) as a reader says
     what it lacks and which role has it, before computing anything; not a raw permission error."""
     reader, _ = roles
     conn.execute(sql.SQL("ALTER ROLE {} LOGIN").format(sql.Identifier(reader)))
@@ -139,7 +139,7 @@ def test_a_reader_running_clusters_is_told_which_role_may(
 def test_a_writer_syncs_an_attached_index_and_a_reader_cannot(
     dsn: str, conn: Conn, roles: tuple[str, str]
 ) -> None:
-    """Issue 28, item 4: a writer's sync failed with `permission denied for table _sources`."""
+    """A writer's sync failed with `permission denied for table _sources`."""
     reader, writer = roles
     conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
     conn.execute("INSERT INTO public.notes VALUES (1, 'the first note of a long list of notes')")

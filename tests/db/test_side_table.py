@@ -192,7 +192,7 @@ def test_bytes_features_over_an_attached_table(conn: Conn) -> None:
 def test_without_cascade_nothing_stands_in_the_way_of_the_users_table(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:
-    """Issue 14, item 11: attach adds no foreign key unless asked (--cascade), so TRUNCATE and DROP
+    """Attach adds no foreign key unless asked (--cascade), so TRUNCATE and DROP
     of the source table work, and sync removes what went; --cascade refuses a non-unique key."""
     conn = articles
     args = ["--table", "public.articles", "--text-column", "body", "--no-triggers"]
@@ -230,7 +230,7 @@ def _nothing_named(conn: Conn, name: str) -> bool:
 def test_a_bad_attach_is_refused_before_anything_is_created(
     capsys: pytest.CaptureFixture[str], conn: Conn
 ) -> None:
-    """Issue 14, item 4: a text column that is not text, or a --where that reaches outside its
+    """A text column that is not text, or a --where that reaches outside its
     place, is refused up front (also with --no-sync); a corrected attach then works."""
     conn.execute("CREATE TABLE public.docs (id int PRIMARY KEY, n int, meta jsonb, body varchar(200))")
     conn.execute("INSERT INTO public.docs VALUES (1, 7, '{}', 'one text here'), (2, 8, '{}', 'another')")
@@ -260,7 +260,7 @@ def test_a_bad_attach_is_refused_before_anything_is_created(
 
 
 def test_a_key_column_that_is_not_unique_is_refused(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
-    """Issue 14, item 5: rows sharing a key would merge into one index row (and sync would report
+    """Rows sharing a key would merge into one index row (and sync would report
     them updated forever): attach refuses such a column, and sync says so when duplicates appear."""
     conn.execute("CREATE TABLE public.notes (ref text, body text)")
     conn.execute("INSERT INTO public.notes VALUES ('a', 'first note'), ('a', 'second note'), ('b', 'x y z')")
@@ -286,7 +286,7 @@ def test_a_key_column_that_is_not_unique_is_refused(capsys: pytest.CaptureFixtur
 def test_a_row_whose_text_is_emptied_leaves_the_index(
     articles: Conn, emptied: str | None, triggers: bool
 ) -> None:
-    """Issue 28, item 3: after `SET body = NULL` (or '', or no words) a sync skipped the row, and it
+    """After `SET body = NULL` (or '', or no words) a sync skipped the row, and it
     kept its old fingerprint for good: a query by that text still found it at distance 0."""
     keep.attach(articles, "arts", "public.articles", "id", "body", triggers=triggers)
     assert keep.sync(articles, "arts").empty == 1  # the row inserted with a NULL body
@@ -307,7 +307,7 @@ def test_a_row_whose_text_is_emptied_leaves_the_index(
 def test_a_where_condition_may_look_at_its_row_alone(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:
-    """Issue 28, item 4: `--where "(SELECT count(*) FROM other_table) > 0"` was accepted, though
+    """`--where "(SELECT count(*) FROM other_table) > 0"` was accepted, though
     the condition is documented to run on the table alone."""
     articles.execute("CREATE TABLE public.other_table (x int)")
     base = ("attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")
@@ -388,7 +388,7 @@ def test_an_attach_whose_first_sync_fails_leaves_nothing(
 def test_a_sync_after_the_table_or_a_column_went_says_so_and_changes_nothing(
     capsys: pytest.CaptureFixture[str], articles: Conn
 ) -> None:
-    """Issue 28, item 4: a renamed text column or a dropped table gave PostgreSQL's raw error."""
+    """A renamed text column or a dropped table gave PostgreSQL's raw error."""
     assert (
         simdb(capsys, "attach", "arts", "--table", "articles", "--key-column", "id", "--text-column", "body")[
             0
@@ -460,7 +460,7 @@ KEY_TYPES = {  # column type -> keys, in an order that is not the table's
 def test_a_fill_in_pages_stores_what_reading_every_row_gives(
     conn: Conn, monkeypatch: pytest.MonkeyPatch, key_type: str
 ) -> None:
-    """Issue 28, targets: the first fill reads the table page by page by its key (no snapshot held,
+    """The first fill reads the table page by page by its key (no snapshot held,
     no temporary files) and sketches on several threads; what it stores is each row's own
     fingerprint, MD5 and size, whatever the key's type and collation, across page boundaries."""
     conn.execute(f"CREATE TABLE public.pages (id {key_type}, body text, live boolean NOT NULL)")
@@ -507,7 +507,7 @@ def test_rows_deleted_and_inserted_during_a_fill_leave_it_exact(
 
 
 def test_a_fill_writes_no_temporary_files(conn: Conn) -> None:
-    """Issue 28: the first sync held its rows in a WITH HOLD cursor, materialised to temporary
+    """The first sync held its rows in a WITH HOLD cursor, materialised to temporary
     files the size of the table (here 6 MB, more than work_mem's 4 MB); pages by key need none."""
     conn.execute("SET work_mem = '4MB'")
     conn.execute("CREATE TABLE public.posts (id int PRIMARY KEY, body text NOT NULL)")

@@ -1,4 +1,4 @@
-"""Odd names, odd keys and odd files a new user's folders hold (issue 27, items 3-5, 13, 14)."""
+"""Odd names, odd keys and odd files a new user's folders hold."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def _visible(dsn: str) -> tuple[object, ...] | None:
 
 @pytest.mark.parametrize("end", ["rollback", "commit"])
 def test_ensure_schema_runs_in_the_callers_transaction_and_never_ends_it(empty_db: str, end: str) -> None:
-    """Issue 28, item 4: ensure_schema committed the caller's transaction (a Django migration's
+    """ensure_schema committed the caller's transaction (a Django migration's
     half-done work with it), then migrated on a connection of its own."""
     with psycopg.connect(empty_db) as conn:
         conn.execute("CREATE TABLE public.app (id int)")
@@ -184,7 +184,7 @@ def test_hex_functions(conn: Conn) -> None:
         "x12",
         "1 2",
         "xyz",
-    ):  # issue 14, item 6: no silent shortening
+    ):  # no silent shortening
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="not a 64-bit fingerprint in hex"):
             conn.execute("SELECT simdb.from_hex(%s)", (wrong,))
 
@@ -411,7 +411,7 @@ def _plan_shape(lines: list[str]) -> list[str]:
 
 
 def test_explain_near_shows_the_plan_the_function_runs(conn: Conn) -> None:
-    """Issue 14, item 23: on a table filled by plain INSERT and not yet vacuumed, explain_near
+    """On a table filled by plain INSERT and not yet vacuumed, explain_near
     shows the generic plan simdb_internal."NAME__near" runs (seen by auto_explain), not a plan made for
     the one value."""
     rng = random.Random(5)
@@ -444,7 +444,7 @@ def test_explain_near_shows_the_plan_the_function_runs(conn: Conn) -> None:
 
 
 def test_the_printed_hex_is_a_fingerprint_wherever_sql_takes_one(conn: Conn) -> None:
-    """Issue 27, item 8: the hex every command prints goes into SQL as it is (a literal, or a
+    """The hex every command prints goes into SQL as it is (a literal, or a
     parameter sent untyped), read as hex even when it has only digits; a bigint stays a number."""
     digits, letters = 0x1234567812345678, 0xA126D80B0BAEA59F
     _load(conn, "docs", {"digits": digits, "letters": letters})
@@ -528,7 +528,7 @@ HEX_CASES = [
 
 
 def test_one_hex_rule_for_the_cli_and_sql(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
-    """Issue 27, item 17: simdb.from_hex reads exactly what --fingerprint reads (1 to 16 hex
+    """simdb.from_hex reads exactly what --fingerprint reads (1 to 16 hex
     digits, optionally after 0x, optionally between ASCII blanks), as the same value; the
     128-bit rule of simdb.near's text form likewise (which also takes all 128 binary digits).
     Tested on chosen cases and random ones."""
@@ -569,7 +569,7 @@ PUBLIC_FUNCTIONS = {
 
 
 def test_df_lists_the_public_functions_each_with_its_comment(conn: Conn, dsn: str) -> None:
-    """Issue 27, item 9: psql's `\\df simdb.*` lists the public functions only (the checks, the
+    """psql's `\\df simdb.*` lists the public functions only (the checks, the
     dispatcher's fallback and each index's own functions are in simdb_internal), and every one
     has a comment saying what it does, its arguments and an example (which runs, and gives the
     answer the comment says where it says one)."""
@@ -632,7 +632,7 @@ def _answers(conn: Conn, docs: int) -> list[object]:
 
 
 def test_upgrade_to_0011_moves_existing_index_functions_and_keeps_readers(empty_db: str) -> None:
-    """Issue 27, item 9: indexes made before revision 0011 (functions in schema simdb), and the
+    """Indexes made before revision 0011 (functions in schema simdb), and the
     roles granted them, keep working when the internals move to simdb_internal."""
     reader = f"simdb_upgrade_reader_{os.getpid()}"
     schema.upgrade(empty_db)

@@ -98,7 +98,7 @@ def test_a_fingerprint_of_the_wrong_width_is_refused_in_sql(conn: Conn) -> None:
         conn.execute("SELECT * FROM simdb.near('wide', 5::bigint)")
     with pytest.raises(refused, match=r"'wide' takes bit.128.; this one is bit.64."):
         conn.execute("SELECT * FROM simdb_internal.wide__near(X'00ff00ff00ff00ff', 3)")
-    # the untyped forms of 64-bit calls are not taken for bit strings (issue 27, item 8: they are hex)
+    # the untyped forms of 64-bit calls are not taken for bit strings (they are hex)
     assert conn.execute("SELECT * FROM simdb.near('narrow', 'a70392059ddfcbce')").fetchall() == []
     assert conn.execute("SELECT simdb.hamming('1', '2'), simdb.to_hex('255')").fetchone() == (
         2,

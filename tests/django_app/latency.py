@@ -1,5 +1,5 @@
 """The latency of the example project's `near` lookup against the same statement in plain psycopg,
-in one run (issue 29): `python tests/django_app/latency.py [ROWS]` with SIMDB_DJANGO_DSN naming an
+in one run: `python tests/django_app/latency.py [ROWS]` with SIMDB_DJANGO_DSN naming an
 empty database that it fills (migrate, then ROWS articles, 30,000 by default)."""
 
 from __future__ import annotations

@@ -412,7 +412,7 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
         "",
         "simdb: error: bad duration 'soon' (write a number and a unit (s, m, h, d, w), e.g. 30d or 1d12h)\n",
     )
-    # issue 14, item 12: removing more than half of the rows needs --yes (no terminal to ask)
+    # removing more than half of the rows needs --yes (no terminal to ask)
     code, out, err = simdb(capsys, "prune", "docs", "--older-than", "0s")
     assert (code, out) == (1, "") and "would remove 1 of its 1 rows; nothing was removed" in err
     assert "--yes" in err and [key for key, _ in rows(conn)] == ["k3"]
@@ -424,7 +424,7 @@ def test_delete_and_prune(capsys: pytest.CaptureFixture[str], conn: Conn) -> Non
 
 
 def test_jsonl_errors_read_as_one_sentence(tmp_path: Path) -> None:
-    """Issue 27 item 18: json's "Unterminated string starting at" read "starting at at column"."""
+    """json's "Unterminated string starting at" read "starting at at column"."""
     cases = {
         '{"key": "a", "text": "no end\n': "Unterminated string starting at column 22",
         '{"key": "a", "text": "a\tb"}\n': "Invalid control character at column 24",
@@ -441,7 +441,7 @@ def test_jsonl_errors_read_as_one_sentence(tmp_path: Path) -> None:
 def test_prune_refuses_a_duration_too_long_in_one_line(
     capsys: pytest.CaptureFixture[str], conn: Conn
 ) -> None:
-    """Issue 27 item 12: 99999999999d was an OverflowError traceback."""
+    """99999999999d was an OverflowError traceback."""
     simdb(capsys, "ingest", "docs", "-", "--create", stdin=b'{"key": "k", "text": "some words here"}\n')
     for duration in ("99999999999d", "1000000d1s", "9" * 5000 + "s"):
         assert simdb(capsys, "prune", "docs", "--older-than", duration) == (
@@ -488,7 +488,7 @@ def test_parallel_ingest_equals_serial(
             "unchanged": 0,
             "skipped": {"empty": 1},
             "repaired": 0,
-            "bytes": source.stat().st_size,  # every line read (issue 27, item 15)
+            "bytes": source.stat().st_size,  # every line read
             "bytes_passed_over": 0,
         }
     )
@@ -502,7 +502,7 @@ def test_parallel_ingest_equals_serial(
 def test_dsn_is_accepted_after_the_command(
     capsys: pytest.CaptureFixture[str], dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14, item 14: `simdb COMMAND --dsn URL` works like `simdb --dsn URL COMMAND`, and wins."""
+    """`simdb COMMAND --dsn URL` works like `simdb --dsn URL COMMAND`, and wins."""
     monkeypatch.delenv("SIMDB_DSN")
     assert simdb(capsys, "create", "docs", "--dsn", dsn)[0] == 0
     assert simdb(capsys, "list", "--dsn", dsn, "--json")[1].startswith('[{"name": "docs"')
@@ -515,7 +515,7 @@ def test_dsn_is_accepted_after_the_command(
 def test_csv_with_a_byte_order_mark_and_other_delimiters(
     capsys: pytest.CaptureFixture[str], conn: Conn, tmp_path: Path
 ) -> None:
-    """Issue 14, item 17: a UTF-8 BOM does not become part of the first field's name (CSV and
+    """A UTF-8 BOM does not become part of the first field's name (CSV and
     JSONL), and --delimiter reads ';' or tab separated files."""
     text = "a document about rivers, bridges and the towns along them"
     (tmp_path / "bom.csv").write_bytes(codecs.BOM_UTF8 + f'key,text\nk1,"{text}"\n'.encode())

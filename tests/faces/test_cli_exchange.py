@@ -1,5 +1,5 @@
 """Fingerprints in and out: query --limit/--format, fingerprint --file -, export, and ingest of
-fingerprints computed elsewhere (issue 14, items 19 and 21)."""
+fingerprints computed elsewhere."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_an_export_loads_into_another_index_unchanged(
     )
     assert code == 0 and out.startswith("ingested 6 documents: 6 new"), err
 
-    def stored(name: str) -> list[tuple[object, ...]]:  # size and extension carried too (issue 27, item 16)
+    def stored(name: str) -> list[tuple[object, ...]]:  # size and extension carried too
         statement = sql.SQL("SELECT key, {}, size, extension FROM simdb.{} ORDER BY key")
         return conn.execute(statement.format(sql.Identifier(column), sql.Identifier(name))).fetchall()
 

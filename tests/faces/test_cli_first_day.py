@@ -1,4 +1,4 @@
-"""Findings from a new user's first day (issue 14), one test each: a hang, a wrong exit, state
+"""Findings from a new user's first day, one test each: a hang, a wrong exit, state
 left broken. Commands that could hang run in a subprocess with a timeout, so a regression fails
 instead of stopping the suite."""
 
@@ -114,7 +114,7 @@ def test_reading_commands_never_create_the_schema(empty_db: str, tmp_path: Path)
 
 def test_the_cli_starts_without_alembic_sqlalchemy_or_the_kernels() -> None:
     """Item 13: Alembic and SQLAlchemy took about half of `simdb --help`'s 1.3 s; they load only to
-    migrate. Issue 31: numba and the kernels load only in a command that fingerprints."""
+    migrate. numba and the kernels load only in a command that fingerprints."""
     heavy = "('alembic', 'sqlalchemy', 'numba', 'simdb.kernels.compiled')"
     probe = f"import sys, simdb.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

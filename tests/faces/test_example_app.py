@@ -96,7 +96,7 @@ def test_app_migrations_attach_simdb_and_queries_join_the_model(empty_db: str) -
 
 
 def test_the_models_fingerprint_column_is_searched_through_simdbs_btrees(empty_db: str) -> None:
-    """Issue 29, item 2: the application writes Article.fp, finds near-duplicates with
+    """The application writes Article.fp, finds near-duplicates with
     Article.fp.near, and its MetaData declares simdb's B-trees, so autogenerate finds nothing."""
     _alembic(empty_db, "upgrade", "head")
     engine = create_engine(
@@ -142,7 +142,7 @@ def _in_migration(dsn: str, action: Callable[[], None], *, commit: bool) -> None
 def test_drop_schema_refuses_while_indexes_it_did_not_name_exist(
     capsys: pytest.CaptureFixture[str], empty_db: str, tmp_path: Path
 ) -> None:
-    """Issue 27 item 2: the README's downgrade must not take another team's index with it."""
+    """The README's downgrade must not take another team's index with it."""
     _alembic(empty_db, "upgrade", "a0002")  # (before the index in the articles' own column)
     records = tmp_path / "team.jsonl"
     records.write_text(
@@ -172,7 +172,7 @@ def test_drop_schema_refuses_while_indexes_it_did_not_name_exist(
 def test_simdb_migrations_take_one_line_each_in_the_apps_alembic_output(
     empty_db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 27 item 21: simdb's revisions described themselves in several lines each."""
+    """Simdb's revisions described themselves in several lines each."""
     with caplog.at_level(logging.INFO, logger="alembic.runtime.migration"):
         _alembic(empty_db, "upgrade", "head")
         _alembic(empty_db, "downgrade", "base")
@@ -190,7 +190,7 @@ def test_simdb_migrations_take_one_line_each_in_the_apps_alembic_output(
 def test_attach_index_fills_the_index_in_the_migration_or_warns_that_it_is_empty(
     empty_db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 28, item 4: a migration's attach_index left the index empty without a word."""
+    """A migration's attach_index left the index empty without a word."""
     with psycopg.connect(empty_db, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
         conn.execute("INSERT INTO public.notes VALUES (1, %s), (2, %s), (3, NULL)", (BODY, BODY + " again"))
@@ -221,7 +221,7 @@ def test_attach_index_fills_the_index_in_the_migration_or_warns_that_it_is_empty
 
 
 def test_a_migration_that_fails_after_simdbs_ops_leaves_nothing_of_them(empty_db: str) -> None:
-    """Issue 28, item 4: simdb's ops commit nothing of their own, so the failed migration's
+    """Simdb's ops commit nothing of their own, so the failed migration's
     rollback takes the schema, the index and its rows with the application's table."""
     with psycopg.connect(empty_db, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")
@@ -264,7 +264,7 @@ def test_simdb_schema_ensure_schema_on_a_migrations_own_connection(empty_db: str
 
 
 def test_attach_index_in_the_tables_own_column_within_the_migration(empty_db: str) -> None:
-    """Issue 28, item 2: an application's migration adds a fingerprint column and simdb's index
+    """An application's migration adds a fingerprint column and simdb's index
     on it, atomically: rolled back, nothing of either stays."""
     with psycopg.connect(empty_db, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.notes (id int PRIMARY KEY, body text)")

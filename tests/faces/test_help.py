@@ -1,4 +1,4 @@
-"""Help texts and hints (issue 14, item 16): every command has help for each option and an example
+"""Help texts and hints: every command has help for each option and an example
 that parses, summaries are whole sentences, --json where results are printed, and hints that
 suggest only what can be done."""
 
@@ -20,7 +20,7 @@ from simdb.plan.planner import designs
 
 
 def _commands() -> dict[str, click.Command]:
-    """Every command by name, and each group's subcommands as "group sub" (issue 27 item 18)."""
+    """Every command by name, and each group's subcommands as "group sub"."""
     found = all_commands()
     for name, command in all_commands().items():
         if isinstance(command, click.Group):
@@ -120,7 +120,7 @@ def test_result_commands_take_json(capsys: pytest.CaptureFixture[str], dsn: str,
 
 
 def test_pairs_help_says_how_pairs_are_found_now(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 27 item 18: it described layout v1's permuted columns, which layout v2 no longer stores."""
+    """It described layout v1's permuted columns, which layout v2 no longer stores."""
     code, out, _ = simdb(capsys, "pairs", "--help")
     text = " ".join(out.split())
     assert code == 0 and "permuted column" not in text and "band-key column" not in text

@@ -81,7 +81,7 @@ def test_wheel_carries_sql_and_migrations(tmp_path: Path) -> None:
 
 
 def test_the_distribution_is_named_simdb_pg_as_the_readme_installs_it() -> None:
-    """Issue 27 item 23: `pip install simdb` gets an unrelated project of that name (2015)."""
+    """`pip install simdb` gets an unrelated project of that name (2015)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert (project["name"], project["scripts"]) == ("simdb-pg", {"simdb": "simdb.cli:run"})
     assert project["name"] == DISTRIBUTION
@@ -98,7 +98,7 @@ def _project_files() -> list[Path]:
 
 
 def test_no_file_names_an_absolute_path_of_one_machine() -> None:
-    """Issue 27 item 22: .ci/citus looked for the Citus archive at a fixed folder of one machine."""
+    """.ci/citus looked for the Citus archive at a fixed folder of one machine."""
     machine_folder = re.compile(r"(?<![\w.~/-])/" + "work" + r"\b")  # (split: this file has no such path)
     named = [
         str(path.relative_to(ROOT))

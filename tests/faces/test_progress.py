@@ -1,4 +1,4 @@
-"""Progress follows the work done, and shows on a terminal only (issue 14, item 15)."""
+"""Progress follows the work done, and shows on a terminal only."""
 
 from __future__ import annotations
 
@@ -44,9 +44,9 @@ def _documents(folder: Path, count: int) -> None:
 def test_ingest_reports_bytes_part_by_part_as_sketched(
     dsn: str, conn: Conn, tmp_path: Path, jobs: int
 ) -> None:
-    """Progress moves within a batch, as its parts are fingerprinted (issue 27, item 15: a batch of
+    """Progress moves within a batch, as its parts are fingerprinted (a batch of
     large files used to show 0% until it was stored), and never runs more than the batch being
-    stored ahead of what is committed (issue 14: it used to count bytes as they were read)."""
+    stored ahead of what is committed."""
     _documents(tmp_path / "docs", 50)
     made = index.create(conn, "docs", SimhashSpec(max_distance=3))
     reported: list[tuple[int, int]] = []

@@ -1,4 +1,4 @@
-"""Issue 29, item 2: an index in a model's own column, from SQLAlchemy: `Article.fp.near(fp, k)`
+"""An index in a model's own column, from SQLAlchemy: `Article.fp.near(fp, k)`
 uses its B-trees and equals brute force (sync and async, psycopg and asyncpg), and
 simhash_indexes declares those B-trees in the MetaData so that Alembic's autogenerate finds
 nothing to change."""

@@ -94,7 +94,7 @@ def test_calibrate_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
 def test_the_sample_is_random_over_all_documents_read(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Issue 14, item 18: --sample N measures a uniform random sample of all documents, not the
+    """--sample N measures a uniform random sample of all documents, not the
     first N; the same seed gives the same sample."""
     from simdb.measure.calibrate import random_sample
 

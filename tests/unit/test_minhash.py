@@ -1,4 +1,4 @@
-"""MinHash spec v1 and banding: the groundwork of the Jaccard mode (issue 6), checked in pure Python."""
+"""MinHash spec v1 and banding: the groundwork of the Jaccard mode, checked in pure Python."""
 
 from __future__ import annotations
 

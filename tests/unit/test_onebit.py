@@ -1,4 +1,4 @@
-"""One-bit MinHash fingerprint spec v1 (issue 40): known answers, the spec read loop by loop, and
+"""One-bit MinHash fingerprint spec v1: known answers, the spec read loop by loop, and
 the law that a bit differs with probability about (1 - J) / 2; and fingerprint spec v3 of the
 simhash mode, which is that fingerprint at 64 bits (seed 0) and 128 bits (seeds 0 and 1)."""
 

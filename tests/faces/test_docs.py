@@ -1,14 +1,18 @@
-"""Every command is documented: it has a help text of its own, and the README shows it in use."""
+"""Every command is documented: it has a help text of its own, and the README shows it in use; the
+generated references are current, and every module path that moved is in docs/upgrading.md."""
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 
 import click
 import pytest
 from support import Conn, all_docs, doc, simdb
 
 from simdb.cli import all_commands, main, reference
+from simdb.moved import MOVED
 
 README = all_docs()  # README.md and docs/*.md
 
@@ -56,3 +60,17 @@ def test_the_sql_reference_is_what_the_functions_say(conn: Conn) -> None:
     assert doc("sql-reference") == reference.sql_markdown(conn), (
         "docs/sql-reference.md is stale: run python -m simdb.cli.reference sql > docs/sql-reference.md"
     )
+
+
+def test_every_moved_module_is_in_upgrading_and_imports_with_a_warning() -> None:
+    """docs/upgrading.md lists each former module path with its new one, and each still imports
+    as the module it became, warning with the new path."""
+    page = doc("upgrading")
+    for old, new in MOVED.items():
+        assert f"| `{old}` | `{new}` |" in page
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=f"{old} is now {new}"):
+            former = importlib.import_module(old)
+        current = importlib.import_module(new)
+        shared = {name for name in vars(current) if not name.startswith("__")}
+        assert shared and all(getattr(former, name) is getattr(current, name) for name in shared)

@@ -205,15 +205,7 @@ def key_facts(conn: Connection, source: SourceRow) -> KeyFacts:
 
 def key_is_unique(conn: Connection, source: SourceRow) -> bool:
     """Whether the key column alone is a primary key or has a unique constraint."""
-    row = conn.execute(
-        "SELECT 1 FROM pg_constraint AS k JOIN pg_class AS c ON c.oid = k.conrelid"
-        " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
-        " JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum = ANY(k.conkey)"
-        " WHERE n.nspname = %s AND c.relname = %s AND k.contype IN ('p', 'u')"
-        " AND cardinality(k.conkey) = 1 AND a.attname = %s",
-        (source.schema, source.table, source.key_column),
-    ).fetchone()
-    return row is not None
+    return key_facts(conn, source).unique
 
 
 def require_table(conn: Connection, source: SourceRow) -> None:

@@ -18,6 +18,7 @@ from simdb.cli.common import (
     fingerprint_spec_option,
     jobs_option,
     json_option,
+    planned_distance,
     reconnector,
     show,
     signature_spec_option,
@@ -402,14 +403,7 @@ def reindex_(ctx: click.Context, name: str, jobs: int, as_json: bool) -> None:
     show_default=True,
     help="Rows the index is to hold.",
 )
-@click.option(
-    "--max-distance",
-    "-k",
-    type=int,
-    default=DEFAULT_MAX_DISTANCE,
-    show_default=True,
-    help="The largest Hamming distance to find exactly (0 to 8 at 64 bits, 16 at 128).",
-)
+@planned_distance("The largest Hamming distance to find exactly (0 to 8 at 64 bits, 16 at 128).")
 @_workload("both")
 @bits_option
 @click.option(

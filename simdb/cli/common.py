@@ -156,6 +156,15 @@ def features_option(function: F) -> F:
     )(function)
 
 
+def planned_distance(help_text: str) -> Callable[[F], F]:
+    """-k/--max-distance of an index a command plans or makes, simdb create's default k."""
+    from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE  # (numpy: only where a command has it)
+
+    return click.option(
+        "--max-distance", "-k", type=int, default=DEFAULT_MAX_DISTANCE, show_default=True, help=help_text
+    )
+
+
 def cutoff_options(function: F) -> F:
     """--max-distance (simhash indexes) and --threshold (jaccard indexes) of a search."""
     function = click.option(

@@ -16,6 +16,7 @@ from simdb.cli.common import (
     features_option,
     fingerprint_spec_option,
     json_option,
+    planned_distance,
     progress_say,
     show,
     text_documents,
@@ -24,7 +25,6 @@ from simdb.index import modes
 from simdb.index.modes import SimhashSpec
 from simdb.sketch.features import Features
 from simdb.sketch.minhash import DEFAULT_PERMUTATIONS, DEFAULT_THRESHOLD
-from simdb.sketch.simhash import DEFAULT_MAX_DISTANCE
 from simdb.sources import readers
 
 
@@ -91,14 +91,7 @@ def calibrate_(
 @click.option(
     "--rows", type=click.IntRange(1), default=100_000, show_default=True, help="Rows in the scratch index."
 )
-@click.option(
-    "--max-distance",
-    "-k",
-    type=int,
-    default=DEFAULT_MAX_DISTANCE,
-    show_default=True,
-    help="The scratch index's k: its probes find every row within this distance.",
-)
+@planned_distance("The scratch index's k: its probes find every row within this distance.")
 @click.option("--queries", type=click.IntRange(1), default=1000, show_default=True, help="Timed queries.")
 @click.option(
     "--brute-force-queries",

@@ -12,8 +12,7 @@ if TYPE_CHECKING:
     from simdb.db.connection import Connection
     from simdb.index.modes import Index
 
-TRIGGERS = "triggers"  # the catalog's capture of a side table whose table's triggers queue changes
-NONE = "none"  # ... of one without triggers: each sync compares the whole table
+TRIGGERS = "triggers"  # the catalog's capture of a side table whose triggers queue its changes (else "none")
 IN_TABLE = "column"  # what `simdb status` says of an index in the application's own column
 
 Progress = Callable[[int], object] | None  # told the rows done, as a sync goes

@@ -2,7 +2,7 @@
 one watch loop for every index.
 
 Each storage kind follows its table its own way, behind one interface (base.Follower): an index
-in the application's own column fills the sketches its triggers cleared (simdb.follow.column); a
+in the application's own column fills the sketches its triggers cleared (simdb.follow.app_column); a
 side table applies its queue of changes, or compares the whole table (simdb.follow.queue on
 simdb.follow.side). FOLLOWERS names them.
 """
@@ -28,17 +28,17 @@ from simdb.follow.base import Follower, Progress, Status, Synced
 from simdb.index import catalog, names, tables
 from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, Spec
-from simdb.index.storage import InTable
+from simdb.index.storage import InTable, SideTable
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS
 from simdb.sketch.features import DEFAULT_FEATURES, Features
 
-# Storage kind -> how its indexes follow their table; any other kind is taken for a side table
-# (whose sync then says the index is not attached, where it was ingested from files).
-FOLLOWERS: dict[str, Follower] = {InTable.kind: app_column.FOLLOWER}
+# Storage kind -> how its indexes follow their table. An index of simdb's own table follows none:
+# the side table's follower says so ("not attached to a table").
+FOLLOWERS: dict[str, Follower] = {InTable.kind: app_column.FOLLOWER, SideTable.kind: queue.FOLLOWER}
 
 
 def follower(index: Index) -> Follower:
-    """How index `index` follows its table."""
+    """How `index` follows its table."""
     return FOLLOWERS.get(index.storage.kind, queue.FOLLOWER)
 
 

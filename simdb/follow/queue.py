@@ -337,52 +337,47 @@ def sync(
     source = side.source_of(conn, name)  # (the table and columns are there: the catalog says, not the table)
     if catalog.capture(conn, name) != TRIGGERS:
         return side.compare(conn, index, source, progress, jobs=jobs)
+    work = _Work.of(conn, index, source)
     if not full and catalog.synced_at(conn, name) is not None:
-        return drain(conn, name, loaded=(index, source))
+        return drain(conn, work)
     with conn.transaction():
-        _take_inbox(conn, name)
-        conn.execute(sql.SQL("DELETE FROM {}").format(names.queue_table(name)))
+        _take_inbox(conn, work.inbox, work.queue)
+        conn.execute(sql.SQL("DELETE FROM {}").format(work.queue))
     report = side.compare(conn, index, source, progress, jobs=jobs)
-    after = drain(conn, name, loaded=(index, source))
+    after = drain(conn, work)
     for counter in ("inserted", "updated", "unchanged", "removed"):
         setattr(report, counter, getattr(report, counter) + getattr(after, counter))
     report.skipped.update(after.skipped)
     return report
 
 
-def drain(
-    conn: Connection, name: str, batch: int = BATCH, *, loaded: tuple[Index, side.Source] | None = None
-) -> DrainReport:
-    """Apply the keys queued for index NAME, batch by batch, until none is left that this sync
-    may take: those queued before it began (an application writing faster than a sync applies
-    would otherwise keep it going for ever; the next sync takes the rest). With nothing queued
-    this reads neither the source table nor the index. `loaded`: the index and its source, where
-    the caller has read them already."""
+def drain(conn: Connection, work: _Work, batch: int = BATCH) -> DrainReport:
+    """Apply the keys queued for the index of `work`, batch by batch, until none is left that this
+    sync may take: those queued before it began (an application writing faster than a sync
+    applies would otherwise keep it going for ever; the next sync takes the rest). With nothing
+    queued this reads neither the source table nor the index."""
     report = DrainReport()
-    queue = names.queue_table(name)
-    _take_inbox(conn, name)
+    name, queue = work.index.name, work.queue
+    _take_inbox(conn, work.inbox, queue)
     row = conn.execute("SELECT clock_timestamp()").fetchone()
     began: datetime = row[0] if row else datetime.now().astimezone()
     failed = [
         key
         for (key,) in conn.execute(sql.SQL("SELECT DISTINCT key FROM {} WHERE attempts > 0").format(queue))
     ]
-    work: _Work | None = None
-    if failed:
-        work = _Work.load(conn, name, loaded)
-        for key in sorted(failed):
-            work.one(key, report)
+    applied = bool(failed)
+    for key in sorted(failed):
+        work.one(key, report)
     waits = 0
     while True:
         picked, keys = 0, list[str]()
         try:
             with conn.transaction():
-                picked, keys = _claim(conn, name, batch, began)
+                picked, keys = _claim(conn, name, queue, batch, began)
                 if keys:
-                    work = work or _Work.load(conn, name, loaded)
+                    applied = True
                     work.apply(keys, report)
         except _ROW_ERRORS:  # the batch, its claim included, rolled back: its keys one by one
-            work = work or _Work.load(conn, name, loaded)
             for key in keys:
                 work.one(key, report)
         report.queued += len(keys)
@@ -393,17 +388,16 @@ def drain(
             if waits > _LOCKED_RETRIES:
                 break
             time.sleep(_LOCKED_PAUSE)
-    if work is not None:
+    if applied:
         with conn.transaction():
             catalog.mark_synced(conn, name)
     return report
 
 
-def _take_inbox(conn: Connection, name: str) -> None:
-    """Move the keys recorded in index NAME's inbox (on Citus) into its queue, in one transaction:
+def _take_inbox(conn: Connection, inbox: sql.Identifier, queue: sql.Identifier) -> None:
+    """Move the keys recorded in an index's inbox (on Citus) into its queue, in one transaction:
     a sync then claims them there as anywhere else (Citus locks rows FOR UPDATE on one shard only).
     Two syncs never take one inbox row twice: the second's DELETE waits for the first's."""
-    inbox = names.inbox_table(name)
     if conn.execute("SELECT to_regclass(%s)", (inbox.as_string(conn),)).fetchone() == (None,):
         return
     with conn.transaction():
@@ -411,17 +405,18 @@ def _take_inbox(conn: Connection, name: str) -> None:
             sql.SQL(
                 "WITH taken AS (DELETE FROM {} RETURNING key, queued_at)"
                 " INSERT INTO {} (key, queued_at) SELECT key, queued_at FROM taken"
-            ).format(inbox, names.queue_table(name))
+            ).format(inbox, queue)
         )
 
 
-def _claim(conn: Connection, name: str, batch: int, until: datetime) -> tuple[int, list[str]]:
+def _claim(
+    conn: Connection, name: str, queue: sql.Identifier, batch: int, until: datetime
+) -> tuple[int, list[str]]:
     """Take up to `batch` rows queued by `until` (oldest first, not failed, not locked by another
     sync), and delete those whose key this transaction could lock; (rows picked, distinct keys taken).
 
     Three statements, so that the advisory locks are tried on the picked keys alone (in one
     statement the planner may try them on every row it scans)."""
-    queue = names.queue_table(name)
     picked = conn.execute(
         sql.SQL(
             "SELECT ctid::text, key FROM {} WHERE attempts = 0 AND queued_at <= %s ORDER BY queued_at"
@@ -458,25 +453,32 @@ def _lock_space(name: str) -> str:
 
 @dataclass
 class _Work:
-    """What applying queued keys needs of index NAME, loaded once per sync that has work."""
+    """What applying queued keys needs of an index, read once per sync."""
 
     conn: Connection
     index: Index
     source: side.Source
     key_type: str
     linked: bool  # the index has source_key (--cascade): set it on the rows stored
+    queue: sql.Identifier
+    inbox: sql.Identifier  # (on Citus: where the shards' triggers record keys)
     seen: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, conn: Connection, name: str, loaded: tuple[Index, side.Source] | None) -> _Work:
-        index, source = loaded or (indexes.get(conn, name), side.source_of(conn, name))
+    def of(cls, conn: Connection, index: Index, source: side.Source) -> _Work:
         key_type = tables.key_facts(conn, source).type
-        return cls(conn, index, source, key_type, indexes.has_column(conn, name, "source_key"))
+        linked = indexes.has_column(conn, index.name, "source_key")
+        queue, inbox = names.queue_table(index.name), names.inbox_table(index.name)
+        return cls(conn, index, source, key_type, linked, queue, inbox)
+
+    @classmethod
+    def load(cls, conn: Connection, name: str) -> _Work:
+        return cls.of(conn, indexes.get(conn, name), side.source_of(conn, name))
 
     def one(self, key: str, report: DrainReport) -> None:
         """Take and apply one key on its own; if that fails, record the error on its queued rows
         in a fresh transaction (the failed one rolled back its own bookkeeping)."""
-        queue = names.queue_table(self.index.name)
+        queue = self.queue
         try:
             with self.conn.transaction():
                 if not _lock_keys(self.conn, self.index.name, [key]):

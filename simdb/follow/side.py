@@ -210,6 +210,7 @@ def compare(
     name = index.name
     key = tables.key_facts(conn, source)
     linked = indexes.has_column(conn, name, "source_key")  # (--cascade)
+    distributed = placement.citus_table(conn, source.relation.as_string(conn)) is not None
     _refuse_duplicate_keys(conn, source, key.unique)
     report = SyncReport()
     wanted = _EVERY if ingest.is_empty(conn, index) else _NEW_OR_CHANGED
@@ -220,7 +221,7 @@ def compare(
         gone = conn.execute(
             sql.SQL(
                 "DELETE FROM {index} AS i WHERE NOT EXISTS (SELECT 1 FROM {present} AS p WHERE p.key = i.key)"
-            ).format(index=index.table, present=_present_keys(conn, source))
+            ).format(index=index.table, present=_present_keys(conn, source, distributed))
         )
         report.removed = gone.rowcount
         catalog.mark_synced(conn, name)
@@ -229,15 +230,16 @@ def compare(
     return report
 
 
-def _present_keys(conn: Connection, source: Source) -> sql.Composable:
+def _present_keys(conn: Connection, source: Source, distributed: bool) -> sql.Composable:
     """The source rows' keys as text (column key), for the DELETE of index rows whose source row
     is gone. A Citus table's are copied into a temporary table on the coordinator first (in the
     caller's transaction): Citus will not join a table of the coordinator's with a Citus table in
-    a DELETE (it ships a reference table's join to a worker, where simdb's table is not)."""
+    a DELETE (it ships a reference table's join to a worker, where simdb's table is not);
+    `distributed`: the source is such a table."""
     keys = sql.SQL("SELECT s.{}::text AS key FROM {} AS s").format(
         sql.Identifier(source.key_column), source.rows
     )
-    if placement.citus_table(conn, source.relation.as_string(conn)) is None:
+    if not distributed:
         return sql.SQL("({})").format(keys)
     present = sql.Identifier("pg_temp", "simdb_present_keys")
     conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(present))  # (a caller's transaction's)

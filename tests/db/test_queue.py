@@ -22,6 +22,7 @@ from support import Conn, simdb
 from simdb.errors import PermissionDenied
 from simdb.follow import keep, queue, side
 from simdb.index import lifecycle as index
+from simdb.index import names
 
 WORDS = [f"word{n}" for n in range(60)]
 
@@ -195,15 +196,20 @@ def test_two_syncs_never_take_one_key_together(dsn: str, docs: Conn) -> None:
     conn.execute("UPDATE public.docs SET body = body || ' again' WHERE id <= 10")
     conn.execute("UPDATE public.docs SET body = body || ' and again' WHERE id = 1")  # 1 queued twice
     with psycopg.connect(dsn, autocommit=True) as first, first.transaction():
+        live = names.queue_table("live")
         picked, taken = queue._claim(
-            first, "live", 1, datetime.now().astimezone()
-        )  # the oldest row, key 1: held until commit
+            first, "live", live, 1, datetime.now().astimezone()
+        )  # key 1: held till commit
         assert (picked, taken) == (1, ["1"])
-        second = queue.drain(conn, "live")  # takes 2..10 and leaves key 1's other row queued
+        second = queue.drain(
+            conn, queue._Work.load(conn, "live")
+        )  # takes 2..10 and leaves key 1's other row queued
         assert (second.queued, second.updated) == (9, 9)
         assert queued(conn) == ["1", "1"]  # (the first sync's claim is not committed yet)
-        queue._Work.load(first, "live", None).apply(taken, queue.DrainReport())
-    third = queue.drain(conn, "live")  # key 1's second row: its text is stored already
+        queue._Work.load(first, "live").apply(taken, queue.DrainReport())
+    third = queue.drain(
+        conn, queue._Work.load(conn, "live")
+    )  # key 1's second row: its text is stored already
     assert (third.queued, third.unchanged, third.updated) == (1, 1, 0)
     assert queued(conn) == [] and rows(conn, "live") == fresh(conn)
 

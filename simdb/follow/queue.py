@@ -24,6 +24,7 @@ its own, as pgEdge's vectorizer learned), retried one at a time by later syncs.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -337,7 +338,7 @@ def sync(
     source = side.source_of(conn, name)  # (the table and columns are there: the catalog says, not the table)
     if catalog.capture(conn, name) != TRIGGERS:
         return side.compare(conn, index, source, progress, jobs=jobs)
-    work = _Work.of(conn, index, source)
+    work = _Work(conn, index, source)
     if not full and catalog.synced_at(conn, name) is not None:
         return drain(conn, work)
     with conn.transaction():
@@ -453,27 +454,31 @@ def _lock_space(name: str) -> str:
 
 @dataclass
 class _Work:
-    """What applying queued keys needs of an index, read once per sync."""
+    """What applying queued keys needs of an index; what it reads of the source table's key
+    column, only once a sync has keys to apply (a sync with nothing queued reads no catalog)."""
 
     conn: Connection
     index: Index
     source: side.Source
-    key_type: str
-    linked: bool  # the index has source_key (--cascade): set it on the rows stored
-    queue: sql.Identifier
-    inbox: sql.Identifier  # (on Citus: where the shards' triggers record keys)
     seen: dict[str, int] = field(default_factory=dict)
 
-    @classmethod
-    def of(cls, conn: Connection, index: Index, source: side.Source) -> _Work:
-        key_type = tables.key_facts(conn, source).type
-        linked = indexes.has_column(conn, index.name, "source_key")
-        queue, inbox = names.queue_table(index.name), names.inbox_table(index.name)
-        return cls(conn, index, source, key_type, linked, queue, inbox)
+    @property
+    def queue(self) -> sql.Identifier:
+        return names.queue_table(self.index.name)
 
-    @classmethod
-    def load(cls, conn: Connection, name: str) -> _Work:
-        return cls.of(conn, indexes.get(conn, name), side.source_of(conn, name))
+    @property
+    def inbox(self) -> sql.Identifier:
+        """(On Citus: where the shards' triggers record keys.)"""
+        return names.inbox_table(self.index.name)
+
+    @functools.cached_property
+    def key_type(self) -> str:
+        return tables.key_facts(self.conn, self.source).type
+
+    @functools.cached_property
+    def linked(self) -> bool:
+        """The index has source_key (--cascade): set it on the rows stored."""
+        return indexes.has_column(self.conn, self.index.name, "source_key")
 
     def one(self, key: str, report: DrainReport) -> None:
         """Take and apply one key on its own; if that fails, record the error on its queued rows

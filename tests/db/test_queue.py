@@ -201,15 +201,11 @@ def test_two_syncs_never_take_one_key_together(dsn: str, docs: Conn) -> None:
             first, "live", live, 1, datetime.now().astimezone()
         )  # key 1: held till commit
         assert (picked, taken) == (1, ["1"])
-        second = queue.drain(
-            conn, queue._Work.load(conn, "live")
-        )  # takes 2..10 and leaves key 1's other row queued
+        second = queue.drain(conn, _work(conn, "live"))  # takes 2..10 and leaves key 1's other row queued
         assert (second.queued, second.updated) == (9, 9)
         assert queued(conn) == ["1", "1"]  # (the first sync's claim is not committed yet)
-        queue._Work.load(first, "live").apply(taken, queue.DrainReport())
-    third = queue.drain(
-        conn, queue._Work.load(conn, "live")
-    )  # key 1's second row: its text is stored already
+        _work(first, "live").apply(taken, queue.DrainReport())
+    third = queue.drain(conn, _work(conn, "live"))  # key 1's second row: its text is stored already
     assert (third.queued, third.unchanged, third.updated) == (1, 1, 0)
     assert queued(conn) == [] and rows(conn, "live") == fresh(conn)
 
@@ -406,3 +402,8 @@ def test_bench_measures_the_lag_of_each_commit_at_a_steady_rate(conn: Conn, dsn:
         watching.join(60)
     assert len(lag) == 30 and all(0 < seconds < 30 for seconds in lag)
     assert 0 < reached <= 60.0 * 1.05
+
+
+def _work(conn: Conn, name: str) -> queue._Work:
+    """What a sync of index NAME applies its queued keys with."""
+    return queue._Work(conn, index.get(conn, name), side.source_of(conn, name))

@@ -181,7 +181,6 @@ def _sqlalchemy(conn: Conn, dsn: str, work: Path) -> dict[str, Any]:
     return {
         "session": Session(engine),
         "Article": Article,
-        "DeclarativeBase": DeclarativeBase,
         "Base": type("Base", (DeclarativeBase,), {}),
         "Mapped": Mapped,
         "mapped_column": mapped_column,

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from numba.core import event
 
 from simdb import kernels
+from simdb.kernels import Shingling
 
 F = TypeVar("F", bound=Callable[..., Any])
 UInt64Array = npt.NDArray[np.uint64]
@@ -113,17 +114,10 @@ _SPACE = 32
 
 
 @_inline
-def _read64(data: UInt8Array, at: int) -> np.uint64:
+def _read(data: UInt8Array, at: int, size: int) -> np.uint64:
+    """The little-endian number in data[at : at + size] (size 4 or 8)."""
     value = np.uint64(0)
-    for byte in range(8):
-        value |= np.uint64(data[at + byte]) << np.uint64(8 * byte)
-    return value
-
-
-@_inline
-def _read32(data: UInt8Array, at: int) -> np.uint64:
-    value = np.uint64(0)
-    for byte in range(4):
+    for byte in range(size):
         value |= np.uint64(data[at + byte]) << np.uint64(8 * byte)
     return value
 
@@ -161,26 +155,34 @@ def _avalanche(h: np.uint64) -> np.uint64:
 
 
 @_inline
+def _xorshift_multiply(
+    h: np.uint64, first: int, times: np.uint64, second: int, again: np.uint64, last: int
+) -> np.uint64:
+    """The finaliser shape of XXH64 and fmix64: xor-shift, multiply, xor-shift, multiply, xor-shift."""
+    h ^= h >> np.uint64(first)
+    h *= times
+    h ^= h >> np.uint64(second)
+    h *= again
+    return h ^ (h >> np.uint64(last))
+
+
+@_inline
 def _xxh64_avalanche(h: np.uint64) -> np.uint64:
-    h ^= h >> np.uint64(33)
-    h *= _P64_2
-    h ^= h >> np.uint64(29)
-    h *= _P64_3
-    return h ^ (h >> np.uint64(32))
+    return _xorshift_multiply(h, 33, _P64_2, 29, _P64_3, 32)
 
 
 @_inline
 def _mix16(data: UInt8Array, at: int, secret: UInt8Array, key_at: int) -> np.uint64:
     return _mul128_fold64(
-        _read64(data, at) ^ _read64(secret, key_at), _read64(data, at + 8) ^ _read64(secret, key_at + 8)
+        _read(data, at, 8) ^ _read(secret, key_at, 8), _read(data, at + 8, 8) ^ _read(secret, key_at + 8, 8)
     )
 
 
 @_inline
 def _accumulate_512(acc: UInt64Array, data: UInt8Array, at: int, secret: UInt8Array, key_at: int) -> None:
     for lane in range(8):
-        value = _read64(data, at + 8 * lane)
-        keyed = value ^ _read64(secret, key_at + 8 * lane)
+        value = _read(data, at + 8 * lane, 8)
+        keyed = value ^ _read(secret, key_at + 8 * lane, 8)
         acc[lane ^ 1] += value
         acc[lane] += (keyed & _LOW32) * (keyed >> np.uint64(32))
 
@@ -190,7 +192,7 @@ def _scramble(acc: UInt64Array, secret: UInt8Array, key_at: int) -> None:
     for lane in range(8):
         value = acc[lane]
         value ^= value >> np.uint64(47)
-        value ^= _read64(secret, key_at + 8 * lane)
+        value ^= _read(secret, key_at + 8 * lane, 8)
         acc[lane] = value * _P32_1
 
 
@@ -215,7 +217,7 @@ def _xxh3_long(data: UInt8Array, start: int, length: int, secret: UInt8Array) ->
     for pair in range(4):
         key_at = 11 + 16 * pair
         result += _mul128_fold64(
-            acc[2 * pair] ^ _read64(secret, key_at), acc[2 * pair + 1] ^ _read64(secret, key_at + 8)
+            acc[2 * pair] ^ _read(secret, key_at, 8), acc[2 * pair + 1] ^ _read(secret, key_at + 8, 8)
         )
     return _avalanche(result)
 
@@ -254,13 +256,13 @@ def _xxh3_short(data: UInt8Array, start: int, length: int, secret: UInt8Array) -
     compiled into each caller. Callers branch to _xxh3_over_16 themselves: a call inside this
     function, even one not taken, made the token loop five times slower."""
     if length > 8:
-        low = _read64(data, start) ^ (_read64(secret, 24) ^ _read64(secret, 32))
-        high = _read64(data, start + length - 8) ^ (_read64(secret, 40) ^ _read64(secret, 48))
+        low = _read(data, start, 8) ^ (_read(secret, 24, 8) ^ _read(secret, 32, 8))
+        high = _read(data, start + length - 8, 8) ^ (_read(secret, 40, 8) ^ _read(secret, 48, 8))
         acc = np.uint64(length) + _swap64(low) + high + _mul128_fold64(low, high)
         return _avalanche(acc)
     if length >= 4:
-        first, last = _read32(data, start), _read32(data, start + length - 4)
-        h = (last + (first << np.uint64(32))) ^ (_read64(secret, 8) ^ _read64(secret, 16))
+        first, last = _read(data, start, 4), _read(data, start + length - 4, 4)
+        h = (last + (first << np.uint64(32))) ^ (_read(secret, 8, 8) ^ _read(secret, 16, 8))
         h ^= _rotl(h, 49) ^ _rotl(h, 24)
         h *= _MX2
         h ^= (h >> np.uint64(35)) + np.uint64(length)
@@ -273,8 +275,8 @@ def _xxh3_short(data: UInt8Array, start: int, length: int, secret: UInt8Array) -
             | np.uint64(data[start + length - 1])
             | (np.uint64(length) << np.uint64(8))
         )
-        return _xxh64_avalanche(combined ^ (_read32(secret, 0) ^ _read32(secret, 4)))
-    return _xxh64_avalanche(_read64(secret, 56) ^ _read64(secret, 64))
+        return _xxh64_avalanche(combined ^ (_read(secret, 0, 4) ^ _read(secret, 4, 4)))
+    return _xxh64_avalanche(_read(secret, 56, 8) ^ _read(secret, 64, 8))
 
 
 @_compiled
@@ -350,11 +352,7 @@ def char_units(text: bytes) -> UInt64Array:
 
 @_inline
 def _fmix64(h: np.uint64) -> np.uint64:
-    h ^= h >> np.uint64(33)
-    h *= FMIX_C1
-    h ^= h >> np.uint64(33)
-    h *= FMIX_C2
-    return h ^ (h >> np.uint64(33))
+    return _xorshift_multiply(h, 33, FMIX_C1, 33, FMIX_C2, 33)
 
 
 @_compiled
@@ -461,21 +459,16 @@ def _grown(table: UInt64Array) -> UInt64Array:
 _BLOCK = 4096  # values filtered at a time before they are added (a loop without branches)
 
 
+# A set being collected, as collect passes it on: (table, held, zero, prefix, depth).
+SetState = tuple[UInt64Array, int, bool, np.uint64, int]
+
+
 @_inline
-def _add_block(
-    block: UInt64Array,
-    count: int,
-    table: UInt64Array,
-    held: int,
-    zero: bool,
-    prefix: np.uint64,
-    depth: int,
-    limit: int,
-    largest: int,
-) -> tuple[UInt64Array, int, bool, np.uint64, int]:
+def _add_block(block: UInt64Array, count: int, state: SetState, limit: int, largest: int) -> SetState:
     """block[:count] into the set: first those in the range moved to the block's front, then
     each added (_add checks the range again: it may be cut meanwhile). The table doubles when it
     is half full, up to `largest` slots."""
+    table, held, zero, prefix, depth = state
     kept = count
     if depth > 0:
         shift = np.uint64(64 - depth)
@@ -492,31 +485,20 @@ def _add_block(
 
 
 @_compiled
-def collect(
-    values: UInt64Array,
-    table: UInt64Array,
-    held: int,
-    zero: bool,
-    prefix: np.uint64,
-    depth: int,
-    limit: int,
-    largest: int,
-) -> tuple[UInt64Array, int, bool, np.uint64, int]:
+def collect(values: UInt64Array, state: SetState, limit: int, largest: int) -> SetState:
     """Add the values to a set of at most `limit` values: those in the range of hash values
-    whose top `depth` bits are `prefix` (all of them at depth 0). `table` is an open-addressing
-    hash set (0 marks an empty slot; the value 0 is the flag `zero`) holding `held` values; it
-    doubles when half full, up to `largest` slots.
+    whose top `depth` bits are `prefix` (all of them at depth 0). The state's `table` is an
+    open-addressing hash set (0 marks an empty slot; the value 0 is the flag `zero`) holding
+    `held` values; it doubles when half full, up to `largest` slots.
 
     When the set would hold more than `limit`, the range is cut to its lower half, and the values
-    of the upper half dropped, until it does not. Returns (table, held, zero, prefix, depth)."""
+    of the upper half dropped, until it does not. Returns the new state."""
     block = np.empty(_BLOCK, dtype=np.uint64)
     for start in range(0, len(values), _BLOCK):
         count = min(_BLOCK, len(values) - start)
         block[:count] = values[start : start + count]
-        table, held, zero, prefix, depth = _add_block(
-            block, count, table, held, zero, prefix, depth, limit, largest
-        )
-    return table, held, zero, prefix, depth
+        state = _add_block(block, count, state, limit, largest)
+    return state
 
 
 @_compiled
@@ -525,14 +507,10 @@ def collect_bytes(
     unit_hashes: UInt64Array,
     size: int,
     multiplier: np.uint64,
-    table: UInt64Array,
-    held: int,
-    zero: bool,
-    prefix: np.uint64,
-    depth: int,
+    state: SetState,
     limit: int,
     largest: int,
-) -> tuple[UInt64Array, int, bool, np.uint64, int]:
+) -> SetState:
     """collect() of the shingle hashes of the byte `size`-grams of `data`, computed here as
     shingles() computes them from the bytes' unit hashes (unit_hashes[byte]): a pass over a large
     file writes no array of hashes."""
@@ -545,10 +523,8 @@ def collect_bytes(
             for offset in range(1, size):
                 acc = acc * multiplier + unit_hashes[data[start + at + offset]]
             block[at] = _fmix64(acc)
-        table, held, zero, prefix, depth = _add_block(
-            block, count, table, held, zero, prefix, depth, limit, largest
-        )
-    return table, held, zero, prefix, depth
+        state = _add_block(block, count, state, limit, largest)
+    return state
 
 
 @_compiled
@@ -732,15 +708,26 @@ def check_finish(
     return out
 
 
+# A Shingling as the compiled loops take it: (chars, mapping as bytes, XXH3's secret, n, multiplier).
+_Units = tuple[bool, UInt8Array, UInt8Array, int, np.uint64]
+
+
+@_inline
+def _text_shingles(
+    buffer: UInt8Array, starts: npt.NDArray[np.int64], document: int, units: _Units
+) -> UInt64Array:
+    """The shingle hashes of text `document` of the joined texts (none for a text without units)."""
+    chars, mapping, secret, n, multiplier = units
+    text = buffer[starts[document] : starts[document + 1]]
+    found = _char_units(text, secret) if chars else _word_units(text, mapping, secret)
+    return shingles(found, n, multiplier) if len(found) else found
+
+
 @_compiled
 def _bit_counts(
     buffer: UInt8Array,
     starts: npt.NDArray[np.int64],
-    chars: bool,
-    mapping: UInt8Array,
-    secret: UInt8Array,
-    n: int,
-    multiplier: np.uint64,
+    units: _Units,
     distinct_only: bool,
     words: int,
     wide_key: np.uint64,
@@ -749,11 +736,9 @@ def _bit_counts(
     ones = np.zeros((documents, 64 * words), dtype=np.int64)
     totals = np.zeros(documents, dtype=np.int64)
     for document in range(documents):
-        text = buffer[starts[document] : starts[document + 1]]
-        units = _char_units(text, secret) if chars else _word_units(text, mapping, secret)
-        if len(units) == 0:
+        hashes = _text_shingles(buffer, starts, document, units)
+        if len(hashes) == 0:
             continue
-        hashes = shingles(units, n, multiplier)
         if distinct_only:
             hashes = distinct(hashes)
         totals[document] = len(hashes)
@@ -767,40 +752,29 @@ def _bit_counts(
 
 
 def bit_counts(
-    texts: list[bytes],
-    chars: bool,
-    mapping: bytes,
-    n: int,
-    multiplier: np.uint64,
-    distinct_only: bool,
-    words: int,
-    wide_key: np.uint64,
+    texts: list[bytes], shingling: Shingling, distinct_only: bool, words: int, wide_key: np.uint64
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """For each text, in one call outside the GIL: how many of its shingles have each of the
-    64 * `words` bits set, and how many shingles it has (0: none). Units are the tokens of the
-    text mapped through `mapping` (word features) or its characters (`chars`); then shingles of
-    `n`, only the distinct ones if `distinct_only`, counted as byte_histogram counts them."""
-    buffer, starts = _joined(texts)
-    table = np.frombuffer(mapping, dtype=np.uint8)
-    return _bit_counts(buffer, starts, chars, table, _SECRET, n, multiplier, distinct_only, words, wide_key)
+    """For each text, in one call outside the GIL: how many of its shingles (made as `shingling`
+    says; only the distinct ones if `distinct_only`) have each of the 64 * `words` bits set, as
+    byte_histogram counts them, and how many shingles it has (0: none)."""
+    return _bit_counts(*_joined(texts, shingling), distinct_only, words, wide_key)
 
 
-def _joined(texts: list[bytes]) -> tuple[UInt8Array, npt.NDArray[np.int64]]:
-    """The texts in one buffer, and where each starts (text i is buffer[starts[i]:starts[i + 1]])."""
+def _joined(texts: list[bytes], shingling: Shingling) -> tuple[UInt8Array, npt.NDArray[np.int64], _Units]:
+    """The texts in one buffer, where each starts (text i is buffer[starts[i]:starts[i + 1]]),
+    and the shingling as the loops take it."""
     starts = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum([len(text) for text in texts], out=starts[1:])
-    return np.frombuffer(b"".join(texts), dtype=np.uint8), starts
+    chars, mapping, n, multiplier = shingling
+    units = (chars, np.frombuffer(mapping, dtype=np.uint8), _SECRET, n, multiplier)
+    return np.frombuffer(b"".join(texts), dtype=np.uint8), starts, units
 
 
 @_compiled
 def _signatures(
     buffer: UInt8Array,
     starts: npt.NDArray[np.int64],
-    chars: bool,
-    mapping: UInt8Array,
-    secret: UInt8Array,
-    n: int,
-    multiplier: np.uint64,
+    units: _Units,
     seeds: UInt64Array,
     check: tuple[int, np.uint64, np.uint64, np.uint64, int],
     probes: tuple[Any, Any, Any],
@@ -810,12 +784,11 @@ def _signatures(
     out = np.zeros((documents, permutations + bins // 64), dtype=np.uint64)
     found = np.zeros(documents, dtype=np.bool_)
     for document in range(documents):
-        text = buffer[starts[document] : starts[document + 1]]
-        units = _char_units(text, secret) if chars else _word_units(text, mapping, secret)
-        if len(units) == 0:
+        hashes = _text_shingles(buffer, starts, document, units)
+        if len(hashes) == 0:
             continue
         found[document] = True
-        hashes = distinct(shingles(units, n, multiplier))  # minima of a set: each value once
+        hashes = distinct(hashes)  # minima of a set: each value once
         out[document, :permutations] = minima(hashes, seeds)
         if bins:
             bits = check_bits(hashes, bins, check_seed, probe_seed, bit_seed, max_probes, probes)
@@ -827,21 +800,16 @@ def _signatures(
 
 def signatures(
     texts: list[bytes],
-    chars: bool,
-    mapping: bytes,
-    n: int,
-    multiplier: np.uint64,
+    shingling: Shingling,
     seeds: UInt64Array,
     check: tuple[int, np.uint64, np.uint64, np.uint64, int],
     probes: tuple[Any, Any, Any],
 ) -> tuple[UInt64Array, npt.NDArray[np.bool_]]:
     """For each text, in one call outside the GIL: its MinHash minima over `seeds`, then (when
     check[0], the bins, is not 0) its check_bits packed into 64-bit words, bin i as bit i % 64 of
-    word i // 64; and whether it has any units. Units and shingles as in bit_counts; `check` is
+    word i // 64; and whether it has any units. Shingles as in bit_counts; `check` is
     (bins, check_seed, probe_seed, bit_seed, max_probes) and `probes` their probe_index."""
-    buffer, starts = _joined(texts)
-    table = np.frombuffer(mapping, dtype=np.uint8)
-    return _signatures(buffer, starts, chars, table, _SECRET, n, multiplier, seeds, check, probes)
+    return _signatures(*_joined(texts, shingling), seeds, check, probes)
 
 
 # All pairs (simdb.plan.pairing): each row's prefix and position packed in one word, the words radix

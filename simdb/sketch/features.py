@@ -19,6 +19,7 @@ import numpy.typing as npt
 import xxhash
 
 from simdb.errors import InvalidParameter
+from simdb.kernels import Shingling
 from simdb.sketch import short_text
 
 WIDTHS = (64, 128)  # fingerprint widths in bits; 64 is the default
@@ -101,6 +102,11 @@ class Features:
                 f"bad feature setting {text!r}", "write KIND:N with N a whole number, e.g. word:3"
             )
         return cls(kind, int(size))
+
+    @property
+    def shingling(self) -> Shingling:
+        """How the kernels make the shingles of a unit text of these (text) features."""
+        return Shingling(self.kind == "char", ASCII_WORDS, self.n, SHINGLE_MULTIPLIER)
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.n}"

@@ -37,9 +37,7 @@ import xxhash
 
 from simdb.errors import InvalidParameter
 from simdb.sketch.features import (
-    ASCII_WORDS,
     DEFAULT_FEATURES,
-    SHINGLE_MULTIPLIER,
     Content,
     EmptyDocument,
     Features,
@@ -149,10 +147,7 @@ def document_signatures(
 
         values, present = kernels.signatures(
             texts,
-            features.kind == "char",
-            ASCII_WORDS,
-            features.n,
-            SHINGLE_MULTIPLIER,
+            features.shingling,
             seeds(permutations),
             (bins, _CHECK_SEED, _PROBE_SEED, _BIT_SEED, _MAX_PROBES),
             _probe_index(),

@@ -35,9 +35,7 @@ import xxhash
 from simdb.errors import InvalidParameter
 from simdb.sketch import short_text
 from simdb.sketch.features import (
-    ASCII_WORDS,
     DEFAULT_FEATURES,
-    SHINGLE_MULTIPLIER,
     WIDTHS,
     Content,
     EmptyDocument,
@@ -147,7 +145,7 @@ def _one_short_text(contents: Sequence[Content], features: Features) -> bytes | 
 def in_numpy(text: bytes, features: Features, bits: int = BITS) -> int | None:
     """fingerprints() of one unit text (features.unit_text) in numpy and the xxhash package, with
     the shingles of simdb.sketch.short_text: the same value, without loading the compiled kernels."""
-    hashes = short_text.shingles(text, features.kind == "char", ASCII_WORDS, features.n, SHINGLE_MULTIPLIER)
+    hashes = short_text.shingles(text, features.shingling)
     seeds = [minima([hashes], seed) for seed in range(check_bits(bits) // BITS)]
     least = [values for values in seeds if values is not None]  # all, or none: no shingles
     return from_minima(np.concatenate(least)) if least else None

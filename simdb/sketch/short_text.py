@@ -15,6 +15,7 @@ import numpy.typing as npt
 import xxhash
 
 from simdb import kernels
+from simdb.kernels import Shingling
 
 LIMIT = 4096  # bytes of unit text: past that the kernels' loop beats a Python call per token
 
@@ -56,32 +57,25 @@ def _shingles(units: UInt64Array, n: int, multiplier: np.uint64) -> UInt64Array:
     return fmix64(acc)
 
 
-def shingles(text: bytes, chars: bool, mapping: bytes, n: int, multiplier: np.uint64) -> UInt64Array:
+def shingles(text: bytes, shingling: Shingling) -> UInt64Array:
     """The shingle hashes of one unit text, as kernels.shingles gives them from its units (none
     for a text without units): what one-bit MinHash (simdb.sketch.onebit) takes the minima of."""
+    chars, mapping, n, multiplier = shingling
     units = _units(text, chars, mapping)
     return _shingles(units, n, multiplier) if len(units) else units
 
 
 def bit_counts(
-    texts: list[bytes],
-    chars: bool,
-    mapping: bytes,
-    n: int,
-    multiplier: np.uint64,
-    distinct_only: bool,
-    words: int,
-    wide_key: np.uint64,
+    texts: list[bytes], shingling: Shingling, distinct_only: bool, words: int, wide_key: np.uint64
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """kernels.bit_counts, one text at a time: per text, how many of its shingles have each of
     the 64 * `words` bits set, and how many shingles it has (0: none)."""
     ones = np.zeros((len(texts), 64 * words), dtype=np.int64)
     totals = np.zeros(len(texts), dtype=np.int64)
     for row, text in enumerate(texts):
-        units = _units(text, chars, mapping)
-        if len(units) == 0:
+        hashes = shingles(text, shingling)
+        if len(hashes) == 0:
             continue
-        hashes = _shingles(units, n, multiplier)
         if distinct_only:
             hashes = np.array(list(set(hashes.tolist())), dtype=np.uint64)  # (np.unique loads numpy.ma)
         totals[row] = len(hashes)

@@ -27,9 +27,9 @@ import numpy as np
 import numpy.typing as npt
 
 from simdb.errors import InvalidParameter
+from simdb.kernels import Shingling
 from simdb.sketch import onebit, short_text
 from simdb.sketch.features import (
-    ASCII_WORDS,
     BYTE_HASHES,
     DEFAULT_FEATURES,
     SHINGLE_MULTIPLIER,
@@ -115,14 +115,15 @@ def distinct_ranges(
     while True:
         held, zero = 0, False
         for values in pieces():
-            state = (table, held, zero, np.uint64(prefix), depth, limit, largest)
+            state = (table, held, zero, np.uint64(prefix), depth)
             if n:  # fewer than n bytes in all: one shingle of them all
                 size = min(n, len(values))
-                table, held, zero, found, depth = kernels.collect_bytes(
-                    values, BYTE_HASHES, size, SHINGLE_MULTIPLIER, *state
+                state = kernels.collect_bytes(
+                    values, BYTE_HASHES, size, SHINGLE_MULTIPLIER, state, limit, largest
                 )
             else:
-                table, held, zero, found, depth = kernels.collect(values, *state)
+                state = kernels.collect(values, state, limit, largest)
+            table, held, zero, found, depth = state
             prefix = int(found)
         count = kernels.drain(table)
         yield table[: count + int(zero)]  # after the values, table[count] is 0: the value 0, if held
@@ -203,7 +204,7 @@ def fingerprint(
 
 
 BitCounts = Callable[
-    [list[bytes], bool, bytes, int, np.uint64, bool, int, np.uint64],
+    [list[bytes], Shingling, bool, int, np.uint64],
     tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
 ]  # kernels.bit_counts and short_text.bit_counts
 
@@ -245,16 +246,7 @@ def _simhashes(
     found, whole, texts = sorted_out(contents, features, alone)
     if not whole:
         return found
-    ones, totals = _bit_counts(texts)(
-        texts,
-        features.kind == "char",
-        ASCII_WORDS,
-        features.n,
-        SHINGLE_MULTIPLIER,
-        distinct,
-        bits // WORD,
-        WIDE_KEY,
-    )
+    ones, totals = _bit_counts(texts)(texts, features.shingling, distinct, bits // WORD, WIDE_KEY)
     majority = np.packbits(2 * ones > totals[:, None], axis=1, bitorder="little")  # step 5, row by row
     for at, row, total in zip(whole, majority, totals, strict=True):
         found[at] = int.from_bytes(row.tobytes(), "little") if total else None

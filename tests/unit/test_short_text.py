@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from simdb.kernels import compiled as kernels
 from simdb.sketch import onebit, short_text
-from simdb.sketch.features import ASCII_WORDS, SHINGLE_MULTIPLIER, WIDE_KEY, Features, unit_text
+from simdb.sketch.features import WIDE_KEY, Features, unit_text
 from simdb.sketch.simhash import fingerprint, fingerprints
 
 _TEXT = st.text(alphabet=st.sampled_from("ab cd\tÉé ß ﬁ\u0301 x_1,.\n漢字🙂"), max_size=200)
@@ -32,7 +32,7 @@ def test_onetext_counts_as_the_kernels_do(
 ) -> None:
     features = Features(kind, n)
     units = [unit_text(text, features) for text in texts]
-    arguments = (kind == "char", ASCII_WORDS, n, SHINGLE_MULTIPLIER, distinct, words, WIDE_KEY)
+    arguments = (features.shingling, distinct, words, WIDE_KEY)
     ones, totals = short_text.bit_counts(units, *arguments)
     expected_ones, expected_totals = kernels.bit_counts(units, *arguments)
     assert np.array_equal(totals, expected_totals)

@@ -7,10 +7,12 @@ errors exit 2.
 
 from __future__ import annotations
 
+import ast
 import functools
-import importlib
+import importlib.util
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -29,82 +31,67 @@ class _ReaderGone(Exception):
     """Output went to a pipe whose reader has closed it (click would end such a command with 1)."""
 
 
-# Which module of simdb.cli defines each command, and the command's summary for `simdb --help`:
-# a command's module, and the library it calls, load only when it runs (`simdb query` does not
-# import ingest's or attach's code, and `simdb --help` imports none of them). tests/faces/test_help.py
-# checks both against each module's COMMANDS.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "attach": ("admin", "Create index NAME over an existing table, then sync it."),
-    "bench": (
-        "measure",
-        "Measure an index on a scratch copy and print the figures with the machine and sizes.",
-    ),
-    "calibrate": (
-        "measure",
-        "How well distance <= k finds your near-duplicates: precision and recall against exact Jaccard.",
-    ),
-    "clusters": (
-        "search",
-        "Group the near-duplicates of index NAME into clusters (connected components of the pairs).",
-    ),
-    "create": ("admin", 'Create index NAME, readable in SQL as simdb."NAME".'),
-    "db": ("server", "The embedded PostgreSQL server (used when no DSN is given); data in SIMDB_HOME."),
-    "dedup": (
-        "search",
-        "One representative per cluster of index NAME, and the keys to drop (action keep|drop).",
-    ),
-    "delete": ("data", "Remove the rows of KEYS from index NAME (in one transaction)."),
-    "distribute": (
-        "admin",
-        "Make index NAME a Citus distributed table, rows included (run on the coordinator).",
-    ),
-    "drop": ("admin", "Drop index NAME and all its rows."),
-    "export": ("search", "Every row of index NAME, by key: key, fingerprint or signature, size, extension."),
-    "fingerprint": (
-        "search",
-        "Print the 64-bit fingerprint (one-bit MinHash, spec v3, unless --fingerprint-spec 2 for "
-        "SimHash; --bits 128 for 128 bits) of a text, or its MinHash sketch (spec v3: the band keys for "
-        "--threshold, then a 64-word check).",
-    ),
-    "grant": (
-        "admin",
-        "Let database roles query index NAME (--reader) or also write it (--writer), and nothing more.",
-    ),
-    "ingest": ("data", "Fingerprint files, folders, JSONL or CSV (or - for stdin) into index NAME."),
-    "init": (
-        "admin",
-        "Create or migrate simdb's schema and compile its kernels (commands that write create the "
-        "schema on first use, and the first command that fingerprints compiles the kernels).",
-    ),
-    "list": ("admin", "List the indexes with their row counts and parameters."),
-    "pairs": ("search", "Every pair of near-duplicate rows of index NAME, each once (key_a < key_b)."),
-    "plan": (
-        "admin",
-        "Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick; "
-        "with --workers, what a distributed index of ROWS rows would cost.",
-    ),
-    "prune": ("data", "Remove the rows of index NAME that were last seen more than DURATION ago."),
-    "query": ("search", "Rows of index NAME near a document, fingerprint or stored key, nearest first."),
-    "reindex": (
-        "admin",
-        "Move attached index NAME to the newest fingerprint spec, in place, while queries run.",
-    ),
-    "serve": (
-        "serve",
-        "Web pages over the indexes: clusters with what dedup would keep, two documents side by side, "
-        "search by pasted text or file, pictures of the pairs; read-only (a reader role will do).",
-    ),
-    "status": (
-        "admin",
-        "How far attached index NAME is behind its table: rows queued, failed, the oldest's age (an "
-        "index in your table's column: the rows with text and no fingerprint yet).",
-    ),
-    "sync": (
-        "admin",
-        "Bring attached index NAME up to date with its table: unchanged rows cost nothing.",
-    ),
+# Which module of simdb.cli defines each command: a command's module, and the library it calls,
+# load only when it runs (`simdb query` does not import ingest's or attach's code, and `simdb
+# --help` imports none of them). tests/faces/test_help.py checks it against each module's COMMANDS.
+COMMAND_MODULES = {
+    "attach": "admin",
+    "bench": "measure",
+    "calibrate": "measure",
+    "clusters": "search",
+    "create": "admin",
+    "db": "server",
+    "dedup": "search",
+    "delete": "data",
+    "distribute": "admin",
+    "drop": "admin",
+    "export": "search",
+    "fingerprint": "search",
+    "grant": "admin",
+    "ingest": "data",
+    "init": "admin",
+    "list": "admin",
+    "pairs": "search",
+    "plan": "admin",
+    "prune": "data",
+    "query": "search",
+    "reindex": "admin",
+    "serve": "serve",
+    "status": "admin",
+    "sync": "admin",
 }
-COMMAND_MODULES = {name: module for name, (module, _) in COMMANDS.items()}
+
+
+@functools.cache
+def summaries() -> dict[str, str]:
+    """Each command's summary for `simdb --help`, as click makes it from the command's docstring,
+    read from the modules' source: listing the commands imports none of them."""
+    found = {}
+    for module in sorted(set(COMMAND_MODULES.values())):
+        source = importlib.util.find_spec(f"simdb.cli.{module}")
+        if source is None or source.origin is None:
+            continue
+        tree = ast.parse(Path(source.origin).read_text(encoding="utf-8"))
+        for node in tree.body:
+            name = _command_name(node) if isinstance(node, ast.FunctionDef) else None
+            if name and isinstance(node, ast.FunctionDef):
+                found[name] = click.Command(name, help=ast.get_docstring(node)).get_short_help_str(limit=1000)
+    return found
+
+
+def _command_name(function: ast.FunctionDef) -> str | None:
+    """The name a @click.command or @click.group decorator gives `function`, if it has one."""
+    for decorator in function.decorator_list:
+        called = decorator.func if isinstance(decorator, ast.Call) else None
+        if (
+            isinstance(decorator, ast.Call)
+            and isinstance(called, ast.Attribute)
+            and isinstance(called.value, ast.Name)
+            and (called.value.id, called.attr) in (("click", "command"), ("click", "group"))
+        ):
+            named = [word.value for word in decorator.keywords if word.arg == "name"]
+            return str(named[0].value) if named and isinstance(named[0], ast.Constant) else function.name
+    return None
 
 
 @functools.cache
@@ -133,9 +120,9 @@ class _Commands(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Each command with its whole first sentence, wrapped (click would cut it at the width),
-        from COMMANDS: listing them loads none of their modules."""
+        from summaries(): listing them loads none of their modules."""
         with formatter.section("Commands"):
-            formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
+            formatter.write_dl([(name, summaries()[name]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context) -> object:
         # psycopg warns when a transaction it was leaving could not be rolled back (a Ctrl-C or a

@@ -7,9 +7,10 @@ kernels in a process, which the layers above register without loading numba.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # Called (in a thread) the first time a process compiles a kernel: simdb registers
 # simdb.warmup.warm, which compiles every other kernel through the specs that call them.

@@ -17,6 +17,7 @@ from psycopg import sql
 
 from simdb.db.connection import Connection
 from simdb.index import catalog, names, placement, storage
+from simdb.index.ddl import table_function
 from simdb.index.modes.simhash import SimhashIndex
 from simdb.index.modes.widths import WIDTHS
 
@@ -76,18 +77,16 @@ def regenerate(conn: Connection) -> None:
             if branches
             else sql.SQL("")
         )
-        body = sql.SQL(
-            "BEGIN {choose} RETURN QUERY SELECT * FROM {fallback}(index_name, fingerprint, max_distance); END"
-        ).format(choose=choose, fallback=FALLBACK)
         conn.execute(
-            sql.SQL(
-                "CREATE OR REPLACE FUNCTION {near}(index_name text, fingerprint {argument},"
-                " max_distance integer DEFAULT NULL) RETURNS TABLE (key text, distance integer)"
-                " LANGUAGE plpgsql STABLE {settings} AS {body}"
-            ).format(
-                near=names.in_schema("near"),
-                argument=sql.SQL(own.sketch_type),
-                settings=sql.SQL(placement.Local.near_settings),
-                body=sql.Literal(body.as_string(conn)),
+            table_function(
+                names.in_schema("near"),
+                f"index_name text, fingerprint {own.sketch_type}, max_distance integer DEFAULT NULL",
+                "key text, distance integer",
+                placement.Local.near_settings,
+                sql.SQL("SELECT * FROM {}(index_name, fingerprint, max_distance)")
+                .format(FALLBACK)
+                .as_string(conn),
+                choose.as_string(conn),
+                replace=True,
             )
         )

@@ -19,6 +19,7 @@ from psycopg.abc import AdaptContext
 from simdb.db.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
 from simdb.index import catalog, names
+from simdb.index.ddl import table_function
 from simdb.index.placement import LOCAL, Placement
 from simdb.index.storage.base import OWN, Storage, btree_statements
 from simdb.sketch.bits import BITS
@@ -358,7 +359,7 @@ class Index(ABC):
         """NAME__near and NAME__pairs, running the index's statements (`near_sql`: as the catalog has it)."""
         sketch, cutoff, score = self.sketch_column, self.cutoff_column, self.score_column
         conn.execute(
-            self._function(
+            table_function(
                 self.near_function,
                 f"{sketch} {self.sketch_type}, {cutoff} {self.cutoff_type}",
                 f"key text, {score} {self.score_type}",
@@ -368,35 +369,13 @@ class Index(ABC):
             )
         )
         conn.execute(
-            self._function(
+            table_function(
                 self.pairs_function,
                 f"{cutoff} {self.cutoff_type}",
                 f"key_a text, key_b text, {score} {self.score_type}",
                 self.placement.pairs_settings,
                 self.placement.pairs_statement(self).as_string(conn),
             )
-        )
-
-    @staticmethod
-    def _function(
-        name: sql.Identifier, arguments: str, returns: str, settings: str, body: str, guard: str = ""
-    ) -> sql.Composed:
-        """CREATE FUNCTION name(arguments) RETURNS TABLE (returns) running the statement `body`,
-        after the PL/pgSQL statement `guard` if any.
-
-        PL/pgSQL, so that the statement is planned once per session (an SQL function that is not
-        inlined is planned again on every call before PostgreSQL 18). `arguments`, `returns`,
-        `settings` and `guard` are simdb's own fixed SQL text, never user input.
-        """
-        return sql.SQL(
-            "CREATE FUNCTION {function}({arguments}) RETURNS TABLE ({returns}) LANGUAGE plpgsql STABLE"
-            " {settings} AS {body}"
-        ).format(
-            function=name,
-            arguments=sql.SQL(arguments),
-            returns=sql.SQL(returns),
-            settings=sql.SQL(settings),
-            body=sql.Literal(f"BEGIN {guard}RETURN QUERY {body}; END"),
         )
 
     def _sketch_guard(self) -> sql.Composable:

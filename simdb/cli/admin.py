@@ -20,6 +20,7 @@ from simdb.cli.common import (
     json_option,
     planned_distance,
     reconnector,
+    shards_option,
     show,
     signature_spec_option,
     spec_from_options,
@@ -137,12 +138,7 @@ def _shards_option(function: F) -> F:
         "lay them out by prefix, Manku's layout (each permuted table's probe reaches one shard, all "
         "pairs run on the shards; a row is stored once per table). `simdb plan` says which to choose.",
     )(function)
-    return click.option(
-        "--shards",
-        type=click.IntRange(1, 64000),
-        default=None,
-        help="With a distributed index: the number of shards [default: 2 per worker].",
-    )(function)
+    return shards_option("With a distributed index")(function)
 
 
 @click.command()
@@ -413,12 +409,7 @@ def reindex_(ctx: click.Context, name: str, jobs: int, as_json: bool) -> None:
     help="Price a distributed index on this many Citus workers instead: shards, bytes per worker, "
     "query latency and throughput, all pairs, for both layouts.",
 )
-@click.option(
-    "--shards",
-    type=click.IntRange(1),
-    default=None,
-    help="--workers: shards [default: 2 per worker].",
-)
+@shards_option("--workers")
 @json_option
 def plan_(
     rows: int,

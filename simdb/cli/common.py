@@ -7,7 +7,7 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -131,19 +131,45 @@ def json_option(function: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(function)
 
 
+def format_choice(choices: Sequence[str], default: str, help_text: str) -> Callable[[F], F]:
+    """--format: one of `choices`, given to the command as format_."""
+    return click.option(
+        "--format", "format_", type=click.Choice(choices), default=default, show_default=True, help=help_text
+    )
+
+
 def format_option(function: F) -> F:
     """--format csv|jsonl|json for streamed rows, and --json as the short form of --format json."""
     function = click.option(
         "--json", "as_json", is_flag=True, help="Print one JSON array (the same as --format json)."
     )(function)
-    return click.option(
-        "--format",
-        "format_",
-        type=click.Choice(["csv", "jsonl", "json"]),
-        default="csv",
-        show_default=True,
-        help="csv with a header line, jsonl (an object a line) or json (one array).",
+    return format_choice(
+        ["csv", "jsonl", "json"],
+        "csv",
+        "csv with a header line, jsonl (an object a line) or json (one array).",
     )(function)
+
+
+def text_options(verb: str) -> Callable[[F], F]:
+    """--text and --file: the text a command works on, given, or read from a file (- for stdin)."""
+
+    def decorate(function: F) -> F:
+        function = click.option("--file", type=str, help=f"{verb} this file's text (- reads stdin).")(
+            function
+        )
+        return click.option("--text", help=f"{verb} this text.")(function)
+
+    return decorate
+
+
+def shards_option(applies: str) -> Callable[[F], F]:
+    """--shards of a distributed index, with the option it `applies` to."""
+    return click.option(
+        "--shards",
+        type=click.IntRange(1, 64000),
+        default=None,
+        help=f"{applies}: the number of shards [default: 2 per worker].",
+    )
 
 
 def features_option(function: F) -> F:

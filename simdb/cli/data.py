@@ -10,7 +10,7 @@ from datetime import timedelta
 import click
 
 from simdb import ingest
-from simdb.cli.common import counter, database, dsn_option, jobs_option, json_option, show
+from simdb.cli.common import counter, database, dsn_option, format_choice, jobs_option, json_option, show
 from simdb.errors import InvalidParameter
 from simdb.index import lifecycle as indexes
 from simdb.index import modes
@@ -34,13 +34,8 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @click.command(name="ingest")
 @click.argument("name")
 @click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(readers.FORMATS),
-    default="auto",
-    show_default=True,
-    help="auto: .jsonl/.ndjson and .csv by extension, folders as text, - as JSONL.",
+@format_choice(
+    readers.FORMATS, "auto", "auto: .jsonl/.ndjson and .csv by extension, folders as text, - as JSONL."
 )
 @click.option("--key-field", default="key", show_default=True, help="JSONL/CSV field holding the key.")
 @click.option("--text-field", default="text", show_default=True, help="JSONL/CSV field holding the text.")

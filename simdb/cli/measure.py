@@ -18,6 +18,7 @@ from simdb.cli.common import (
     json_option,
     planned_distance,
     progress_say,
+    shards_option,
     show,
     text_documents,
 )
@@ -196,12 +197,7 @@ def calibrate_(
     help="On a Citus coordinator: the same rows on one server, distributed by key and by prefix, "
     "side by side (bytes, load, latency, throughput at 1, 4 and 16 clients, all pairs).",
 )
-@click.option(
-    "--shards",
-    type=click.IntRange(1, 64000),
-    default=None,
-    help="--distributed: shards [default: 2 per worker].",
-)
+@shards_option("--distributed")
 @click.option(
     "--app-table",
     is_flag=True,

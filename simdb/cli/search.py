@@ -22,6 +22,7 @@ from simdb.cli.common import (
     exactly_one,
     features_option,
     fingerprint_spec_option,
+    format_choice,
     format_option,
     json_option,
     row_writer,
@@ -29,6 +30,7 @@ from simdb.cli.common import (
     signature_spec_option,
     sketch_of,
     spec_from_options,
+    text_options,
 )
 from simdb.db import connection
 from simdb.errors import InputError
@@ -67,8 +69,7 @@ def _query_document(
 
 @click.command(name="query")
 @click.argument("name")
-@click.option("--text", help="Query with this text.")
-@click.option("--file", type=str, help="Query with this file's text (- reads stdin).")
+@text_options("Query with")
 @click.option(
     "--fingerprint",
     "hex_value",
@@ -83,13 +84,10 @@ def _query_document(
     "--size-ratio", type=float, metavar="R", help="Only rows within a factor R of the query's size."
 )
 @click.option("--limit", type=click.IntRange(1), help="At most N rows, the nearest.", metavar="N")
-@click.option(
-    "--format",
-    "format_",
-    type=click.Choice(["table", "csv", "jsonl"]),
-    default="table",
-    show_default=True,
-    help="table for people; csv (with a header) or jsonl, one row per line, for other tools.",
+@format_choice(
+    ["table", "csv", "jsonl"],
+    "table",
+    "table for people; csv (with a header) or jsonl, one row per line, for other tools.",
 )
 @json_option
 @dsn_option
@@ -286,8 +284,7 @@ def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
 
 
 @click.command(name="fingerprint")
-@click.option("--text", help="Fingerprint this text.")
-@click.option("--file", type=str, help="Fingerprint this file's text (- reads stdin).")
+@text_options("Fingerprint")
 @click.option(
     "--index",
     "index_name",

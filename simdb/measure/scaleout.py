@@ -35,7 +35,7 @@ from simdb.index import names
 from simdb.index.modes import SimhashIndex, SimhashSpec
 from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement, check_citus
 from simdb.measure.bench import machine, percentile, planted_rows
-from simdb.plan.citus_cost import plan
+from simdb.plan.citus_cost import LayoutCost, plan
 from simdb.sketch.bits import to_signed
 from simdb.sketch.features import DEFAULT_FEATURES
 
@@ -129,7 +129,7 @@ class _Layout:
     bytes: int
     load_s: float
     probe: Probe
-    predicted: dict[str, float] | None
+    predicted: LayoutCost | None
 
 
 def bench_placements(
@@ -152,22 +152,10 @@ def bench_placements(
     version = conn.execute("SHOW server_version").fetchone()
     shards = shards or 2 * max(1, workers)
     model = plan(rows, max(1, workers), max_distance, shards)
-    placements: list[tuple[str, Placement, dict[str, float] | None]] = [
+    placements: list[tuple[str, Placement, LayoutCost | None]] = [
         ("single server", LOCAL, None),
-        (
-            "by key",
-            Distributed(shards),
-            {"p50_ms": model.key_p50_ms, "pairs_s": model.key_pairs_s, "bytes_per_row": model.bytes_per_row},
-        ),
-        (
-            "by prefix",
-            ByPrefix(shards),
-            {
-                "p50_ms": model.prefix_p50_ms,
-                "pairs_s": model.prefix_pairs_s,
-                "bytes_per_row": model.prefix_bytes_per_row,
-            },
-        ),
+        ("by key", Distributed(shards), model.by_key),
+        ("by prefix", ByPrefix(shards), model.by_prefix),
     ]
     index: list[SimhashIndex] = []
     try:
@@ -207,7 +195,7 @@ def _layout(
     load_s: float,
     probes: list[int],
     k: int,
-    predicted: dict[str, float] | None,
+    predicted: LayoutCost | None,
 ) -> _Layout:
     """A simdb index, probed through its near function; its bytes (with the probe table's)."""
     statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(index.near_function)
@@ -347,7 +335,13 @@ def _measure(
                 pairs_s=pairs_s,
                 client_peak_mb=peak_mb,
                 same_answers=answers[layout.label] == answers[layouts[0].label] and digest == digests[0],
-                predicted=layout.predicted,
+                predicted=None
+                if layout.predicted is None
+                else {
+                    "p50_ms": layout.predicted.p50_ms,
+                    "pairs_s": layout.predicted.pairs_s,
+                    "bytes_per_row": layout.predicted.bytes_per_row,
+                },
             )
         )
     return figures

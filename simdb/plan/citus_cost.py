@@ -47,8 +47,30 @@ DEFAULT_CLUSTER = ClusterCosts()
 
 
 @dataclass(frozen=True)
+class LayoutCost:
+    """What one layout of a distributed index costs: room, query latency and rate, all pairs."""
+
+    bytes_per_row: float
+    p50_ms: float
+    queries_per_s: float
+    pairs_s: float
+
+    def bytes_per_worker(self, rows: int, workers: int) -> float:
+        return self.bytes_per_row * rows / workers
+
+    def as_dict(self, rows: int, workers: int) -> dict[str, float]:
+        return {
+            "bytes_per_row": self.bytes_per_row,
+            "bytes_per_worker": self.bytes_per_worker(rows, workers),
+            "query_ms": self.p50_ms,
+            "queries_per_s": self.queries_per_s,
+            "pairs_s": self.pairs_s,
+        }
+
+
+@dataclass(frozen=True)
 class ScalePlan:
-    """A distributed index of `rows` rows over `workers` workers, priced."""
+    """A distributed index of `rows` rows over `workers` workers, priced in both layouts."""
 
     rows: int
     workers: int
@@ -56,23 +78,9 @@ class ScalePlan:
     max_distance: int
     blocks: int
     tables: int
-    bytes_per_row: float
-    prefix_bytes_per_row: float
-    key_p50_ms: float
-    key_queries_per_s: float
-    key_pairs_s: float
-    prefix_p50_ms: float
-    prefix_queries_per_s: float
-    prefix_pairs_s: float
+    by_key: LayoutCost
+    by_prefix: LayoutCost
     workload: str  # online, batch or both: what `choice` weighs
-
-    @property
-    def bytes_per_worker(self) -> float:
-        return self.bytes_per_row * self.rows / self.workers
-
-    @property
-    def prefix_bytes_per_worker(self) -> float:
-        return self.prefix_bytes_per_row * self.rows / self.workers
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -82,20 +90,8 @@ class ScalePlan:
             "max_distance": self.max_distance,
             "blocks": self.blocks,
             "tables": self.tables,
-            "by_key": {
-                "bytes_per_row": self.bytes_per_row,
-                "bytes_per_worker": self.bytes_per_worker,
-                "query_ms": self.key_p50_ms,
-                "queries_per_s": self.key_queries_per_s,
-                "pairs_s": self.key_pairs_s,
-            },
-            "by_prefix": {
-                "bytes_per_row": self.prefix_bytes_per_row,
-                "bytes_per_worker": self.prefix_bytes_per_worker,
-                "query_ms": self.prefix_p50_ms,
-                "queries_per_s": self.prefix_queries_per_s,
-                "pairs_s": self.prefix_pairs_s,
-            },
+            "by_key": self.by_key.as_dict(self.rows, self.workers),
+            "by_prefix": self.by_prefix.as_dict(self.rows, self.workers),
             "workload": self.workload,
             "choose": self.choice[0],
             "because": self.choice[1],
@@ -104,9 +100,9 @@ class ScalePlan:
     @property
     def choice(self) -> tuple[str, str]:
         """The layout to create for this workload ('key' or 'prefix'), and why in a few words."""
-        query = self.prefix_p50_ms / self.key_p50_ms
-        pairs = self.prefix_pairs_s / self.key_pairs_s
-        room = self.prefix_bytes_per_row / self.bytes_per_row
+        key, prefix = self.by_key, self.by_prefix
+        query, pairs = prefix.p50_ms / key.p50_ms, prefix.pairs_s / key.pairs_s
+        room = prefix.bytes_per_row / key.bytes_per_row
         gain = {"online": query, "batch": pairs, "both": math.sqrt(query * pairs)}[self.workload]
         figures = f"by prefix: queries x{query:.2f}, all pairs x{pairs:.2f}, bytes x{room:.2f} of by key's"
         if gain < 1:
@@ -114,16 +110,18 @@ class ScalePlan:
         return "key", f"{figures}; by key is as fast or faster for a {self.workload} workload, in less room"
 
     def lines(self) -> list[str]:
+        rows = [
+            f"  {label:<10} {cost.bytes_per_row:>9.0f} {gb_per_worker:>10.3g} {cost.p50_ms:>9.2f} "
+            f"{cost.queries_per_s:>10.3g} {_duration(cost.pairs_s):>10}"
+            for label, cost in (("by key", self.by_key), ("by prefix", self.by_prefix))
+            for gb_per_worker in [cost.bytes_per_worker(self.rows, self.workers) / 1e9]
+        ]
         return [
             f"{self.rows:.3g} rows, k = {self.max_distance}, {self.workers} workers, {self.shards} shards, "
             f"b = {self.blocks} ({self.tables} tables):",
             f"  {'layout':<10} {'bytes/row':>9} {'GB/worker':>10} {'query ms':>9} {'queries/s':>10} "
             f"{'all pairs':>10}",
-            f"  {'by key':<10} {self.bytes_per_row:>9.0f} {self.bytes_per_worker / 1e9:>10.3g} "
-            f"{self.key_p50_ms:>9.2f} {self.key_queries_per_s:>10.3g} {_duration(self.key_pairs_s):>10}",
-            f"  {'by prefix':<10} {self.prefix_bytes_per_row:>9.0f} "
-            f"{self.prefix_bytes_per_worker / 1e9:>10.3g} {self.prefix_p50_ms:>9.2f} "
-            f"{self.prefix_queries_per_s:>10.3g} {_duration(self.prefix_pairs_s):>10}",
+            *rows,
             f"choose --layout {self.choice[0]} ({self.choice[1]})",
             "a rough model: unit costs fitted to `simdb bench --distributed` on simdb's development "
             "machine (2 workers sharing 2 cores); each worker priced as one such core; "
@@ -188,13 +186,17 @@ def plan(
         max_distance=max_distance,
         blocks=chosen.plan.blocks,
         tables=tables,
-        bytes_per_row=whole.bytes_per_row,
-        prefix_bytes_per_row=tables * cluster.prefix_copy_bytes + (whole.bytes_per_row - costs.row_bytes),
-        key_p50_ms=key_ms,
-        key_queries_per_s=key_qps,
-        key_pairs_s=whole.batch_s * cluster.key_join_factor / (workers * cluster.worker_cores),
-        prefix_p50_ms=prefix_ms,
-        prefix_queries_per_s=prefix_qps,
-        prefix_pairs_s=whole.batch_s * cluster.prefix_join_factor / (workers * cluster.worker_cores),
+        by_key=LayoutCost(
+            whole.bytes_per_row,
+            key_ms,
+            key_qps,
+            whole.batch_s * cluster.key_join_factor / (workers * cluster.worker_cores),
+        ),
+        by_prefix=LayoutCost(
+            tables * cluster.prefix_copy_bytes + (whole.bytes_per_row - costs.row_bytes),
+            prefix_ms,
+            prefix_qps,
+            whole.batch_s * cluster.prefix_join_factor / (workers * cluster.worker_cores),
+        ),
         workload=workload,
     )

@@ -85,19 +85,20 @@ def test_scale_plan_prices_both_distributed_layouts() -> None:
     few, many = citus_cost.plan(10**9, 32, 3, shards=64), citus_cost.plan(10**9, 32, 3, shards=1024)
     assert few.shards == 64 and citus_cost.plan(10**9, 32, 3).shards == 64  # 2 per worker by default
     # by key a probe runs on every shard, a worker's shards in turn; by prefix on one per table
-    assert many.key_p50_ms > few.key_p50_ms and many.key_queries_per_s < few.key_queries_per_s
-    assert many.prefix_p50_ms == few.prefix_p50_ms
+    assert many.by_key.p50_ms > few.by_key.p50_ms and many.by_key.queries_per_s < few.by_key.queries_per_s
+    assert many.by_prefix.p50_ms == few.by_prefix.p50_ms
     # by prefix stores a copy of each row per table; more workers hold fewer bytes each
-    assert few.prefix_bytes_per_row > few.bytes_per_row
+    assert few.by_prefix.bytes_per_row > few.by_key.bytes_per_row
     wider = citus_cost.plan(10**9, 64, 3, shards=64)
-    assert math.isclose(wider.bytes_per_worker * 2, few.bytes_per_worker)
+    per_worker = [plan.by_key.bytes_per_worker(plan.rows, plan.workers) for plan in (wider, few)]
+    assert math.isclose(per_worker[0] * 2, per_worker[1])
     # all pairs run on the workers in both layouts: more workers take less time
-    assert wider.prefix_pairs_s < few.prefix_pairs_s and wider.key_pairs_s < few.key_pairs_s
+    assert wider.by_prefix.pairs_s < few.by_prefix.pairs_s and wider.by_key.pairs_s < few.by_key.pairs_s
     # the choice follows the workload: queries by key, all pairs by prefix (at these figures)
     small = citus_cost.plan(10**6, 2, 3, shards=4, workload="online")
     assert small.choice[0] == "key" and "online" in small.choice[1]
     batch = citus_cost.plan(10**9, 32, 3, workload="batch")
-    assert batch.choice[0] == "prefix" and batch.prefix_pairs_s < batch.key_pairs_s
+    assert batch.choice[0] == "prefix" and batch.by_prefix.pairs_s < batch.by_key.pairs_s
     for bad in ({"workers": 0}, {"workers": 2, "shards": 0}, {"workload": "weekly"}):
         with pytest.raises(InvalidParameter):
             citus_cost.plan(10**6, max_distance=3, **{"workers": 2, **bad})

@@ -206,7 +206,7 @@ def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
             "distribute the application's table itself (SELECT create_distributed_table(...)), then"
             " drop the index and attach it again",
         )
-    if isinstance(index.placement, Distributed):
+    if index.placement.distributed:
         raise InvalidParameter(
             f"index {name!r} is distributed already ({index.placement.describe()})",
             "to change its shard count, use Citus' alter_distributed_table",

@@ -40,6 +40,7 @@ class Placement(ABC):
     """Where an index's rows live, and what that means for its statements."""
 
     kind: ClassVar[str]
+    distributed: ClassVar[bool] = True  # whether Citus spreads the rows over workers
     # NAME__near's settings: whether PostgreSQL keeps one generic plan for every call
     near_settings: ClassVar[str]
     pairs_settings: ClassVar[str]
@@ -133,6 +134,7 @@ class Local(Placement):
     """Rows in one table on this server."""
 
     kind: ClassVar[str] = "local"
+    distributed: ClassVar[bool] = False
     # The probes compare index expressions with expressions of $1: the generic plan is the same
     # bitmap probes whatever the value, and a custom plan made on every call would cost more than
     # the query (at 20 tables, 0.7 ms of planning for a 0.3 ms query).

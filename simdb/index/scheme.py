@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 
 
 class Placed(Protocol):
-    """What storage asks of an index's placement: which kind it is, and to place the index's table."""
+    """What storage asks of an index's placement: whether it is distributed, and to place the
+    index's table."""
 
     @property
-    def kind(self) -> str: ...
+    def distributed(self) -> bool: ...
 
     def place_index(self, conn: Connection, index: IndexSQL) -> None: ...
 

@@ -154,8 +154,8 @@ def bench_placements(
     model = plan(rows, max(1, workers), max_distance, shards)
     placements: list[tuple[str, Placement, LayoutCost | None]] = [
         ("single server", LOCAL, None),
-        ("by key", Distributed(shards), model.by_key),
-        ("by prefix", ByPrefix(shards), model.by_prefix),
+        (f"by key, {shards} shards", Distributed(shards), model.by_key),
+        (f"by prefix, {shards} shards", ByPrefix(shards), model.by_prefix),
     ]
     index: list[SimhashIndex] = []
     try:
@@ -204,7 +204,7 @@ def _layout(
     def probe(own: Connection, number: int) -> set[str]:
         return {str(r[0]) for r in own.execute(statement, arguments[number], prepare=True)}
 
-    distributed = index.placement != LOCAL
+    distributed = index.placement.distributed
     size = sql.Identifier("citus_total_relation_size" if distributed else "pg_total_relation_size")
     tables = [names.qualified(index.name)]
     if index.placement.layout == ByPrefix.layout and distributed:
@@ -214,10 +214,9 @@ def _layout(
             sql.SQL(" + ").join(sql.SQL("{}({}::regclass)").format(size, sql.Literal(t)) for t in tables)
         )
     ).fetchone()
-    shards = index.placement.shards if isinstance(index.placement, Distributed) else None
     touched = max(probe_tasks(conn, index, value) for value in probes[:50])
     return _Layout(
-        f"{label}" + (f", {shards} shards" if distributed else ""),
+        label,
         index,
         touched,
         int(total[0]) if total else 0,

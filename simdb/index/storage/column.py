@@ -147,7 +147,7 @@ class InTable(Storage):
         per statement: wake `sync --watch` (NOTIFY, delivered at commit). A sync's own writes set
         only the sketch, so they fire none of them."""
         self.install_clearing(conn, index)
-        if index.placement.kind != "local":
+        if index.placement.distributed:
             return
         wake = names.wake_function(index.name)
         conn.execute(
@@ -183,7 +183,7 @@ class InTable(Storage):
         text, sketch = sql.Identifier(self.text_column or ""), sql.Identifier(self.sketch_column)
         clear, claim = names.clear_function(index.name), names.claim_function(index.name)
         flag = sql.Literal(names.claim_setting(index.name))
-        distributed = index.placement.kind != "local"
+        distributed = index.placement.distributed
         # A shard's columns may be numbered apart from its table's (columns dropped before it was
         # distributed): there the function is given the column's name (a renamed column is then
         # left as it is, and a sync says it is gone).
@@ -253,7 +253,7 @@ class InTable(Storage):
         their names, so nothing of the application's is touched (names.owned_objects drops the
         trigger functions after)."""
         triggers = ("claim", "clear", "wake") if self.text_column else ()
-        unsafe = [UNSAFE_TRIGGERS] if triggers and index.placement.kind != "local" else []
+        unsafe = [UNSAFE_TRIGGERS] if triggers and index.placement.distributed else []
         return [
             *unsafe,
             sql.SQL("DROP VIEW IF EXISTS {}").format(index.table),

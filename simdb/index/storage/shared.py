@@ -31,7 +31,7 @@ def equivalents(conn: Connection, stored: InTable, index: IndexSQL) -> dict[str,
     """simdb's sketch B-tree names (of stored.sketch_btree_names) that a valid index of the
     application's (not named simdb_...) on the table already is, each with that index's name.
     Only on one server: on Citus the shards' indexes are Citus's to make."""
-    if index.placement.kind != "local":
+    if index.placement.distributed:
         return {}
     theirs: dict[str, str] = {}
     for name, definition in conn.execute(

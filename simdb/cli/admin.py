@@ -79,7 +79,6 @@ def index_options(function: F) -> F:
                 "--max-distance",
                 "-k",
                 type=int,
-                default=None,
                 help="simhash: largest Hamming distance the index answers exactly (0-8; 0-16 with "
                 f"--bits 128) [default: {DEFAULT_MAX_DISTANCE} for one-bit MinHash, 3 for SimHash].",
             ),
@@ -94,7 +93,6 @@ def index_options(function: F) -> F:
             click.option(
                 "--blocks",
                 type=int,
-                default=None,
                 help="simhash: number of blocks b (> k); overrides the planner.",
             ),
             fingerprint_spec_option,
@@ -103,13 +101,11 @@ def index_options(function: F) -> F:
             click.option(
                 "--threshold",
                 type=float,
-                default=None,
                 help=f"jaccard: the Jaccard similarity a pair must reach [default: {DEFAULT_THRESHOLD}].",
             ),
             click.option(
                 "--permutations",
                 type=int,
-                default=None,
                 help=f"jaccard: MinHash signature length (2-1024) [default: {DEFAULT_PERMUTATIONS}].",
             ),
             features_option,
@@ -405,7 +401,6 @@ def reindex_(ctx: click.Context, name: str, jobs: int, as_json: bool) -> None:
 @click.option(
     "--workers",
     type=click.IntRange(1),
-    default=None,
     help="Price a distributed index on this many Citus workers instead: shards, bytes per worker, "
     "query latency and throughput, all pairs, for both layouts.",
 )

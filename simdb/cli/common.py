@@ -167,7 +167,6 @@ def shards_option(applies: str) -> Callable[[F], F]:
     return click.option(
         "--shards",
         type=click.IntRange(1, 64000),
-        default=None,
         help=f"{applies}: the number of shards [default: 2 per worker].",
     )
 
@@ -196,14 +195,12 @@ def cutoff_options(function: F) -> F:
     function = click.option(
         "--threshold",
         type=float,
-        default=None,
         help="jaccard index: minimum estimated Jaccard similarity. Default: the index's own (its lowest).",
     )(function)
     return click.option(
         "--max-distance",
         "-k",
         type=int,
-        default=None,
         help="simhash index: maximum Hamming distance. Default: the index's own (its maximum).",
     )(function)
 
@@ -257,7 +254,6 @@ def progress_say(as_json: bool) -> Callable[[str], None]:
 fingerprint_spec_option = click.option(
     "--fingerprint-spec",
     type=int,
-    default=None,
     help=f"simhash: fingerprint spec version, 1, 2 or 3 [default: {NEW_INDEX_SPEC}]; 3 is one-bit "
     "MinHash (finds copies with a word, a line or a sentence changed), 2 SimHash (close copies; "
     "at its k of 3, the former default), 1 only to match fingerprints made under v1.",
@@ -267,7 +263,6 @@ fingerprint_spec_option = click.option(
 signature_spec_option = click.option(
     "--signature-spec",
     type=int,
-    default=None,
     help=f"jaccard: signature spec version, 1, 2 or 3 [default: {MINHASH_SPEC_VERSION}]; 3 stores the "
     "band keys and a 4096-bit check that verifies candidates, 2 the signature and the check, "
     "1 the signature alone.",
@@ -276,7 +271,6 @@ signature_spec_option = click.option(
 bits_option = click.option(
     "--bits",
     type=click.Choice(["64", "128"]),
-    default=None,
     callback=lambda _ctx, _param, value: None if value is None else int(value),
     help="simhash: fingerprint width [default: 64]; 128 tells looser similarity apart (k up to 16).",
 )

@@ -208,7 +208,6 @@ def calibrate_(
 @click.option(
     "--writes-per-second",
     type=click.FloatRange(0.1),
-    default=None,
     help="--app-table: measure the lag of sync --watch while the application commits this many "
     "single-row INSERTs a second, for 20 s [default: one commit at a time, 200 of them].",
 )

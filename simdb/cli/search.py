@@ -303,13 +303,11 @@ def export_(ctx: click.Context, name: str, format_: str, as_json: bool) -> None:
 @click.option(
     "--permutations",
     type=int,
-    default=None,
     help=f"jaccard: signature length (use the index's own) [default: {DEFAULT_PERMUTATIONS}].",
 )
 @click.option(
     "--threshold",
     type=float,
-    default=None,
     help="jaccard: the index's threshold, which chooses its bands (spec v3 prints their keys) "
     f"[default: {DEFAULT_THRESHOLD}].",
 )

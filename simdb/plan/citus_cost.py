@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from simdb.errors import InvalidParameter
 from simdb.plan.planner import DEFAULT_COSTS, WORKLOADS, Costs, choose, designs, price
@@ -46,8 +47,7 @@ class ClusterCosts:
 DEFAULT_CLUSTER = ClusterCosts()
 
 
-@dataclass(frozen=True)
-class LayoutCost:
+class LayoutCost(NamedTuple):
     """What one layout of a distributed index costs: room, query latency and rate, all pairs."""
 
     bytes_per_row: float

@@ -11,8 +11,8 @@ from psycopg.pq import TransactionStatus
 
 from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter, PermissionDenied
+from simdb.index import catalog, changes, names
 from simdb.index import lifecycle as indexes
-from simdb.index import names
 from simdb.index.modes import Index
 from simdb.query import check_size_ratio
 
@@ -46,6 +46,59 @@ def pairs(
     R times the smallest) are cheap second filters on the stored extension and size.
     """
     cutoff = index.cutoff(max_distance, min_similarity)
+    conditions = _conditions(same_extension, size_ratio)
+    alone = conn.info.transaction_status == TransactionStatus.IDLE
+    with conn.transaction():
+        if alone:  # (in memory, rows are found by address: one snapshot for both statements)
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield from _all_pairs(conn, index, cutoff, conditions, in_memory=alone)
+
+
+def new_pairs(
+    conn: Connection,
+    index: Index,
+    consumer: str = "default",
+    max_distance: int | None = None,
+    *,
+    min_similarity: float | None = None,
+    same_extension: bool = False,
+    size_ratio: float | None = None,
+) -> Generator[Pair, None, None]:
+    """The pairs that involve a row added or changed since `consumer`'s last run, as `pairs` finds
+    them (every pair on the first run, which starts tracking changes); the consumer's mark moves
+    to this run's snapshot once every pair has been read (a run stopped before leaves it where
+    it was: the next one reports those pairs again). Costs a near query per changed row."""
+    changes.check_trackable(index)
+    cutoff = index.cutoff(max_distance, min_similarity)
+    conditions = _conditions(same_extension, size_ratio)
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        raise InvalidParameter(
+            "new pairs are read in a transaction of their own (its snapshot becomes the mark)",
+            "commit or roll back first, or use a connection in autocommit mode",
+        )
+    changes.check_writable(conn, index)
+    if not changes.tracked(conn, index):
+        changes.track(conn, index)
+    return _new_pairs(conn, index, consumer, cutoff, conditions)
+
+
+def _new_pairs(
+    conn: Connection, index: Index, consumer: str, cutoff: float, conditions: list[sql.Composable]
+) -> Generator[Pair, None, None]:
+    """new_pairs' pairs and the consumer's new mark, in one repeatable read transaction."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        mark = catalog.pair_mark(conn, index.name, consumer)
+        if mark is None:
+            yield from _all_pairs(conn, index, cutoff, conditions, in_memory=True)
+        else:
+            fresh, parameters = changes.fresh_pairs(index, mark, cutoff)
+            yield from _stream(conn, index, _filtered(index, fresh, conditions), parameters)
+        catalog.set_pair_mark(conn, index.name, consumer)
+
+
+def _conditions(same_extension: bool, size_ratio: float | None) -> list[sql.Composable]:
+    """The second filters of a pair, over its rows a and b."""
     check_size_ratio(size_ratio)
     conditions: list[sql.Composable] = []
     if same_extension:
@@ -54,22 +107,31 @@ def pairs(
         conditions.append(
             sql.SQL("greatest(a.size, b.size) <= {} * least(a.size, b.size)").format(sql.Literal(size_ratio))
         )
-    if index.placement.pairs_on_client and conn.info.transaction_status == TransactionStatus.IDLE:
-        # (in memory, rows are found by address: one snapshot for both statements)
-        with conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            found = index.pairs_in_memory(conn, cutoff)
-            if found is not None:
-                statement, parameters = found
-                extra = sql.SQL("").join(sql.SQL(" AND {}").format(c) for c in conditions)
-                yield from _stream(conn, index, statement + extra, parameters)
-                return
+    return conditions
+
+
+def _all_pairs(
+    conn: Connection, index: Index, cutoff: float, conditions: list[sql.Composable], *, in_memory: bool
+) -> Iterator[Pair]:
+    """Every pair, in the caller's transaction: paired in memory where the placement may and the
+    transaction is repeatable read (`in_memory`), else by the index's pairs function."""
+    if in_memory and index.placement.pairs_on_client:
+        found = index.pairs_in_memory(conn, cutoff)
+        if found is not None:
+            statement, parameters = found
+            extra = sql.SQL("").join(sql.SQL(" AND {}").format(c) for c in conditions)
+            yield from _stream(conn, index, statement + extra, parameters)
+            return
     statement = sql.SQL("SELECT p.* FROM {}(%s) AS p").format(index.pairs_function)
-    if conditions:
-        rows = sql.SQL(" JOIN {t} AS a ON a.key = p.key_a JOIN {t} AS b ON b.key = p.key_b WHERE {c}")
-        statement += rows.format(t=index.table, c=sql.SQL(" AND ").join(conditions))
-    with conn.transaction():
-        yield from _stream(conn, index, statement, [cutoff])
+    yield from _stream(conn, index, _filtered(index, statement, conditions), [cutoff])
+
+
+def _filtered(index: Index, statement: sql.Composed, conditions: list[sql.Composable]) -> sql.Composed:
+    """A statement of pairs (aliased p) joined with their rows a and b where the conditions hold."""
+    if not conditions:
+        return statement
+    rows = sql.SQL(" JOIN {t} AS a ON a.key = p.key_a JOIN {t} AS b ON b.key = p.key_b WHERE {c}")
+    return statement + rows.format(t=index.table, c=sql.SQL(" AND ").join(conditions))
 
 
 def _stream(conn: Connection, index: Index, statement: sql.Composed, parameters: list[Any]) -> Iterator[Pair]:

@@ -157,6 +157,20 @@ def _beyond_reach(name: str, target: Index, beyond: query.Nearest) -> str:
 @cutoff_options
 @click.option("--same-extension", is_flag=True, help="Only pairs of files with the same extension.")
 @click.option("--size-ratio", type=float, metavar="R", help="Only pairs whose sizes are within a factor R.")
+@click.option(
+    "--new",
+    "new_only",
+    is_flag=True,
+    help="Only the pairs that involve a row added or changed since this consumer's last --new run "
+    "(the first reads every pair and starts tracking changes, as the table's owner).",
+)
+@click.option(
+    "--consumer",
+    default="default",
+    show_default=True,
+    metavar="NAME",
+    help="--new: whose mark to read and move (each consumer keeps its own).",
+)
 @format_option
 @dsn_option
 @click.pass_context
@@ -167,6 +181,8 @@ def pairs_(
     threshold: float | None,
     same_extension: bool,
     size_ratio: float | None,
+    new_only: bool,
+    consumer: str,
     format_: str,
     as_json: bool,
 ) -> None:
@@ -175,19 +191,35 @@ def pairs_(
     simhash: key_a,key_b,distance, from each permuted table's prefixes sorted in memory and
     compared run by run (128 bits: a self-join in SQL); jaccard: key_a,key_b,similarity, from
     each band's keys sorted the same way, the estimate computed in SQL. Streamed.
+    With --new, a near query for each row written since the consumer's last run: its mark moves
+    once every pair is printed (an interrupted run moves nothing). simdb.pairs_since reads the
+    same in SQL.
     """
+    if not new_only and ctx.get_parameter_source("consumer") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--consumer goes with --new")
     with database(ctx) as conn:
         target = indexes.get(conn, name)
         target.cutoff(max_distance, threshold)
         score = target.score_column  # distance (simhash) or similarity (jaccard)
-        found = duplicates.pairs(
-            conn,
-            target,
-            max_distance,
-            min_similarity=threshold,
-            same_extension=same_extension,
-            size_ratio=size_ratio,
-        )
+        if new_only:
+            found = duplicates.new_pairs(
+                conn,
+                target,
+                consumer,
+                max_distance,
+                min_similarity=threshold,
+                same_extension=same_extension,
+                size_ratio=size_ratio,
+            )
+        else:
+            found = duplicates.pairs(
+                conn,
+                target,
+                max_distance,
+                min_similarity=threshold,
+                same_extension=same_extension,
+                size_ratio=size_ratio,
+            )
         header = ("key_a", "key_b", score)
         # (closing: a closed pipe ends the pairs' transaction before the connection)
         with (

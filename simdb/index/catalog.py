@@ -22,6 +22,7 @@ T = TypeVar("T")
 INDEXES = in_schema("_indexes")
 TABLES = in_schema("_tables")
 SOURCES = in_schema("_sources")
+PAIR_MARKS = in_schema("_pair_marks")  # (since revision 0018)
 
 
 def add_index(conn: Connection, values: Mapping[str, object]) -> None:
@@ -275,8 +276,9 @@ def wordless(conn: Connection, name: str) -> int:
 
 
 def readable_tables() -> list[sql.Identifier]:
-    """The catalog tables a reader role needs to SELECT (to load an index's parameters)."""
-    return [INDEXES, TABLES, SOURCES, in_schema(VERSION_TABLE)]
+    """The catalog tables a reader role needs to SELECT (to load an index's parameters, and the
+    marks of pairs --new for simdb.pairs_since)."""
+    return [INDEXES, TABLES, SOURCES, PAIR_MARKS, in_schema(VERSION_TABLE)]
 
 
 def sync_grants(role: sql.Identifier) -> list[sql.Composed]:
@@ -285,4 +287,38 @@ def sync_grants(role: sql.Identifier) -> list[sql.Composed]:
     return [
         sql.SQL("GRANT SELECT ON {} TO {}").format(SOURCES, role),
         sql.SQL("GRANT UPDATE (synced_at, wordless) ON {} TO {}").format(SOURCES, role),
+        *mark_grants(role),
     ]
+
+
+def mark_grants(role: sql.Identifier) -> list[sql.Composed]:
+    """What a writer role needs of the catalog to keep the marks of pairs --new."""
+    return [sql.SQL("GRANT SELECT, INSERT, UPDATE ON {} TO {}").format(PAIR_MARKS, role)]
+
+
+def pair_mark(conn: Connection, name: str, consumer: str) -> str | None:
+    """The snapshot in which `consumer`'s last `pairs --new` of index NAME read its pairs (None
+    before its first), locked until the caller's transaction ends."""
+    row = conn.execute(
+        sql.SQL("SELECT mark::text FROM {} WHERE index_name = %s AND consumer = %s FOR UPDATE").format(
+            PAIR_MARKS
+        ),
+        (name, consumer),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def remove_pair_marks(conn: Connection, name: str) -> None:
+    """Every consumer's mark of index NAME."""
+    conn.execute(sql.SQL("DELETE FROM {} WHERE index_name = %s").format(PAIR_MARKS), (name,))
+
+
+def set_pair_mark(conn: Connection, name: str, consumer: str) -> None:
+    """`consumer`'s mark of index NAME: the snapshot of the caller's (repeatable read) transaction."""
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {} (index_name, consumer, mark) VALUES (%s, %s, pg_current_snapshot())"
+            " ON CONFLICT (index_name, consumer) DO UPDATE SET mark = excluded.mark, taken_at = now()"
+        ).format(PAIR_MARKS),
+        (name, consumer),
+    )

@@ -16,7 +16,7 @@ from psycopg import sql
 
 from simdb.db.connection import Connection
 from simdb.errors import IndexExists, IndexNotFound, InvalidParameter
-from simdb.index import catalog, dispatch, names, placement, storage
+from simdb.index import catalog, changes, dispatch, names, placement, storage
 from simdb.index.modes import Index, SimhashSpec, Spec, index_class
 from simdb.index.names import check_name
 from simdb.index.placement import Distributed, Placement
@@ -213,6 +213,7 @@ def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
         )
     moved = dataclasses.replace(index, placement=placed)
     with conn.transaction():
+        changes.untrack(conn, index)  # (Citus distributes no table with triggers)
         placed.place_index(conn, moved)
         clusters = names.clusters_table(name)
         if has_clusters(conn, name):

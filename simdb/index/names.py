@@ -6,7 +6,9 @@ derived column, "NAME_<column>", and its functions simdb_internal."NAME__near" a
 An attached index with change capture also owns its queue simdb."NAME__queue", its status view
 simdb."NAME__status", and its trigger functions simdb_internal."NAME__capture_<event>", called by
 the triggers "simdb_NAME__<event>" on the source table (its notification channel: simdb_NAME).
-An index laid out by prefix on Citus also owns its probe table simdb."NAME__probes".
+An index laid out by prefix on Citus also owns its probe table simdb."NAME__probes". An index
+that tracks changes (for `pairs --new`) has a column "changed" with its B-tree "NAME__changed",
+kept by the trigger "simdb_changed" on its table.
 Names never contain "__", so no two indexes can claim the same object. The schema simdb holds what
 users query (tables, the catalog, the public functions); simdb_internal holds the functions those
 call, so that psql's `\\df simdb.*` lists only the public ones (as TimescaleDB keeps its own in
@@ -130,6 +132,15 @@ def btree(index: str, column: str) -> sql.Identifier:
 def btree_name(index: str, column: str) -> str:
     """The unqualified name of that B-tree (CREATE INDEX takes no schema)."""
     return f"{index}_{column}"
+
+
+CHANGED_COLUMN = "changed"  # the id of the transaction that last changed a row's sketch
+CHANGED_TRIGGER = "simdb_changed"  # on simdb."NAME": sets CHANGED_COLUMN when an UPDATE changes the sketch
+
+
+def changed_btree_name(index: str) -> str:
+    """The B-tree on CHANGED_COLUMN of an index that tracks changes: NAME__changed."""
+    return f"{index}__changed"
 
 
 def primary_key_name(index: str) -> str:

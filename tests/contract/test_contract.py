@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import psycopg
 import pytest
 from support import Conn
@@ -175,3 +176,62 @@ def _rewrite_side_table(conn: Conn, oracle: Oracle) -> None:
             expected = oracle.near(probe, oracle.effective(None))
             found_near = query.near(conn, made, oracle.stored[probe])
             assert [(m.key, getattr(m, made.score_column)) for m in found_near] == expected
+
+
+def test_new_pairs_are_the_pairs_that_writes_add(conn: Conn, oracle: Oracle) -> None:
+    """pairs --new: the first run of a consumer reads every pair and starts tracking changes; after
+    rows are added, rewritten and removed, the next reports exactly the pairs of the index now that
+    involve a written row, which hold every pair the second full run has and the first had not;
+    with nothing written since, none. simdb.pairs_since agrees from the first run's mark."""
+    made = oracle.made
+    if not made.storage.writes_own_rows or made.placement.distributed:
+        with pytest.raises(InvalidParameter):
+            list(duplicates.new_pairs(conn, made))
+        return
+
+    def full() -> set[tuple[str, str, object]]:
+        return {(p.key_a, p.key_b, getattr(p, made.score_column)) for p in duplicates.pairs(conn, made)}
+
+    def new(consumer: str = "nightly") -> set[tuple[str, str, object]]:
+        return {
+            (p.key_a, p.key_b, getattr(p, made.score_column))
+            for p in duplicates.new_pairs(conn, made, consumer)
+        }
+
+    before = full()
+    assert new() == before and len(before) >= 40
+    (mark,) = conn.execute(
+        "SELECT mark::text FROM simdb._pair_marks WHERE index_name = 'docs' AND consumer = 'nightly'"
+    ).fetchone()
+    keys = sorted(oracle.stored)
+    if oracle.texts:
+        texts = oracle.texts
+        for n, key in enumerate(keys[:40]):
+            conn.execute("UPDATE app_docs SET body = %s WHERE id = %s", (texts[keys[-1 - n]], key))
+        for n, key in enumerate(keys[60:80]):
+            conn.execute("INSERT INTO app_docs VALUES (%s, %s)", (f"new{n}", texts[key]))
+        conn.execute("DELETE FROM app_docs WHERE id = ANY(%s)", (keys[100:110],))
+        keep.sync(conn, "docs")
+        now = sketches(made, {row[0]: row[1] for row in conn.execute("SELECT id, body FROM app_docs")})
+    else:
+        moved = {key: oracle.stored[keys[-1 - n]] for n, key in enumerate(keys[:40])}
+        added = {f"new{n}": oracle.stored[key] for n, key in enumerate(keys[60:80])}
+        ingest.store(conn, made, {**moved, **added})
+        ingest.delete(conn, made, keys[100:110])
+        now = {
+            key: value
+            for key, value in {**oracle.stored, **moved, **added}.items()
+            if key not in keys[100:110]
+        }
+    written = {key for key in now if key.startswith("new")} | {
+        key for key in keys[:40] if not np.array_equal(now[key], oracle.stored[key])
+    }
+    after = full()
+    found = new()
+    assert found == {pair for pair in after if pair[0] in written or pair[1] in written}
+    assert after - before <= found and len(after - before) >= 20
+    assert new() == set()
+    assert new("weekly") == after  # another consumer's first run
+    function = "pairs_since" if made.score_column == "distance" else "similar_pairs_since"
+    in_sql = conn.execute(f"SELECT * FROM simdb.{function}('docs', %s::pg_snapshot)", (mark,)).fetchall()
+    assert len(in_sql) == len(found) and set(in_sql) == found

@@ -210,3 +210,42 @@ def test_the_migration_lets_a_writer_of_before_record_the_rows_without_words(emp
         finally:
             conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(writer)))
             conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(writer)))
+
+
+def test_pairs_new_needs_the_owner_first_then_a_writer(
+    capsys: pytest.CaptureFixture[str],
+    dsn: str,
+    conn: Conn,
+    roles: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first `pairs --new` alters the index's table (its owner's to do); then a writer keeps
+    its own mark, and a reader is told which role may."""
+    reader, writer = roles
+    for role in roles:
+        conn.execute(sql.SQL("ALTER ROLE {} LOGIN").format(sql.Identifier(role)))
+    ingest.store(conn, index.create(conn, "docs"), {"a": 1, "b": 3})
+    index.grant(conn, "docs", reader)
+    index.grant(conn, "docs", writer, writer=True)
+    owner = conn.execute("SELECT current_user").fetchone()
+    assert owner is not None
+    monkeypatch.setenv("SIMDB_DSN", psycopg.conninfo.make_conninfo(dsn, user=writer))
+    assert simdb(capsys, "pairs", "docs", "--new") == (
+        1,
+        "",
+        f"simdb: error: role '{writer}' cannot start tracking the changes of index 'docs': that alters its"
+        f" table, which role '{owner[0]}' owns (run the first `simdb pairs docs --new` as role"
+        f" '{owner[0]}'; later runs need a writer)\n",
+    )
+    assert simdb(capsys, "--dsn", dsn, "pairs", "docs", "--new")[1] == "key_a,key_b,distance\na,b,1\n"
+    assert simdb(capsys, "pairs", "docs", "--new", "--consumer", "writer")[1].splitlines()[1:] == ["a,b,1"]
+    with _as_role(dsn, writer) as session:
+        ingest.store(session, index.get(session, "docs"), {"c": 7})
+    assert simdb(capsys, "pairs", "docs", "--new", "--consumer", "writer")[1].splitlines()[1:] == [
+        "a,c,2",
+        "b,c,1",
+    ]
+    monkeypatch.setenv("SIMDB_DSN", psycopg.conninfo.make_conninfo(dsn, user=reader))
+    code, _, err = simdb(capsys, "pairs", "docs", "--new")
+    assert code == 1 and err.startswith(f"simdb: error: role '{reader}' cannot keep a mark of index 'docs'")
+    assert f"`simdb grant docs --writer {reader}`" in err

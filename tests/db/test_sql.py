@@ -560,10 +560,12 @@ PUBLIC_FUNCTIONS = {
     "near",
     "near_key",
     "pairs",
+    "pairs_since",
     "permute",
     "similar",
     "similar_key",
     "similar_pairs",
+    "similar_pairs_since",
     "to_hex",
 }
 
@@ -596,7 +598,7 @@ def test_df_lists_the_public_functions_each_with_its_comment(conn: Conn, dsn: st
             " FROM pg_proc AS p WHERE p.pronamespace = 'simdb'::regnamespace"
         ).fetchall()
     )
-    assert len(comments) == 42
+    assert len(comments) == 44
     for function, comment in comments.items():
         assert "Argument" in str(comment) and "Example: SELECT " in str(comment), function
         example, _, answer = str(comment).split("Example: ")[1].partition("  -- ")

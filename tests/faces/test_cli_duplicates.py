@@ -56,9 +56,35 @@ def test_pairs_and_clusters_cli(capsys: pytest.CaptureFixture[str], conn: Conn) 
     assert simdb(capsys, "clusters", "docs", "-k", "1")[1] == (
         "1 clusters of 3 keys from 2 pairs within 1 bits (largest: 3 keys); stored in simdb.docs__clusters\n"
     )
+    assert (
+        simdb(capsys, "pairs", "docs", "--consumer", "nightly")[0] == 2
+    )  # (a usage error: it goes with --new)
     assert simdb(capsys, "pairs", "docs", "-k", "3") == (
         1,
         "",
         "simdb: error: max distance 3 is outside 0..2 for index 'docs' (an index answers exactly up to the "
         "distance it was created with; create one with --max-distance 3 for more)\n",
     )
+
+
+def test_pairs_new_reports_the_pairs_of_rows_written_since_the_last_run(
+    capsys: pytest.CaptureFixture[str], conn: Conn
+) -> None:
+    made = index.create(conn, "docs", SimhashSpec(max_distance=2))
+    ingest.store(conn, made, {"x": 0b1111, "y": 0b1110, "far": 2**64 - 1})
+    code, out, _ = simdb(capsys, "pairs", "docs", "--new")  # the first run: every pair
+    assert (code, out) == (0, "key_a,key_b,distance\nx,y,1\n")
+    assert simdb(capsys, "pairs", "docs", "--new")[1] == "key_a,key_b,distance\n"  # nothing written since
+    ingest.store(conn, made, {"w": 0b1100, "far": 2**64 - 2, "y": 0b1110})  # y as it was: not changed
+    code, out, _ = simdb(capsys, "pairs", "docs", "--new", "--json")
+    assert json.loads(out) == [
+        {"key_a": "w", "key_b": "x", "distance": 2},
+        {"key_a": "w", "key_b": "y", "distance": 1},
+    ]
+    # each consumer keeps its own mark: another one's first run reads every pair
+    out = simdb(capsys, "pairs", "docs", "--new", "--consumer", "weekly")[1]
+    assert sorted(out.splitlines()[1:]) == ["w,x,2", "w,y,1", "x,y,1"]
+    assert conn.execute("SELECT consumer FROM simdb._pair_marks ORDER BY 1").fetchall() == [
+        ("default",),
+        ("weekly",),
+    ]

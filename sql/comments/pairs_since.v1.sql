@@ -1,0 +1,5 @@
+-- What `\df+ simdb.*` says of the pairs that follow new rows (migration 0018).
+COMMENT ON FUNCTION simdb.pairs_since(text, pg_snapshot, integer) IS
+'The pairs of simdb.pairs that involve a row added or changed after the snapshot mark (pg_current_snapshot() taken then; NULL: every pair). The index must track changes: `simdb pairs NAME --new` starts it. Arguments: index_name, mark, max_distance (default: the index''s). Example: SELECT * FROM simdb.pairs_since(''docs'', (SELECT mark FROM simdb._pair_marks WHERE index_name = ''docs'' AND consumer = ''default''))';
+COMMENT ON FUNCTION simdb.similar_pairs_since(text, pg_snapshot, double precision) IS
+'The pairs of simdb.similar_pairs that involve a row added or changed after the snapshot mark (NULL: every pair). The index must track changes: `simdb pairs NAME --new` starts it. Arguments: index_name, mark, min_similarity (default: the index''s threshold). Example: SELECT * FROM simdb.similar_pairs_since(''pages'', (SELECT mark FROM simdb._pair_marks WHERE index_name = ''pages'' AND consumer = ''default''))';

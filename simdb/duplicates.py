@@ -68,9 +68,15 @@ def new_pairs(
     them (every pair on the first run, which starts tracking changes); the consumer's mark moves
     to this run's snapshot once every pair has been read (a run stopped before leaves it where
     it was: the next one reports those pairs again). Costs a near query per changed row."""
-    changes.check_trackable(index)
     cutoff = index.cutoff(max_distance, min_similarity)
     conditions = _conditions(same_extension, size_ratio)
+    _start_tracking(conn, index)
+    return _new_pairs(conn, index, consumer, cutoff, conditions)
+
+
+def _start_tracking(conn: Connection, index: Index) -> None:
+    """What a run that reads only new pairs checks, and starts tracking changes where it is the first."""
+    changes.check_trackable(index)
     if conn.info.transaction_status != TransactionStatus.IDLE:
         raise InvalidParameter(
             "new pairs are read in a transaction of their own (its snapshot becomes the mark)",
@@ -79,7 +85,6 @@ def new_pairs(
     changes.check_writable(conn, index)
     if not changes.tracked(conn, index):
         changes.track(conn, index)
-    return _new_pairs(conn, index, consumer, cutoff, conditions)
 
 
 def _new_pairs(
@@ -198,6 +203,7 @@ class Clusters:
     described: str  # the cutoff in words: "within 3 bits", "at similarity >= 0.8"
     cutoff_column: str  # what the cutoff is called: max_distance or min_similarity
     table: str  # where the clusters are stored: simdb.NAME__clusters
+    merged: bool = False  # `pairs` are the new pairs merged into the clusters stored before
 
     @property
     def keys(self) -> int:
@@ -205,8 +211,9 @@ class Clusters:
 
     def summary(self) -> str:
         largest = max((len(group) for group in self.groups), default=0)
+        merged = " new pairs merged into the clusters stored" if self.merged else " pairs"
         return (
-            f"{len(self.groups)} clusters of {self.keys} keys from {self.pairs} pairs "
+            f"{len(self.groups)} clusters of {self.keys} keys from {self.pairs}{merged} "
             f"{self.described} (largest: {largest} keys)"
         )
 
@@ -217,10 +224,14 @@ class Clusters:
             "pairs": self.pairs,
             self.cutoff_column: self.cutoff,
             "table": self.table,
+            "merged": self.merged,
         }
 
     def lines(self) -> list[str]:
         return [f"{self.summary()}; stored in {self.table}"]
+
+
+CLUSTERS_CONSUMER = "clusters"  # the mark of the stored clusters, which `clusters --new` merges into
 
 
 def clusters(
@@ -230,6 +241,7 @@ def clusters(
     *,
     min_similarity: float | None = None,
     progress: Callable[[int], object] | None = None,
+    new: bool = False,
 ) -> Clusters:
     """Compute the clusters and store them in simdb."NAME__clusters" (key, cluster) for SQL joins.
 
@@ -237,36 +249,91 @@ def clusters(
     near-duplicate are not listed. The table, whose third column records the cutoff
     (max_distance or min_similarity, by mode), is replaced in one transaction. `progress` is
     told of each pair as it is joined in.
+
+    With `new`, the pairs that involve a row written since the clusters were stored (as
+    new_pairs finds them) are merged into the stored clusters; the first such run computes them
+    all and starts tracking changes. Merging only joins clusters: a row rewritten or removed
+    since leaves its cluster at the next full run.
     """
     cutoff = index.cutoff(max_distance, min_similarity)
     check_clusters_writable(conn, index)
-    found, count = groups(conn, index, max_distance, min_similarity=min_similarity, progress=progress)
-    result = Clusters(
+    if new:
+        _start_tracking(conn, index)
+    mine = conn.info.transaction_status == TransactionStatus.IDLE
+    if not (mine and changes.tracked(conn, index)):  # (every run of an index that tracks no changes)
+        found, count = groups(conn, index, max_distance, min_similarity=min_similarity, progress=progress)
+        result = _clusters(index, found, count, cutoff)
+        with conn.transaction():
+            _store_clusters(conn, index, result)
+        return result
+    components, count = _Components(), 0
+    with conn.transaction():  # one snapshot for the pairs, the clusters and the mark
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        mark = catalog.pair_mark(conn, index.name, CLUSTERS_CONSUMER)
+        stored = _stored_clusters(conn, index, cutoff) if new and mark is not None else None
+        if mark is None or stored is None:
+            pairs_read: Iterator[Pair] = _all_pairs(conn, index, cutoff, [], in_memory=True)
+        else:
+            for group in stored:
+                for key in group[1:]:
+                    components.union(group[0], key)
+            fresh, parameters = changes.fresh_pairs(index, mark, cutoff)
+            pairs_read = _stream(conn, index, fresh, parameters)
+        for pair in pairs_read:
+            components.union(pair.key_a, pair.key_b)
+            count += 1
+            if progress is not None:
+                progress(1)
+        result = _clusters(index, components.groups(), count, cutoff, merged=stored is not None)
+        _store_clusters(conn, index, result)
+        if new or mark is not None:  # (a full run refreshes the mark of clusters kept by --new)
+            catalog.set_pair_mark(conn, index.name, CLUSTERS_CONSUMER)
+    return result
+
+
+def _clusters(
+    index: Index, found: list[list[str]], count: int, cutoff: float, *, merged: bool = False
+) -> Clusters:
+    return Clusters(
         found,
         count,
         cutoff,
         index.describe_cutoff(cutoff),
         index.cutoff_column,
         names.clusters_table_name(index.name),
+        merged=merged,
     )
+
+
+def _stored_clusters(conn: Connection, index: Index, cutoff: float) -> list[list[str]] | None:
+    """The clusters stored at this cutoff, each a list of keys; None where there are none."""
+    if not indexes.has_clusters(conn, index.name):
+        return None
+    table, column = names.clusters_table(index.name), sql.Identifier(index.cutoff_column)
+    row = conn.execute(sql.SQL("SELECT DISTINCT {} FROM {}").format(column, table)).fetchall()
+    if row and [value for (value,) in row] != [cutoff]:
+        return None
+    rows = conn.execute(sql.SQL("SELECT array_agg(key) FROM {} GROUP BY cluster").format(table))
+    return [list(keys) for (keys,) in rows]
+
+
+def _store_clusters(conn: Connection, index: Index, found: Clusters) -> None:
+    """The clusters into simdb."NAME__clusters", made beside the index's rows where it is missing,
+    its rows replaced, in the caller's transaction."""
     table = names.clusters_table(index.name)
     column = sql.Identifier(index.cutoff_column)
-    with conn.transaction():
-        if not indexes.has_clusters(conn, index.name):  # placed beside the index's rows, joined on key
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE {} (key text PRIMARY KEY, cluster integer NOT NULL, {} {} NOT NULL)"
-                ).format(table, column, sql.SQL(index.cutoff_type))
-            )
-            index.placement.place(conn, table, beside=index.storage.colocation(index))
-        conn.execute(sql.SQL("TRUNCATE {}").format(table))
-        with conn.cursor().copy(
-            sql.SQL("COPY {} (key, cluster, {}) FROM STDIN").format(table, column)
-        ) as copy:
-            for number, group in enumerate(result.groups, start=1):
-                for key in group:
-                    copy.write_row((key, number, cutoff))
-    return result
+    if not indexes.has_clusters(conn, index.name):  # placed beside the index's rows, joined on key
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} (key text PRIMARY KEY, cluster integer NOT NULL, {} {} NOT NULL)"
+            ).format(table, column, sql.SQL(index.cutoff_type))
+        )
+        index.placement.place(conn, table, beside=index.storage.colocation(index))
+    conn.execute(sql.SQL("TRUNCATE {}").format(table))
+    with conn.cursor().copy(sql.SQL("COPY {} (key, cluster, {}) FROM STDIN").format(table, column)) as copy:
+        for number, group in enumerate(found.groups, start=1):
+            for key in group:
+                copy.write_row((key, number, found.cutoff))
 
 
 def groups(

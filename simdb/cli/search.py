@@ -235,22 +235,37 @@ def pairs_(
 @click.command(name="clusters")
 @click.argument("name")
 @cutoff_options
+@click.option(
+    "--new",
+    "new_only",
+    is_flag=True,
+    help="Merge the pairs of the rows added or changed since the clusters were stored into them "
+    "(the first run computes them all and starts tracking changes, as the table's owner).",
+)
 @json_option
 @dsn_option
 @click.pass_context
 def clusters_(
-    ctx: click.Context, name: str, max_distance: int | None, threshold: float | None, as_json: bool
+    ctx: click.Context,
+    name: str,
+    max_distance: int | None,
+    threshold: float | None,
+    new_only: bool,
+    as_json: bool,
 ) -> None:
     """Group the near-duplicates of index NAME into clusters (connected components of the pairs).
 
     The result is stored in simdb."NAME__clusters" (key, cluster, and max_distance or
     min_similarity), so SQL can join cluster numbers to keys; keys without a near-duplicate are
-    not listed.
+    not listed. With --new, a near query for each row written since the clusters were stored:
+    clusters only merge (a row rewritten or removed since leaves its cluster at the next full run).
     """
     with database(ctx) as conn:
         target = indexes.get(conn, name)
         with counter(f"clusters {name}", " pairs") as done:
-            found = duplicates.clusters(conn, target, max_distance, min_similarity=threshold, progress=done)
+            found = duplicates.clusters(
+                conn, target, max_distance, min_similarity=threshold, progress=done, new=new_only
+            )
     show(found, as_json)
 
 

@@ -106,10 +106,15 @@ def track(conn: Connection, index: Index) -> None:
 
 
 def untrack(conn: Connection, index: Index) -> None:
-    """Stop tracking (before the table is distributed), in the caller's transaction: the trigger
-    and the marks go; the column stays, unread."""
+    """Stop tracking (before the table is distributed), in the caller's transaction: the column,
+    its trigger and B-tree, and the marks go."""
     conn.execute(
         sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(names.CHANGED_TRIGGER), index.table)
+    )
+    conn.execute(
+        sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS {}").format(
+            index.table, sql.Identifier(names.CHANGED_COLUMN)
+        )
     )
     catalog.remove_pair_marks(conn, index.name)
 

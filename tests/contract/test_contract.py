@@ -235,3 +235,33 @@ def test_new_pairs_are_the_pairs_that_writes_add(conn: Conn, oracle: Oracle) -> 
     function = "pairs_since" if made.score_column == "distance" else "similar_pairs_since"
     in_sql = conn.execute(f"SELECT * FROM simdb.{function}('docs', %s::pg_snapshot)", (mark,)).fetchall()
     assert len(in_sql) == len(found) and set(in_sql) == found
+
+
+def test_new_clusters_merge_the_pairs_of_rows_added(conn: Conn, oracle: Oracle) -> None:
+    """clusters --new: the first run stores every cluster and starts tracking; rows added since
+    (copies of planted and of unrelated rows) are merged in, giving the clusters a full run
+    gives, stored for SQL; a run with nothing written since reads no pair."""
+    made = oracle.made
+    if not made.storage.writes_own_rows or made.placement.distributed:
+        with pytest.raises(InvalidParameter):
+            duplicates.clusters(conn, made, new=True)
+        return
+    first = duplicates.clusters(conn, made, new=True)
+    assert first.groups == components(oracle.pairs(oracle.effective(None))) and not first.merged
+    keys = sorted(oracle.stored)
+    copied = [*keys[:10], *[key for key in keys if key.startswith(oracle.unrelated)][:10]]
+    if oracle.texts:
+        for n, key in enumerate(copied):
+            conn.execute("INSERT INTO app_docs VALUES (%s, %s)", (f"new{n}", oracle.texts[key]))
+        keep.sync(conn, "docs")
+    else:
+        ingest.store(conn, made, {f"new{n}": oracle.stored[key] for n, key in enumerate(copied)})
+    merged = duplicates.clusters(conn, made, new=True)
+    assert merged.merged and merged.pairs >= len(copied)
+    assert merged.groups == duplicates.groups(conn, made)[0] != first.groups
+    stored = conn.execute(
+        "SELECT array_agg(key ORDER BY key) FROM simdb.docs__clusters GROUP BY cluster ORDER BY cluster"
+    )
+    assert [keys for (keys,) in stored.fetchall()] == merged.groups
+    again = duplicates.clusters(conn, made, new=True)
+    assert (again.pairs, again.groups, again.merged) == (0, merged.groups, True)

@@ -51,7 +51,8 @@ def test_pairs_and_clusters_cli(capsys: pytest.CaptureFixture[str], conn: Conn) 
         '{"key_a": "x", "key_b": "y", "distance": 1}',
     ]
     assert simdb(capsys, "clusters", "docs", "--json")[1] == (
-        '{"clusters": 1, "keys": 4, "pairs": 4, "max_distance": 2, "table": "simdb.docs__clusters"}\n'
+        '{"clusters": 1, "keys": 4, "pairs": 4, "max_distance": 2, "table": "simdb.docs__clusters", '
+        '"merged": false}\n'
     )
     assert simdb(capsys, "clusters", "docs", "-k", "1")[1] == (
         "1 clusters of 3 keys from 2 pairs within 1 bits (largest: 3 keys); stored in simdb.docs__clusters\n"
@@ -88,3 +89,18 @@ def test_pairs_new_reports_the_pairs_of_rows_written_since_the_last_run(
         ("default",),
         ("weekly",),
     ]
+
+
+def test_clusters_new_merges_the_pairs_of_rows_added(capsys: pytest.CaptureFixture[str], conn: Conn) -> None:
+    made = index.create(conn, "docs", SimhashSpec(max_distance=2))
+    ingest.store(conn, made, {"x": 0b1111, "y": 0b1110, "far": 2**64 - 1})
+    assert simdb(capsys, "clusters", "docs", "--new")[1] == (
+        "1 clusters of 2 keys from 1 pairs within 2 bits (largest: 2 keys); stored in simdb.docs__clusters\n"
+    )
+    ingest.store(conn, made, {"w": 0b1100, "near_far": 2**64 - 2})
+    assert simdb(capsys, "clusters", "docs", "--new")[1] == (
+        "2 clusters of 5 keys from 3 new pairs merged into the clusters stored within 2 bits (largest: 3"
+        " keys); stored in simdb.docs__clusters\n"
+    )
+    rows = conn.execute("SELECT key, cluster FROM simdb.docs__clusters ORDER BY key").fetchall()
+    assert rows == [("far", 1), ("near_far", 1), ("w", 2), ("x", 2), ("y", 2)]

@@ -53,6 +53,46 @@ def machine() -> dict[str, object]:
 
 
 @dataclass
+class NewPairsBench:
+    """`pairs --new` after rows are added to the scratch index, beside a full run of the same rows."""
+
+    rows: int  # rows added (1% of the index: a planted near copy and a random row, by turns)
+    pairs: int  # the pairs --new found
+    seconds: float
+    full_pairs: int
+    full_seconds: float
+    exact: bool  # the new pairs are exactly the full run's pairs that involve an added row
+
+
+def bench_new_pairs(
+    conn: Connection, index: SimhashIndex, data: dict[str, int], max_distance: int, seed: int
+) -> NewPairsBench:
+    """Track changes (a first pairs --new: every pair), add 1% rows, then time pairs --new and a
+    full run in turn, and check one against the other."""
+    list(duplicates.new_pairs(conn, index, "bench"))
+    rng = np.random.default_rng(seed + 1)
+    count = max(2, len(data) // 100)
+    values = list(data.values())
+    added = {}
+    for number in range(count):
+        if number % 2:
+            added[f"added{number}"] = int(rng.integers(0, 2**64, dtype=np.uint64))
+        else:
+            flips = rng.choice(64, size=int(rng.integers(0, max_distance + 1)), replace=False)
+            near = values[int(rng.integers(len(values)))] ^ sum(1 << int(bit) for bit in flips)
+            added[f"added{number}"] = near
+    ingest.store(conn, index, added)
+    began = time.perf_counter()
+    new = {(pair.key_a, pair.key_b) for pair in duplicates.new_pairs(conn, index, "bench")}
+    new_s = time.perf_counter() - began
+    began = time.perf_counter()
+    full = {(pair.key_a, pair.key_b) for pair in duplicates.pairs(conn, index)}
+    full_s = time.perf_counter() - began
+    expected = {pair for pair in full if pair[0] in added or pair[1] in added}
+    return NewPairsBench(count, len(new), new_s, len(full), full_s, new == expected)
+
+
+@dataclass
 class IndexBench:
     """Figures of one `simdb bench` run on a scratch index."""
 
@@ -88,6 +128,7 @@ class IndexBench:
     index_build_s: float
     hnsw: dict[str, float] | None
     hnsw_note: str
+    added: NewPairsBench | None = None
     machine: dict[str, object] = field(default_factory=machine)
 
     @property
@@ -216,6 +257,8 @@ def bench_index(
         if hnsw:
             hnsw_figures = _bench_hnsw(conn, index, probes, truth, progress)
             hnsw_note = "" if hnsw_figures else "the vector extension is not available on this server"
+        progress(f"pairs --new: {max(2, rows // 100)} rows added, new pairs against a full run")
+        added = bench_new_pairs(conn, index, data, max_distance, seed)
         version = conn.execute("SHOW server_version").fetchone()
         return IndexBench(
             rows=rows,
@@ -250,6 +293,7 @@ def bench_index(
             hand_pairs_seconds=hand_pairs_s,
             hnsw=hnsw_figures,
             hnsw_note=hnsw_note,
+            added=added,
         )
     finally:
         indexes.drop(conn, name)
@@ -624,6 +668,14 @@ def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None =
             else f"stopped after {f.hand_pairs_seconds:.0f} s (simdb pairs < x{ratio['pairs']:.3f})"
         ),
     ]
+    if f.added is not None:
+        a = f.added
+        lines.append(
+            f"pairs --new after {a.rows} rows added (1%): {a.pairs} pairs in {a.seconds:.2f} s"
+            f"{'' if a.exact else ' (NOT the pairs of the added rows: a bug)'}; a full run of the same "
+            f"rows: {a.full_pairs} pairs in {a.full_seconds:.2f} s "
+            f"(pairs --new x{a.seconds / a.full_seconds:.3f})"
+        )
     if f.hnsw is not None:
         h = f.hnsw
         lines.append(

@@ -338,6 +338,9 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
     # the same pairs
     assert figures["hand_recall"] == 1.0 and figures["rounds"] == 3
     assert figures["hand_pairs"] == figures["pairs"] > 0
+    # pairs --new after 1% rows added: the full run's pairs that involve an added row
+    added = figures["added"]
+    assert added["rows"] == 30 and added["exact"] is True and 0 < added["pairs"] < added["full_pairs"]
     assert (
         figures["vs_hand_written"]["bytes_per_row"]
         == figures["bytes_per_row"] / figures["hand_bytes_per_row"]

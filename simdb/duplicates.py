@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,9 +97,21 @@ def _new_pairs(
         if mark is None:
             yield from _all_pairs(conn, index, cutoff, conditions, in_memory=True)
         else:
-            fresh, parameters = changes.fresh_pairs(index, mark, cutoff)
-            yield from _stream(conn, index, _filtered(index, fresh, conditions), parameters)
+            yield from _changed_pairs(conn, index, mark, cutoff, conditions)
         catalog.set_pair_mark(conn, index.name, consumer)
+
+
+def _changed_pairs(
+    conn: Connection, index: Index, mark: str, cutoff: float, conditions: list[sql.Composable]
+) -> Iterator[Pair]:
+    """The pairs that involve a row changed after `mark`, the cheaper way: a near query for each
+    such row, or (many rows changed) every pair paired in memory and those of a changed row kept."""
+    if changes.probing_pays(conn, index, mark):
+        fresh, parameters = changes.fresh_pairs(index, mark, cutoff)
+        yield from _stream(conn, index, _filtered(index, fresh, conditions), parameters)
+        return
+    either, values = changes.either_changed(mark)
+    yield from _all_pairs(conn, index, cutoff, [*conditions, either], in_memory=True, values=values)
 
 
 def _conditions(same_extension: bool, size_ratio: float | None) -> list[sql.Composable]:
@@ -116,19 +128,26 @@ def _conditions(same_extension: bool, size_ratio: float | None) -> list[sql.Comp
 
 
 def _all_pairs(
-    conn: Connection, index: Index, cutoff: float, conditions: list[sql.Composable], *, in_memory: bool
+    conn: Connection,
+    index: Index,
+    cutoff: float,
+    conditions: list[sql.Composable],
+    *,
+    in_memory: bool,
+    values: Sequence[object] = (),
 ) -> Iterator[Pair]:
-    """Every pair, in the caller's transaction: paired in memory where the placement may and the
-    transaction is repeatable read (`in_memory`), else by the index's pairs function."""
+    """Every pair where the conditions (over rows a and b, with parameters `values`) hold, in the
+    caller's transaction: paired in memory where the placement may and the transaction is
+    repeatable read (`in_memory`), else by the index's pairs function."""
     if in_memory and index.placement.pairs_on_client:
         found = index.pairs_in_memory(conn, cutoff)
         if found is not None:
             statement, parameters = found
             extra = sql.SQL("").join(sql.SQL(" AND {}").format(c) for c in conditions)
-            yield from _stream(conn, index, statement + extra, parameters)
+            yield from _stream(conn, index, statement + extra, [*parameters, *values])
             return
     statement = sql.SQL("SELECT p.* FROM {}(%s) AS p").format(index.pairs_function)
-    yield from _stream(conn, index, _filtered(index, statement, conditions), [cutoff])
+    yield from _stream(conn, index, _filtered(index, statement, conditions), [cutoff, *values])
 
 
 def _filtered(index: Index, statement: sql.Composed, conditions: list[sql.Composable]) -> sql.Composed:
@@ -277,8 +296,7 @@ def clusters(
             for group in stored:
                 for key in group[1:]:
                     components.union(group[0], key)
-            fresh, parameters = changes.fresh_pairs(index, mark, cutoff)
-            pairs_read = _stream(conn, index, fresh, parameters)
+            pairs_read = _changed_pairs(conn, index, mark, cutoff, [])
         for pair in pairs_read:
             components.union(pair.key_a, pair.key_b)
             count += 1

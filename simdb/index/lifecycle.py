@@ -69,6 +69,7 @@ def save(conn: Connection, index: AnyIndex, source: catalog.SourceRow | None = N
             index.register(conn)
             comment = f"simdb {index.mode} index {name}: {index.summary}, {index.features}"
             index.create_objects(conn, str(values["near_sql"]), comment)
+            conn.execute(changes.fresh_pairs_function(index, conn))
             dispatch.regenerate(conn)
     except psycopg.errors.UniqueViolation as error:
         raise IndexExists(f"index {name!r} already exists", "pick another name") from error
@@ -224,12 +225,13 @@ def distribute(conn: Connection, name: str, placed: Distributed) -> Index:
 
 
 def remake_functions(conn: Connection, index: Index) -> None:
-    """Index NAME's near and pairs functions made again from this simdb's statements, wherever an
+    """Index NAME's near, pairs and fresh pairs functions made again from this simdb's statements, wherever an
     earlier revision had them, and its near statement recorded (migrations that change them)."""
     for function in names.functions(index.name):
         conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}").format(function))
     near_sql = index.near_statement().as_string(conn)
     index.create_functions(conn, near_sql)
+    conn.execute(changes.fresh_pairs_function(index, conn))
     catalog.set_near_sql(conn, index.name, near_sql)
 
 

@@ -2,7 +2,8 @@
 
 Index NAME owns the table simdb."NAME", its clusters table simdb."NAME__clusters", its kept texts
 simdb."NAME__texts" (`ingest --keep-text`), one B-tree per
-derived column, "NAME_<column>", and its functions simdb_internal."NAME__near" and "NAME__pairs".
+derived column, "NAME_<column>", and its functions simdb_internal."NAME__near", "NAME__pairs" and
+"NAME__fresh_pairs".
 An attached index with change capture also owns its queue simdb."NAME__queue", its status view
 simdb."NAME__status", and its trigger functions simdb_internal."NAME__capture_<event>", called by
 the triggers "simdb_NAME__<event>" on the source table (its notification channel: simdb_NAME).
@@ -65,12 +66,18 @@ def pairs_function(index: str) -> sql.Identifier:
     return internal(f"{index}__pairs")
 
 
+def fresh_pairs_function(index: str) -> sql.Identifier:
+    """simdb_internal."NAME__fresh_pairs"(cutoff, mark): the pairs of the rows changed after a snapshot."""
+    return internal(f"{index}__fresh_pairs")
+
+
 def functions(index: str) -> list[sql.Identifier]:
     """The index's near and pairs functions, where this simdb makes them and where revisions
     before 0011 made them (in simdb), so that both can be dropped or replaced."""
     return [
         near_function(index),
         pairs_function(index),
+        fresh_pairs_function(index),
         in_schema(f"{index}__near"),
         in_schema(f"{index}__pairs"),
     ]

@@ -1,11 +1,9 @@
 -- The pairs of index NAME within `cutoff` that involve a row whose sketch changed after the
--- snapshot `mark` (each pair once, key_a < key_b): each such row's near function, run for it.
--- `cutoff` has the type of the near function's (integer or double precision); the score comes
--- back as double precision, which the public functions cast to their mode's type.
-CREATE OR REPLACE FUNCTION simdb_internal._fresh_pairs(
-    index_name text, mark pg_snapshot, cutoff anyelement, sketch text, score text
-)
-RETURNS TABLE (key_a text, key_b text, score_value double precision)
+-- snapshot `mark` (each pair once, key_a < key_b): the index's own NAME__fresh_pairs, once the
+-- index tracks changes. `cutoff` has the type of the index's (integer or double precision); the
+-- score comes back as double precision, which the public functions cast to their mode's type.
+CREATE OR REPLACE FUNCTION simdb_internal._fresh_pairs(index_name text, mark pg_snapshot, cutoff anyelement)
+RETURNS TABLE (key_a text, key_b text, score double precision)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
     IF NOT EXISTS (
@@ -17,12 +15,8 @@ BEGIN
                   HINT = 'run `simdb pairs ' || index_name || ' --new` once (as the owner of simdb.'
                       || index_name || '): it starts tracking and reads every pair';
     END IF;
-    RETURN QUERY EXECUTE format(
-        'SELECT DISTINCT least(f.key, m.key), greatest(f.key, m.key), m.%3$I::double precision'
-        ' FROM simdb.%1$I AS f CROSS JOIN LATERAL simdb_internal.%2$I(f.%4$I, $1) AS m'
-        ' WHERE m.key <> f.key AND f.changed >= pg_snapshot_xmin($2)'
-        ' AND NOT pg_visible_in_snapshot(f.changed, $2) ORDER BY 1, 2',
-        index_name, index_name || '__near', score, sketch
-    ) USING cutoff, mark;
+    RETURN QUERY EXECUTE format('SELECT p.key_a, p.key_b, p.%I::double precision FROM simdb_internal.%I($1, $2) AS p',
+        CASE WHEN pg_typeof(cutoff) = 'integer'::regtype THEN 'distance' ELSE 'similarity' END,
+        index_name || '__fresh_pairs') USING cutoff, mark;
 END
 $$;

@@ -10,7 +10,7 @@ BEGIN
         RETURN QUERY SELECT * FROM simdb.pairs(index_name, k);
         RETURN;
     END IF;
-    RETURN QUERY SELECT f.key_a, f.key_b, f.score_value::integer
-        FROM simdb_internal._fresh_pairs(index_name, mark, k, 'fingerprint', 'distance') AS f;
+    RETURN QUERY SELECT f.key_a, f.key_b, f.score::integer
+        FROM simdb_internal._fresh_pairs(index_name, mark, k) AS f;
 END
 $$;

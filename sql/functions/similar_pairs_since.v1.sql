@@ -12,7 +12,7 @@ BEGIN
         RETURN QUERY SELECT * FROM simdb.similar_pairs(index_name, wanted);
         RETURN;
     END IF;
-    RETURN QUERY SELECT f.key_a, f.key_b, f.score_value
-        FROM simdb_internal._fresh_pairs(index_name, mark, wanted, 'signature', 'similarity') AS f;
+    RETURN QUERY SELECT f.key_a, f.key_b, f.score
+        FROM simdb_internal._fresh_pairs(index_name, mark, wanted) AS f;
 END
 $$;

@@ -19,6 +19,7 @@ from support.oracles import ORACLES, PLACEMENTS, Oracle, components, sketches
 from simdb import duplicates, ingest, query
 from simdb.errors import InvalidParameter
 from simdb.follow import keep
+from simdb.index import changes
 
 
 @pytest.fixture(
@@ -178,11 +179,17 @@ def _rewrite_side_table(conn: Conn, oracle: Oracle) -> None:
             assert [(m.key, getattr(m, made.score_column)) for m in found_near] == expected
 
 
-def test_new_pairs_are_the_pairs_that_writes_add(conn: Conn, oracle: Oracle) -> None:
+@pytest.mark.parametrize("way", ["probes", "paired"])
+def test_new_pairs_are_the_pairs_that_writes_add(
+    conn: Conn, oracle: Oracle, way: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """pairs --new: the first run of a consumer reads every pair and starts tracking changes; after
     rows are added, rewritten and removed, the next reports exactly the pairs of the index now that
     involve a written row, which hold every pair the second full run has and the first had not;
-    with nothing written since, none. simdb.pairs_since agrees from the first run's mark."""
+    with nothing written since, none. simdb.pairs_since agrees from the first run's mark. Both
+    ways give it: a near query per written row (`probes`), or every pair paired in memory and
+    those of a written row kept (`paired`, the way when many rows were written)."""
+    monkeypatch.setattr(changes, "PROBE_S_PER_BTREE", 0.0 if way == "probes" else 1.0)
     made = oracle.made
     if not made.storage.writes_own_rows or made.placement.distributed:
         with pytest.raises(InvalidParameter):
@@ -237,10 +244,15 @@ def test_new_pairs_are_the_pairs_that_writes_add(conn: Conn, oracle: Oracle) -> 
     assert len(in_sql) == len(found) and set(in_sql) == found
 
 
-def test_new_clusters_merge_the_pairs_of_rows_added(conn: Conn, oracle: Oracle) -> None:
+@pytest.mark.parametrize("way", ["probes", "paired"])
+def test_new_clusters_merge_the_pairs_of_rows_added(
+    conn: Conn, oracle: Oracle, way: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """clusters --new: the first run stores every cluster and starts tracking; rows added since
     (copies of planted and of unrelated rows) are merged in, giving the clusters a full run
-    gives, stored for SQL; a run with nothing written since reads no pair."""
+    gives, stored for SQL; a run with nothing written since reads no pair (either way of
+    finding the new pairs, as test_new_pairs_are_the_pairs_that_writes_add)."""
+    monkeypatch.setattr(changes, "PROBE_S_PER_BTREE", 0.0 if way == "probes" else 1.0)
     made = oracle.made
     if not made.storage.writes_own_rows or made.placement.distributed:
         with pytest.raises(InvalidParameter):

@@ -156,9 +156,12 @@ def fresh_pairs(index: Index, mark: str, cutoff: float) -> tuple[sql.Composed, l
     return statement, [cutoff, mark]
 
 
-# Measured at 1M rows (simdb bench): a changed row's near statement costs about 6 us per B-tree it
-# probes (the probe and its candidates' rows); pairing every row in memory about 1 us a row.
-PROBE_S_PER_BTREE = 6e-6
+# What a changed row's near statement costs per B-tree it probes (the probe and its candidates'
+# rows), against pairing every row in memory: measured on simdb's development machine (PG 15,
+# 21 B-trees, default shared_buffers), 6 us a B-tree at 1M rows, whose pages stay in PostgreSQL's
+# buffers, and 95 us at 10M, where each probe reads its pages from the OS cache; pairing, 1 to 1.3
+# us a row at both. The larger figure is taken: probing where it pays at any size.
+PROBE_S_PER_BTREE = 95e-6
 PAIRING_S_PER_ROW = 1e-6
 
 

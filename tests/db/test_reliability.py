@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 from support import Conn, simdb, traversable_tempdir, untimed
 
-from simdb import ingest, query
+from simdb import duplicates, ingest, query
 from simdb.db.embedded import EmbeddedServer
 from simdb.errors import InputError
 from simdb.index import lifecycle as index
@@ -346,3 +346,23 @@ def test_sync_watch_reconnects_after_its_backends_are_terminated_and_loses_no_ch
     lines = err.splitlines()
     assert len(lines) == 2 and all(line in lost for line in lines), err
     assert out.startswith("synced: ")
+
+
+def test_pairs_new_misses_no_write_that_commits_during_a_run(dsn: str, conn: Conn) -> None:
+    """A write in a transaction that began before a `pairs --new` run took its snapshot, and
+    committed while the run read its pairs, is not in that run (its snapshot does not see it) and
+    is in the next one: the mark is the run's snapshot, not a time (a timestamp taken when the
+    write began would be older than the mark, and the row lost)."""
+    made = index.create(conn, "docs", SimhashSpec(max_distance=2))
+    ingest.store(conn, made, {"a": 0b1111, "b": 0b1110_0000_0000})
+    assert [(p.key_a, p.key_b) for p in duplicates.new_pairs(conn, made)] == []  # tracks from here
+    ingest.store(conn, made, {"c": 0b1110})  # a new row near a
+    with psycopg.connect(dsn, autocommit=True) as other:
+        with other.transaction():
+            other.execute("INSERT INTO simdb.docs (key, fingerprint) VALUES ('d', %s)", (0b1110_0000_0001,))
+            run = duplicates.new_pairs(conn, made)
+            first = next(run)  # the run's snapshot is taken: d's transaction is still open
+        rest = list(run)  # d has committed while the run reads
+    assert [(p.key_a, p.key_b) for p in [first, *rest]] == [("a", "c")]
+    assert [(p.key_a, p.key_b) for p in duplicates.new_pairs(conn, made)] == [("b", "d")]
+    assert list(duplicates.new_pairs(conn, made)) == []

@@ -266,7 +266,7 @@ def test_drop_removes_the_triggers_functions_and_queue_and_nothing_else(
         ("simdb_live__truncate",),
         ("simdb_live__update",),
     ]
-    assert len(conn.execute(functions).fetchall()) == 1 + 4 + 2  # touch, 4 capture, near and pairs
+    assert len(conn.execute(functions).fetchall()) == 1 + 4 + 3  # touch, 4 capture, near, pairs, fresh pairs
     assert simdb(capsys, "drop", "live", "--yes")[0] == 0
     assert conn.execute(triggers).fetchall() == [("app_touch",)]
     assert conn.execute(functions).fetchall() == [("touch",)]

@@ -67,7 +67,8 @@ def new_pairs(
     """The pairs that involve a row added or changed since `consumer`'s last run, as `pairs` finds
     them (every pair on the first run, which starts tracking changes); the consumer's mark moves
     to this run's snapshot once every pair has been read (a run stopped before leaves it where
-    it was: the next one reports those pairs again). Costs a near query per changed row."""
+    it was: the next one reports those pairs again). Costs a near query per changed row while
+    they are few, else about a full run (_changed_pairs)."""
     cutoff = index.cutoff(max_distance, min_similarity)
     conditions = _conditions(same_extension, size_ratio)
     _start_tracking(conn, index)

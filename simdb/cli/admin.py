@@ -11,6 +11,7 @@ import click
 from simdb import schema, warmup
 from simdb.cli.common import (
     bits_option,
+    byte_size,
     counter,
     database,
     dsn_option,
@@ -405,6 +406,13 @@ def reindex_(ctx: click.Context, name: str, jobs: int, as_json: bool) -> None:
     "query latency and throughput, all pairs, for both layouts.",
 )
 @shards_option("--workers")
+@click.option(
+    "--memory",
+    metavar="SIZE",
+    callback=lambda ctx, param, value: None if value is None else byte_size(ctx, param, value),
+    help="The memory the index may count on being cached in (64G, 512M, ...): designs larger are set "
+    "aside [default: 3/4 of this machine's memory, as simdb create counts].",
+)
 @json_option
 def plan_(
     rows: int,
@@ -413,6 +421,7 @@ def plan_(
     bits: int | None,
     workers: int | None,
     shards: int | None,
+    memory: int | None,
     as_json: bool,
 ) -> None:
     """Compare the block designs for ROWS rows and distance K, and mark the one simdb would pick;
@@ -422,7 +431,8 @@ def plan_(
         return
     if shards is not None:
         raise InvalidParameter("--shards applies with --workers", "add --workers N, or leave out --shards")
-    show(planner.compare(rows, max_distance, workload, bits or 64), as_json)
+    budget = memory if memory is not None else planner.machine_memory()
+    show(planner.compare(rows, max_distance, workload, bits or 64, budget or None), as_json)
 
 
 @click.command(name="list")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -113,6 +114,17 @@ def row_writer(format_: str, header: tuple[str, ...]) -> Iterator[Callable[[tupl
 
     yield element
     click.echo("]" if written else "[]")
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
+
+
+def byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A number of bytes, plain or with K, M or G (KiB, MiB, GiB): 64M, 512K, 2G."""
+    found = _SIZE.fullmatch(value.strip())
+    if found is None or int(found[1]) == 0:
+        raise click.BadParameter(f"{value!r} is not a size: give bytes, or a number and K, M or G, e.g. 64M")
+    return int(found[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[found[2].lower()]
 
 
 def jobs_option(function: F) -> F:

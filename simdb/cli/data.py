@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from datetime import timedelta
 
 import click
 
 from simdb import ingest
-from simdb.cli.common import counter, database, dsn_option, format_choice, jobs_option, json_option, show
+from simdb.cli.common import (
+    byte_size,
+    counter,
+    database,
+    dsn_option,
+    format_choice,
+    jobs_option,
+    json_option,
+    show,
+)
 from simdb.errors import InvalidParameter
 from simdb.index import lifecycle as indexes
 from simdb.index import modes
@@ -18,17 +26,6 @@ from simdb.index.modes import Index
 from simdb.sources import readers
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
-
-
-_SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
-
-
-def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
-    """A number of bytes, plain or with K, M or G (KiB, MiB, GiB): 64M, 512K, 2G."""
-    found = _SIZE.fullmatch(value.strip())
-    if found is None or int(found[1]) == 0:
-        raise click.BadParameter(f"{value!r} is not a size: give bytes, or a number and K, M or G, e.g. 64M")
-    return int(found[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[found[2].lower()]
 
 
 @click.command(name="ingest")
@@ -70,7 +67,7 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @click.option(
     "--batch-bytes",
     metavar="SIZE",
-    callback=_byte_size,
+    callback=byte_size,
     default=f"{ingest.DEFAULT_BATCH_BYTES >> 20}M",
     show_default=True,
     help="Bytes of documents per transaction at most (K, M, G: 512K, 64M, 1G); a larger document "

@@ -12,6 +12,7 @@ choice.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from simdb.errors import InvalidParameter
@@ -58,6 +59,11 @@ class Design:
         return len(self.plan.tables)
 
     @property
+    def total_bytes(self) -> float:
+        """The index's bytes: its rows and their B-trees."""
+        return self.bytes_per_row * self.rows
+
+    @property
     def prefix_bits(self) -> tuple[int, int]:
         bits = [table.prefix_bits for table in self.plan.tables]
         return min(bits), max(bits)
@@ -102,8 +108,10 @@ def designs(rows: int, max_distance: int, costs: Costs = DEFAULT_COSTS, bits: in
     return result
 
 
-def choose(options: list[Design], workload: str = "both") -> Design:
-    """The cheapest design for the workload, its storage and its load.
+def choose(options: list[Design], workload: str = "both", memory: float | None = None) -> Design:
+    """The cheapest design for the workload, its storage and its load, among those whose index
+    fits in `memory` bytes (if none does, among all): an index larger than the memory the server
+    may cache reads its B-trees from disk, where every cost below grows.
 
     Each cost counts relative to the best any design achieves, so that no unit dominates; the
     workload says which times count (online: query time; batch: all-pairs time; both: the two),
@@ -111,7 +119,8 @@ def choose(options: list[Design], workload: str = "both") -> Design:
     """
     if workload not in WORKLOADS:
         raise InvalidParameter(f"unknown workload {workload!r}", f"use one of {', '.join(WORKLOADS)}")
-    return min(options, key=lambda design: (round(score(design, options, workload), 9), design.tables))
+    within = [d for d in options if not memory or d.total_bytes <= memory] or options
+    return min(within, key=lambda design: (round(score(design, within, workload), 9), design.tables))
 
 
 def score(design: Design, options: list[Design], workload: str) -> float:
@@ -124,14 +133,17 @@ def score(design: Design, options: list[Design], workload: str) -> float:
     return times + size + load
 
 
-def plan_for(rows: int, max_distance: int, workload: str = "both", bits: int = 64) -> BlockPlan:
-    """The block plan `simdb create` uses when --blocks is not given."""
-    return choose(designs(rows, max_distance, bits=bits), workload).plan
+def plan_for(
+    rows: int, max_distance: int, workload: str = "both", bits: int = 64, memory: float | None = None
+) -> BlockPlan:
+    """The block plan `simdb create` uses when --blocks is not given (within `memory` bytes: see choose)."""
+    return choose(designs(rows, max_distance, bits=bits), workload, memory).plan
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """What `simdb plan` shows: every design for a row count and k, and the one chosen."""
+    """What `simdb plan` shows: every design for a row count and k, and the one chosen (within
+    `memory` bytes, where given)."""
 
     rows: int
     max_distance: int
@@ -139,6 +151,8 @@ class Comparison:
     options: list[Design]
     chosen: Design
     bits: int = 64
+    memory: float | None = None
+    unbounded: Design | None = None  # the choice without the memory budget
 
     def as_dict(self) -> list[dict[str, object]]:
         return [
@@ -153,6 +167,8 @@ class Comparison:
                 "query_ms": d.online_ms,
                 "pairs_s": d.batch_s,
                 "load_s": d.load_s,
+                "gigabytes": d.total_bytes / 1e9,
+                "fits": self.memory is None or d.total_bytes <= self.memory,
                 "chosen": d is self.chosen,
             }
             for d in self.options
@@ -163,7 +179,7 @@ class Comparison:
             f"designs for {self.rows} rows of {self.bits}-bit fingerprints, max distance "
             f"{self.max_distance}, workload {self.workload}:",
             f"  {'blocks':>6} {'tables':>6} {'prefix':>7} {'cand/query':>11} {'cand pairs':>11} "
-            f"{'bytes/row':>9} {'query ms':>9} {'pairs s':>9} {'load s':>8}",
+            f"{'bytes/row':>9} {'GB':>7} {'query ms':>9} {'pairs s':>9} {'load s':>8}",
         ]
         for d in self.options:
             low, high = d.prefix_bits
@@ -171,12 +187,14 @@ class Comparison:
             lines.append(
                 f"{'*' if d is self.chosen else ' '} {d.plan.blocks:>6} {d.tables:>6} {bits:>7} "
                 f"{d.candidates_per_query:>11.3g} {d.candidates_per_batch:>11.3g} {d.bytes_per_row:>9.0f} "
-                f"{d.online_ms:>9.3f} {d.batch_s:>9.3g} {d.load_s:>8.3g}"
+                f"{d.total_bytes / 1e9:>7.3g} {d.online_ms:>9.3f} {d.batch_s:>9.3g} {d.load_s:>8.3g}"
             )
         lines.append(
             f"* chosen: {self.chosen.plan.blocks} blocks ({self.chosen.tables} tables); costs measured on "
-            "simdb's development machine, see simdb/planner.py"
+            "simdb's development machine, see simdb/plan/planner.py"
         )
+        if self.memory is not None:
+            lines.append(self._memory_line())
         candidates = self.chosen.candidates_per_query
         share = candidates / self.rows
         lines.append(
@@ -186,8 +204,35 @@ class Comparison:
         )
         return lines
 
+    def _memory_line(self) -> str:
+        """Why the memory budget chose, or that it did not matter."""
+        budget = f"memory budget {(self.memory or 0) / 1e9:.3g} GB"
+        unbounded = self.unbounded
+        if unbounded is None or unbounded is self.chosen:
+            fits = unbounded is None or unbounded.total_bytes <= (self.memory or 0)
+            chosen = "the cheapest design fits it" if fits else "no design fits it: chosen as without it"
+            return f"{budget}: {chosen}"
+        return (
+            f"{budget}: {unbounded.plan.blocks} blocks ({unbounded.tables} tables) would check fewer "
+            f"candidates but take {unbounded.total_bytes / 1e9:.3g} GB; the cheapest design within it "
+            "is chosen"
+        )
 
-def compare(rows: int, max_distance: int, workload: str = "both", bits: int = 64) -> Comparison:
-    """Every design for `rows` and `max_distance`, with the one `simdb create` would pick."""
+
+def compare(
+    rows: int, max_distance: int, workload: str = "both", bits: int = 64, memory: float | None = None
+) -> Comparison:
+    """Every design for `rows` and `max_distance`, with the one `simdb create` would pick (within
+    `memory` bytes, if given)."""
     options = designs(rows, max_distance, bits=bits)
-    return Comparison(rows, max_distance, workload, options, choose(options, workload), bits)
+    chosen, unbounded = choose(options, workload, memory), choose(options, workload)
+    return Comparison(rows, max_distance, workload, options, chosen, bits, memory, unbounded)
+
+
+def machine_memory() -> float:
+    """Three quarters of this machine's physical memory: what an index may count on being cached,
+    beside the operating system and the client (0 where the system does not say)."""
+    try:
+        return 0.75 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0.0

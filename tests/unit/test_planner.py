@@ -112,3 +112,20 @@ def test_plan_command_with_workers(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(out)["choose"] in ("key", "prefix") and "choose --layout" not in out
     code, _, err = simdb(capsys, "plan", "--shards", "8")
     assert code == 1 and "--shards applies with --workers" in err
+
+
+def test_the_memory_budget_sets_aside_the_designs_that_do_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    """At 100M rows within 3 bits, 10 tables check ~21 candidates a query but take 22 GB; in 19 GB
+    the planner takes 4 tables (10 GB) and says why; where none fits, it chooses as without a
+    budget (Manku's 8 billion rows: 6 blocks, 20 tables)."""
+    options = designs(100_000_000, 3)
+    assert choose(options).tables == 10 and choose(options, memory=19e9).tables == 4
+    assert choose(options, memory=19e9).total_bytes <= 19e9 < choose(options).total_bytes
+    assert choose(designs(8_000_000_000, 3), memory=19e9).tables == 20
+    assert plan_for(100_000_000, 3, memory=19e9).blocks == 4
+    code, out, _ = simdb(capsys, "plan", "--rows", "100000000", "-k", "3", "--memory", "19G")
+    assert code == 0 and "* chosen: 4 blocks (4 tables)" in out
+    assert "5 blocks (10 tables) would check fewer candidates but take 22.4 GB" in " ".join(out.split())
+    code, out, _ = simdb(capsys, "plan", "--rows", "100000000", "-k", "3", "--memory", "64G", "--json")
+    chosen = [design for design in json.loads(out) if design["chosen"]]
+    assert [(d["tables"], d["fits"]) for d in chosen] == [(10, True)]

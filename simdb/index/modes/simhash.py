@@ -31,7 +31,7 @@ from simdb.index.modes.widths import Width, width
 from simdb.index.placement import first_shared
 from simdb.plan import pairing, reach
 from simdb.plan.blocks import BlockPlan
-from simdb.plan.planner import WORKLOADS, plan_for
+from simdb.plan.planner import WORKLOADS, machine_memory, plan_for
 from simdb.sketch.features import WIDTHS, Content, Features, check_bits
 from simdb.sketch.simhash import (
     FINGERPRINT_METHODS,
@@ -91,7 +91,7 @@ class SimhashSpec(Spec):
         k = self.k
         chosen = self.blocks
         if chosen is None:
-            chosen = plan_for(expected_rows, k, self.workload, bits).blocks
+            chosen = plan_for(expected_rows, k, self.workload, bits, machine_memory()).blocks
         plan = BlockPlan(k, chosen, bits)
         return SimhashIndex(name, features, expected_rows, plan, check_spec(self.version))
 

@@ -258,7 +258,6 @@ def bench_index(
             hnsw_figures = _bench_hnsw(conn, index, probes, truth, progress)
             hnsw_note = "" if hnsw_figures else "the vector extension is not available on this server"
         progress(f"pairs --new: {max(2, rows // 100)} rows added, new pairs against a full run")
-        added = bench_new_pairs(conn, index, data, max_distance, seed)
         version = conn.execute("SHOW server_version").fetchone()
         return IndexBench(
             rows=rows,
@@ -293,7 +292,7 @@ def bench_index(
             hand_pairs_seconds=hand_pairs_s,
             hnsw=hnsw_figures,
             hnsw_note=hnsw_note,
-            added=added,
+            added=bench_new_pairs(conn, index, data, max_distance, seed),
         )
     finally:
         indexes.drop(conn, name)

@@ -38,12 +38,14 @@ def pairs(
     min_similarity: float | None = None,
     same_extension: bool = False,
     size_ratio: float | None = None,
+    jobs: int = 1,
 ) -> Generator[Pair, None, None]:
     """Every pair within the cutoff exactly once, streamed from a server-side cursor.
 
     The cutoff is `max_distance` bits on a simhash index, `min_similarity` on a jaccard one
     (each defaults to the index's own). `same_extension` and `size_ratio` (largest size at most
-    R times the smallest) are cheap second filters on the stored extension and size.
+    R times the smallest) are cheap second filters on the stored extension and size. `jobs`
+    threads pair the rows in memory (a table or band each at a time).
     """
     cutoff = index.cutoff(max_distance, min_similarity)
     conditions = _conditions(same_extension, size_ratio)
@@ -51,7 +53,7 @@ def pairs(
     with conn.transaction():
         if alone:  # (in memory, rows are found by address: one snapshot for both statements)
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        yield from _all_pairs(conn, index, cutoff, conditions, in_memory=alone)
+        yield from _all_pairs(conn, index, cutoff, conditions, in_memory=alone, jobs=jobs)
 
 
 def new_pairs(
@@ -63,6 +65,7 @@ def new_pairs(
     min_similarity: float | None = None,
     same_extension: bool = False,
     size_ratio: float | None = None,
+    jobs: int = 1,
 ) -> Generator[Pair, None, None]:
     """The pairs that involve a row added or changed since `consumer`'s last run, as `pairs` finds
     them (every pair on the first run, which starts tracking changes); the consumer's mark moves
@@ -72,7 +75,7 @@ def new_pairs(
     cutoff = index.cutoff(max_distance, min_similarity)
     conditions = _conditions(same_extension, size_ratio)
     _start_tracking(conn, index)
-    return _new_pairs(conn, index, consumer, cutoff, conditions)
+    return _new_pairs(conn, index, consumer, cutoff, conditions, jobs)
 
 
 def _start_tracking(conn: Connection, index: Index) -> None:
@@ -89,21 +92,21 @@ def _start_tracking(conn: Connection, index: Index) -> None:
 
 
 def _new_pairs(
-    conn: Connection, index: Index, consumer: str, cutoff: float, conditions: list[sql.Composable]
+    conn: Connection, index: Index, consumer: str, cutoff: float, conditions: list[sql.Composable], jobs: int
 ) -> Generator[Pair, None, None]:
     """new_pairs' pairs and the consumer's new mark, in one repeatable read transaction."""
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         mark = catalog.pair_mark(conn, index.name, consumer)
         if mark is None:
-            yield from _all_pairs(conn, index, cutoff, conditions, in_memory=True)
+            yield from _all_pairs(conn, index, cutoff, conditions, in_memory=True, jobs=jobs)
         else:
-            yield from _changed_pairs(conn, index, mark, cutoff, conditions)
+            yield from _changed_pairs(conn, index, mark, cutoff, conditions, jobs)
         catalog.set_pair_mark(conn, index.name, consumer)
 
 
 def _changed_pairs(
-    conn: Connection, index: Index, mark: str, cutoff: float, conditions: list[sql.Composable]
+    conn: Connection, index: Index, mark: str, cutoff: float, conditions: list[sql.Composable], jobs: int
 ) -> Iterator[Pair]:
     """The pairs that involve a row changed after `mark`, the cheaper way: a near query for each
     such row, or (many rows changed) every pair paired in memory and those of a changed row kept."""
@@ -112,7 +115,9 @@ def _changed_pairs(
         yield from _stream(conn, index, _filtered(index, fresh, conditions), parameters)
         return
     either, values = changes.either_changed(mark)
-    yield from _all_pairs(conn, index, cutoff, [*conditions, either], in_memory=True, values=values)
+    yield from _all_pairs(
+        conn, index, cutoff, [*conditions, either], in_memory=True, values=values, jobs=jobs
+    )
 
 
 def _conditions(same_extension: bool, size_ratio: float | None) -> list[sql.Composable]:
@@ -136,12 +141,13 @@ def _all_pairs(
     *,
     in_memory: bool,
     values: Sequence[object] = (),
+    jobs: int = 1,
 ) -> Iterator[Pair]:
     """Every pair where the conditions (over rows a and b, with parameters `values`) hold, in the
     caller's transaction: paired in memory where the placement may and the transaction is
     repeatable read (`in_memory`), else by the index's pairs function."""
     if in_memory and index.placement.pairs_on_client:
-        found = index.pairs_in_memory(conn, cutoff)
+        found = index.pairs_in_memory(conn, cutoff, jobs)
         if found is not None:
             statement, parameters = found
             extra = sql.SQL("").join(sql.SQL(" AND {}").format(c) for c in conditions)
@@ -262,6 +268,7 @@ def clusters(
     min_similarity: float | None = None,
     progress: Callable[[int], object] | None = None,
     new: bool = False,
+    jobs: int = 1,
 ) -> Clusters:
     """Compute the clusters and store them in simdb."NAME__clusters" (key, cluster) for SQL joins.
 
@@ -281,7 +288,9 @@ def clusters(
         _start_tracking(conn, index)
     mine = conn.info.transaction_status == TransactionStatus.IDLE
     if not (mine and changes.tracked(conn, index)):  # (every run of an index that tracks no changes)
-        found, count = groups(conn, index, max_distance, min_similarity=min_similarity, progress=progress)
+        found, count = groups(
+            conn, index, max_distance, min_similarity=min_similarity, progress=progress, jobs=jobs
+        )
         result = _clusters(index, found, count, cutoff)
         with conn.transaction():
             _store_clusters(conn, index, result)
@@ -292,12 +301,12 @@ def clusters(
         mark = catalog.pair_mark(conn, index.name, CLUSTERS_CONSUMER)
         stored = _stored_clusters(conn, index, cutoff) if new and mark is not None else None
         if mark is None or stored is None:
-            pairs_read: Iterator[Pair] = _all_pairs(conn, index, cutoff, [], in_memory=True)
+            pairs_read: Iterator[Pair] = _all_pairs(conn, index, cutoff, [], in_memory=True, jobs=jobs)
         else:
             for group in stored:
                 for key in group[1:]:
                     components.union(group[0], key)
-            pairs_read = _changed_pairs(conn, index, mark, cutoff, [])
+            pairs_read = _changed_pairs(conn, index, mark, cutoff, [], jobs)
         for pair in pairs_read:
             components.union(pair.key_a, pair.key_b)
             count += 1
@@ -362,12 +371,13 @@ def groups(
     *,
     min_similarity: float | None = None,
     progress: Callable[[int], object] | None = None,
+    jobs: int = 1,
 ) -> tuple[list[list[str]], int]:
     """The clusters as `clusters` numbers them (each sorted, ordered by smallest key), and the
     count of pairs they came from, computed without storing anything (a reader may call it)."""
     components = _Components()
     count = 0
-    for pair in pairs(conn, index, max_distance, min_similarity=min_similarity):
+    for pair in pairs(conn, index, max_distance, min_similarity=min_similarity, jobs=jobs):
         components.union(pair.key_a, pair.key_b)
         count += 1
         if progress is not None:

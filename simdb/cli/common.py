@@ -127,16 +127,26 @@ def byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     return int(found[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[found[2].lower()]
 
 
-def jobs_option(function: F) -> F:
-    """--jobs N: threads that fingerprint (ingest, and attach, sync and reindex of a table's rows)."""
+def threads_option(help_text: str) -> Callable[[F], F]:
+    """--jobs N: threads that share a command's compiled work (all cores by default)."""
     return click.option(
         "--jobs",
         "-j",
         type=click.IntRange(1),
         default=os.cpu_count() or 1,
         show_default="all cores",
-        help="Threads that fingerprint in parallel (the compiled kernels run outside the GIL).",
-    )(function)
+        help=help_text,
+    )
+
+
+# ingest, and attach, sync and reindex of a table's rows
+jobs_option = threads_option(
+    "Threads that fingerprint in parallel (the compiled kernels run outside the GIL)."
+)
+# pairs and clusters
+pairing_jobs_option = threads_option(
+    "Threads that pair the rows in memory, a table or band each (the kernels run outside the GIL)."
+)
 
 
 def json_option(function: F) -> F:

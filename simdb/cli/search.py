@@ -25,6 +25,7 @@ from simdb.cli.common import (
     format_choice,
     format_option,
     json_option,
+    pairing_jobs_option,
     row_writer,
     show,
     signature_spec_option,
@@ -171,6 +172,7 @@ def _beyond_reach(name: str, target: Index, beyond: query.Nearest) -> str:
     metavar="NAME",
     help="--new: whose mark to read and move (each consumer keeps its own).",
 )
+@pairing_jobs_option
 @format_option
 @dsn_option
 @click.pass_context
@@ -183,6 +185,7 @@ def pairs_(
     size_ratio: float | None,
     new_only: bool,
     consumer: str,
+    jobs: int,
     format_: str,
     as_json: bool,
 ) -> None:
@@ -210,6 +213,7 @@ def pairs_(
                 min_similarity=threshold,
                 same_extension=same_extension,
                 size_ratio=size_ratio,
+                jobs=jobs,
             )
         else:
             found = duplicates.pairs(
@@ -219,6 +223,7 @@ def pairs_(
                 min_similarity=threshold,
                 same_extension=same_extension,
                 size_ratio=size_ratio,
+                jobs=jobs,
             )
         header = ("key_a", "key_b", score)
         # (closing: a closed pipe ends the pairs' transaction before the connection)
@@ -242,6 +247,7 @@ def pairs_(
     help="Merge the pairs of the rows added or changed since the clusters were stored into them "
     "(the first run computes them all and starts tracking changes, as the table's owner).",
 )
+@pairing_jobs_option
 @json_option
 @dsn_option
 @click.pass_context
@@ -251,6 +257,7 @@ def clusters_(
     max_distance: int | None,
     threshold: float | None,
     new_only: bool,
+    jobs: int,
     as_json: bool,
 ) -> None:
     """Group the near-duplicates of index NAME into clusters (connected components of the pairs).
@@ -264,7 +271,7 @@ def clusters_(
         target = indexes.get(conn, name)
         with counter(f"clusters {name}", " pairs") as done:
             found = duplicates.clusters(
-                conn, target, max_distance, min_similarity=threshold, progress=done, new=new_only
+                conn, target, max_distance, min_similarity=threshold, progress=done, new=new_only, jobs=jobs
             )
     show(found, as_json)
 

@@ -12,8 +12,10 @@ work is a hash self-join per table, which costs several times more per candidate
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,10 +33,11 @@ def prefix_blocks(table: Table) -> np.ndarray:
 
 
 def within(
-    fingerprints: np.ndarray, plan: BlockPlan, max_distance: int
+    fingerprints: np.ndarray, plan: BlockPlan, max_distance: int, jobs: int = 1
 ) -> tuple[Positions, Positions, np.ndarray]:
     """(i, j, distance) of every pair of positions i < j whose fingerprints differ in at most
-    `max_distance` bits (at most the plan's k), each pair once."""
+    `max_distance` bits (at most the plan's k), each pair once; `jobs` threads pair the tables
+    (the kernel runs outside the GIL)."""
     if plan.bits != 64 or not 0 <= max_distance <= plan.max_distance:
         raise InvalidParameter(
             f"cannot pair {plan.bits}-bit fingerprints within {max_distance} bits by sorting",
@@ -44,10 +47,14 @@ def within(
     from simdb.kernels import compiled as kernels  # (numba loads with the first pairs, not with the CLI)
 
     masks = np.array([table.prefix_mask for table in plan.tables], dtype=np.uint64)
-    found = [
-        kernels.close_pairs(fingerprints, prefix_blocks(table), masks[number], masks[:number], max_distance)
-        for number, table in enumerate(plan.tables)
-    ]
+
+    def table_pairs(number: int) -> tuple[Positions, Positions]:
+        table = plan.tables[number]
+        return kernels.close_pairs(
+            fingerprints, prefix_blocks(table), masks[number], masks[:number], max_distance
+        )
+
+    found = each(table_pairs, range(len(plan.tables)), jobs)
     i, j = _ordered(found, len(fingerprints))
     return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
 
@@ -68,10 +75,23 @@ def load_kernels() -> None:
     within(np.arange(2, dtype=np.uint64), BlockPlan(1, 2), 1)
 
 
-def sharing(keys: list[np.ndarray]) -> tuple[Positions, Positions]:
+def sharing(keys: list[np.ndarray], jobs: int = 1) -> tuple[Positions, Positions]:
     """(i, j) of every pair of positions i < j equal in at least one of the key arrays (the bands
-    of MinHash LSH), each pair once."""
-    return _once([_in_runs(column) for column in keys], len(keys[0]) if keys else 0)
+    of MinHash LSH), each pair once; `jobs` threads take the bands (numpy sorts outside the GIL)."""
+    return _once(each(_in_runs, keys, jobs), len(keys[0]) if keys else 0)
+
+
+T = TypeVar("T")
+
+
+def each(
+    work: Callable[[T], tuple[Positions, Positions]], items: Iterable[T], jobs: int
+) -> list[tuple[Positions, Positions]]:
+    """work(item) for each item, in order, on `jobs` threads (this one alone for 1)."""
+    if jobs <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(jobs, thread_name_prefix="simdb-pairs") as pool:
+        return list(pool.map(work, items))
 
 
 def _once(found: list[tuple[Positions, Positions]], rows: int) -> tuple[Positions, Positions]:

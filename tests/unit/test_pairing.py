@@ -11,8 +11,9 @@ from simdb.plan import pairing
 from simdb.plan.blocks import BlockPlan
 
 
+@pytest.mark.parametrize("jobs", [1, 3])
 @pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 6), (6, 8)])
-def test_within_equals_brute_force(k: int, blocks: int) -> None:
+def test_within_equals_brute_force(k: int, blocks: int, jobs: int) -> None:
     rng = np.random.default_rng(blocks)
     base = rng.integers(0, 2**64, size=40, dtype=np.uint64)
     values = [base]
@@ -27,7 +28,7 @@ def test_within_equals_brute_force(k: int, blocks: int) -> None:
     fingerprints = np.concatenate(values)
     plan = BlockPlan(k, blocks)
     for distance in sorted({0, k // 2, k}):
-        i, j, d = pairing.within(fingerprints, plan, distance)
+        i, j, d = pairing.within(fingerprints, plan, distance, jobs)
         found = list(zip(i.tolist(), j.tolist(), d.tolist(), strict=True))
         assert len(found) == len(set(found)) and set(found) == hamming_pairs(
             dict(enumerate(fingerprints.tolist())), distance
@@ -43,12 +44,13 @@ def test_within_refuses_what_it_cannot_pair_exactly() -> None:
     assert [len(part) for part in empty] == [0, 0, 0]
 
 
-def test_sharing_equals_brute_force() -> None:
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_sharing_equals_brute_force(jobs: int) -> None:
     rng = np.random.default_rng(3)
     keys = [rng.integers(0, 40, size=300) for _ in range(5)]  # small ranges: many shared keys
     keys.append(np.full(300, 7))  # one band where every row shares its key
     for columns in (keys[:5], keys):
-        i, j = pairing.sharing(columns)
+        i, j = pairing.sharing(columns, jobs)
         found = list(zip(i.tolist(), j.tolist(), strict=True))
         expected = {
             (a, b) for a in range(300) for b in range(a + 1, 300) if any(c[a] == c[b] for c in columns)

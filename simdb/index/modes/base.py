@@ -293,7 +293,9 @@ class Index(ABC):
             return []
         return btree_statements(self, self.table, stored, name_of, if_missing=if_missing)
 
-    def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
+    def pairs_in_memory(
+        self, conn: Connection, cutoff: float, jobs: int = 1
+    ) -> tuple[sql.Composed, list[Any]] | None:
         """Every pair within the cutoff found in memory (simdb.plan.pairing), several times faster than
         the pairs function's self-joins: the statement that names them, SELECT key_a, key_b,
         score FROM ... rows a and b ... WHERE ..., and its parameters; None where the mode cannot.

@@ -490,11 +490,13 @@ class JaccardIndex(Index):
             wanted=cutoff,
         )
 
-    def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
+    def pairs_in_memory(
+        self, conn: Connection, cutoff: float, jobs: int = 1
+    ) -> tuple[sql.Composed, list[Any]] | None:
         """Rows sharing a band key found by sorting each band's keys; each candidate pair's rows
         then read once and estimated in SQL."""
         rows = self.placement.read_rows(conn, self.table, self.btree_keys(sql.SQL("r.signature")))
-        first, second = pairing.sharing(rows.values)
+        first, second = pairing.sharing(rows.values, jobs)
         estimate = self.estimate(sql.SQL("a.signature"), sql.SQL("b.signature"))
         keep = sql.SQL("s.score >= %s")
         statement = self.placement.pairs_of(self.table, estimate, keep)

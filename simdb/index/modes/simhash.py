@@ -357,14 +357,16 @@ class SimhashIndex(Index):
             k=cutoff,
         )
 
-    def pairs_in_memory(self, conn: Connection, cutoff: float) -> tuple[sql.Composed, list[Any]] | None:
+    def pairs_in_memory(
+        self, conn: Connection, cutoff: float, jobs: int = 1
+    ) -> tuple[sql.Composed, list[Any]] | None:
         """Each table's prefixes sorted, runs compared with bit_count (64-bit fingerprints only)."""
         if self.bits != 64:
             return None
         stored = sql.Identifier(self.sketch_column)
         with pairing.loading_kernels():
             rows = self.placement.read_rows(conn, self.table, [sql.SQL("r.{}").format(stored)])
-        first, second, _ = pairing.within(rows.values[0].view(np.uint64), self.plan, int(cutoff))
+        first, second, _ = pairing.within(rows.values[0].view(np.uint64), self.plan, int(cutoff), jobs)
         distance = self.width.distance(sql.SQL("a.{}").format(stored), sql.SQL("b.{}").format(stored))
         statement = self.placement.pairs_of(self.table, distance, sql.SQL("true"))
         return statement, [rows.at(first), rows.at(second)]

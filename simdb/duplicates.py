@@ -39,6 +39,7 @@ def pairs(
     same_extension: bool = False,
     size_ratio: float | None = None,
     jobs: int = 1,
+    new_for: str | None = None,
 ) -> Generator[Pair, None, None]:
     """Every pair within the cutoff exactly once, streamed from a server-side cursor.
 
@@ -46,36 +47,30 @@ def pairs(
     (each defaults to the index's own). `same_extension` and `size_ratio` (largest size at most
     R times the smallest) are cheap second filters on the stored extension and size. `jobs`
     threads pair the rows in memory (a table or band each at a time).
+
+    With `new_for` (a consumer's name), only the pairs that involve a row added or changed since
+    that consumer's last such run (every pair on its first, which starts tracking changes); its
+    mark moves to this run's snapshot once every pair has been read (a run stopped before leaves
+    it where it was: the next one reports those pairs again). That costs a near query per changed
+    row while they are few, else about a full run (_changed_pairs). Checks run at the call.
     """
     cutoff = index.cutoff(max_distance, min_similarity)
     conditions = _conditions(same_extension, size_ratio)
+    if new_for is None:
+        return _pairs(conn, index, cutoff, conditions, jobs)
+    _start_tracking(conn, index)
+    return _new_pairs(conn, index, new_for, cutoff, conditions, jobs)
+
+
+def _pairs(
+    conn: Connection, index: Index, cutoff: float, conditions: list[sql.Composable], jobs: int
+) -> Generator[Pair, None, None]:
+    """Every pair, in one transaction (repeatable read, where it is the connection's own)."""
     alone = conn.info.transaction_status == TransactionStatus.IDLE
     with conn.transaction():
         if alone:  # (in memory, rows are found by address: one snapshot for both statements)
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         yield from _all_pairs(conn, index, cutoff, conditions, in_memory=alone, jobs=jobs)
-
-
-def new_pairs(
-    conn: Connection,
-    index: Index,
-    consumer: str = "default",
-    max_distance: int | None = None,
-    *,
-    min_similarity: float | None = None,
-    same_extension: bool = False,
-    size_ratio: float | None = None,
-    jobs: int = 1,
-) -> Generator[Pair, None, None]:
-    """The pairs that involve a row added or changed since `consumer`'s last run, as `pairs` finds
-    them (every pair on the first run, which starts tracking changes); the consumer's mark moves
-    to this run's snapshot once every pair has been read (a run stopped before leaves it where
-    it was: the next one reports those pairs again). Costs a near query per changed row while
-    they are few, else about a full run (_changed_pairs)."""
-    cutoff = index.cutoff(max_distance, min_similarity)
-    conditions = _conditions(same_extension, size_ratio)
-    _start_tracking(conn, index)
-    return _new_pairs(conn, index, consumer, cutoff, conditions, jobs)
 
 
 def _start_tracking(conn: Connection, index: Index) -> None:
@@ -94,7 +89,8 @@ def _start_tracking(conn: Connection, index: Index) -> None:
 def _new_pairs(
     conn: Connection, index: Index, consumer: str, cutoff: float, conditions: list[sql.Composable], jobs: int
 ) -> Generator[Pair, None, None]:
-    """new_pairs' pairs and the consumer's new mark, in one repeatable read transaction."""
+    """The pairs of rows changed since the consumer's mark, and its new mark, in one repeatable
+    read transaction."""
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         mark = catalog.pair_mark(conn, index.name, consumer)
@@ -277,8 +273,8 @@ def clusters(
     (max_distance or min_similarity, by mode), is replaced in one transaction. `progress` is
     told of each pair as it is joined in.
 
-    With `new`, the pairs that involve a row written since the clusters were stored (as
-    new_pairs finds them) are merged into the stored clusters; the first such run computes them
+    With `new`, the pairs that involve a row written since the clusters were stored (as pairs'
+    `new_for` finds them) are merged into the stored clusters; the first such run computes them
     all and starts tracking changes. Merging only joins clusters: a row rewritten or removed
     since leaves its cluster at the next full run.
     """

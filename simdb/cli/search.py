@@ -204,27 +204,16 @@ def pairs_(
         target = indexes.get(conn, name)
         target.cutoff(max_distance, threshold)
         score = target.score_column  # distance (simhash) or similarity (jaccard)
-        if new_only:
-            found = duplicates.new_pairs(
-                conn,
-                target,
-                consumer,
-                max_distance,
-                min_similarity=threshold,
-                same_extension=same_extension,
-                size_ratio=size_ratio,
-                jobs=jobs,
-            )
-        else:
-            found = duplicates.pairs(
-                conn,
-                target,
-                max_distance,
-                min_similarity=threshold,
-                same_extension=same_extension,
-                size_ratio=size_ratio,
-                jobs=jobs,
-            )
+        found = duplicates.pairs(
+            conn,
+            target,
+            max_distance,
+            min_similarity=threshold,
+            same_extension=same_extension,
+            size_ratio=size_ratio,
+            jobs=jobs,
+            new_for=consumer if new_only else None,
+        )
         header = ("key_a", "key_b", score)
         # (closing: a closed pipe ends the pairs' transaction before the connection)
         with (

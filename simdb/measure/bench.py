@@ -69,7 +69,7 @@ def bench_new_pairs(
 ) -> NewPairsBench:
     """Track changes (a first pairs --new: every pair), add 1% rows, then time pairs --new and a
     full run in turn, and check one against the other."""
-    list(duplicates.new_pairs(conn, index, "bench"))
+    list(duplicates.pairs(conn, index, new_for="bench"))
     rng = np.random.default_rng(seed + 1)
     count = max(2, len(data) // 100)
     values = list(data.values())
@@ -83,7 +83,7 @@ def bench_new_pairs(
             added[f"added{number}"] = near
     ingest.store(conn, index, added)
     began = time.perf_counter()
-    new = {(pair.key_a, pair.key_b) for pair in duplicates.new_pairs(conn, index, "bench")}
+    new = {(pair.key_a, pair.key_b) for pair in duplicates.pairs(conn, index, new_for="bench")}
     new_s = time.perf_counter() - began
     began = time.perf_counter()
     full = {(pair.key_a, pair.key_b) for pair in duplicates.pairs(conn, index)}

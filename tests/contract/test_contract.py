@@ -193,7 +193,7 @@ def test_new_pairs_are_the_pairs_that_writes_add(
     made = oracle.made
     if not made.storage.writes_own_rows or made.placement.distributed:
         with pytest.raises(InvalidParameter):
-            list(duplicates.new_pairs(conn, made))
+            list(duplicates.pairs(conn, made, new_for="default"))
         return
 
     def full() -> set[tuple[str, str, object]]:
@@ -202,7 +202,7 @@ def test_new_pairs_are_the_pairs_that_writes_add(
     def new(consumer: str = "nightly") -> set[tuple[str, str, object]]:
         return {
             (p.key_a, p.key_b, getattr(p, made.score_column))
-            for p in duplicates.new_pairs(conn, made, consumer)
+            for p in duplicates.pairs(conn, made, new_for=consumer)
         }
 
     before = full()

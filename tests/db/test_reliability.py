@@ -355,14 +355,16 @@ def test_pairs_new_misses_no_write_that_commits_during_a_run(dsn: str, conn: Con
     write began would be older than the mark, and the row lost)."""
     made = index.create(conn, "docs", SimhashSpec(max_distance=2))
     ingest.store(conn, made, {"a": 0b1111, "b": 0b1110_0000_0000})
-    assert [(p.key_a, p.key_b) for p in duplicates.new_pairs(conn, made)] == []  # tracks from here
+    assert [
+        (p.key_a, p.key_b) for p in duplicates.pairs(conn, made, new_for="default")
+    ] == []  # tracks from here
     ingest.store(conn, made, {"c": 0b1110})  # a new row near a
     with psycopg.connect(dsn, autocommit=True) as other:
         with other.transaction():
             other.execute("INSERT INTO simdb.docs (key, fingerprint) VALUES ('d', %s)", (0b1110_0000_0001,))
-            run = duplicates.new_pairs(conn, made)
+            run = duplicates.pairs(conn, made, new_for="default")
             first = next(run)  # the run's snapshot is taken: d's transaction is still open
         rest = list(run)  # d has committed while the run reads
     assert [(p.key_a, p.key_b) for p in [first, *rest]] == [("a", "c")]
-    assert [(p.key_a, p.key_b) for p in duplicates.new_pairs(conn, made)] == [("b", "d")]
-    assert list(duplicates.new_pairs(conn, made)) == []
+    assert [(p.key_a, p.key_b) for p in duplicates.pairs(conn, made, new_for="default")] == [("b", "d")]
+    assert list(duplicates.pairs(conn, made, new_for="default")) == []

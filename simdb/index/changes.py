@@ -50,6 +50,21 @@ def tracked(conn: Connection, index: Index) -> bool:
     return found is not None
 
 
+def _changed_after(row: sql.Composable, mark: sql.Composable) -> sql.Composed:
+    """The condition that `row` (an alias) changed after the snapshot `mark` (an SQL expression):
+    its transaction at or past the snapshot's oldest open one, and not seen by it."""
+    changed = sql.SQL("{}.{}").format(row, sql.Identifier(names.CHANGED_COLUMN))
+    return sql.SQL(
+        "({changed} >= pg_snapshot_xmin({mark}) AND NOT pg_visible_in_snapshot({changed}, {mark}))"
+    ).format(changed=changed, mark=mark)
+
+
+def _drop_trigger(conn: Connection, index: Index) -> None:
+    conn.execute(
+        sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(names.CHANGED_TRIGGER), index.table)
+    )
+
+
 def check_writable(conn: Connection, index: Index) -> None:
     """Refuse, before any pair is read, a role that may not start tracking index NAME (that takes
     the table's owner) or may not keep a mark, naming the role that may."""
@@ -91,7 +106,7 @@ def track(conn: Connection, index: Index) -> None:
                 index.table, column
             )
         )
-        conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(trigger, index.table))
+        _drop_trigger(conn, index)
         conn.execute(
             sql.SQL(
                 "CREATE TRIGGER {trigger} BEFORE UPDATE OF {sketch} ON {table} FOR EACH ROW"
@@ -113,9 +128,7 @@ def track(conn: Connection, index: Index) -> None:
 def untrack(conn: Connection, index: Index) -> None:
     """Stop tracking (before the table is distributed), in the caller's transaction: the column,
     its trigger and B-tree, and the marks go."""
-    conn.execute(
-        sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(names.CHANGED_TRIGGER), index.table)
-    )
+    _drop_trigger(conn, index)
     conn.execute(
         sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS {}").format(
             index.table, sql.Identifier(names.CHANGED_COLUMN)
@@ -129,15 +142,18 @@ def fresh_pairs_function(index: Index, conn: Connection) -> sql.Composed:
     the cutoff that involve a row changed after the snapshot `mark`. One statement: the changed
     rows found through their B-tree, and for each the index's near statement, inlined (a function
     call per row costs more than its probes). Planned for each call (the mark decides how many
-    rows are new), without JIT (compiling the probes' expressions took 0.3 s of a 1.5 s call). Every index has
-    it; it answers once the index tracks changes."""
-    changed = sql.SQL("f.{}").format(sql.Identifier(names.CHANGED_COLUMN))
+    rows are new), without JIT (compiling the probes' expressions took about 0.3 s a call).
+    Every index has it; it answers once the index tracks changes."""
     near = index.near_statement(sql.SQL("f.{}").format(sql.Identifier(index.sketch_column)), sql.SQL("$1"))
     statement = sql.SQL(
         "SELECT DISTINCT least(f.key, m.key), greatest(f.key, m.key), m.{score}"
-        " FROM {table} AS f CROSS JOIN LATERAL ({near}) AS m WHERE m.key <> f.key"
-        " AND {changed} >= pg_snapshot_xmin($2) AND NOT pg_visible_in_snapshot({changed}, $2)"
-    ).format(score=sql.Identifier(index.score_column), table=index.table, near=near, changed=changed)
+        " FROM {table} AS f CROSS JOIN LATERAL ({near}) AS m WHERE m.key <> f.key AND {changed}"
+    ).format(
+        score=sql.Identifier(index.score_column),
+        table=index.table,
+        near=near,
+        changed=_changed_after(sql.Identifier("f"), sql.SQL("$2")),
+    )
     return table_function(
         names.fresh_pairs_function(index.name),
         f"{index.cutoff_column} {index.cutoff_type}, mark pg_snapshot",
@@ -168,13 +184,11 @@ PAIRING_S_PER_ROW = 1e-6
 def probing_pays(conn: Connection, index: Index, mark: str) -> bool:
     """Whether a near query for each row changed after `mark` costs less than pairing every row in
     memory and keeping the pairs of changed rows (either_changed): few changed rows, or few rows."""
-    changed = sql.Identifier(names.CHANGED_COLUMN)
     found = conn.execute(
         sql.SQL(
-            "SELECT (SELECT count(*) FROM {table} WHERE {changed} >= pg_snapshot_xmin(%s::pg_snapshot)"
-            " AND NOT pg_visible_in_snapshot({changed}, %s::pg_snapshot)),"
+            "SELECT (SELECT count(*) FROM {table} AS f WHERE {changed}),"
             " (SELECT reltuples FROM pg_catalog.pg_class WHERE oid = %s::regclass)"
-        ).format(table=index.table, changed=changed),
+        ).format(table=index.table, changed=_changed_after(sql.Identifier("f"), sql.SQL("%s::pg_snapshot"))),
         (mark, mark, names.qualified(index.name)),
     ).fetchone()
     fresh, rows = (int(found[0]), float(found[1])) if found else (0, 0.0)
@@ -183,13 +197,8 @@ def probing_pays(conn: Connection, index: Index, mark: str) -> bool:
 
 def either_changed(mark: str) -> tuple[sql.Composed, list[object]]:
     """The condition that row a or row b of a pair changed after `mark`, and its parameters."""
-    changed = sql.SQL(
-        "({row}.{column} >= pg_snapshot_xmin(%s::pg_snapshot)"
-        " AND NOT pg_visible_in_snapshot({row}.{column}, %s::pg_snapshot))"
-    )
-    column = sql.Identifier(names.CHANGED_COLUMN)
+    snapshot = sql.SQL("%s::pg_snapshot")
     either = sql.SQL("({} OR {})").format(
-        changed.format(row=sql.Identifier("a"), column=column),
-        changed.format(row=sql.Identifier("b"), column=column),
+        _changed_after(sql.Identifier("a"), snapshot), _changed_after(sql.Identifier("b"), snapshot)
     )
     return either, [mark] * 4

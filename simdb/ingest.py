@@ -742,6 +742,9 @@ def format_duration(age: timedelta) -> str:
     return "".join(parts) or "0s"
 
 
+BUILD_MEMORY = "1GB"  # maintenance_work_mem of a bulk load's B-tree builds, at least
+
+
 @dataclass(frozen=True)
 class BulkLoad:
     """What bulk_load did and how long each step took."""
@@ -757,18 +760,17 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
 
     Building a B-tree once from sorted input is far cheaper than inserting millions of random
     keys into it. Keys must be unique (a repeated one is refused and nothing is stored); for
-    updates and re-runs use `store` / `ingest`. On an autocommit connection the table is then
-    vacuumed and analysed (`vacuum`); in a transaction of the caller's that is left to autovacuum,
-    and until it comes each candidate a query finds costs a visit to the table's heap.
+    updates and re-runs use `store` / `ingest` (and for fingerprints in a file, simdb.load).
+    On an autocommit connection the table is then vacuumed and analysed (`vacuum`); in a
+    transaction of the caller's that is left to autovacuum, and until it comes each candidate a
+    query finds costs a visit to the table's heap.
     """
     if not is_empty(conn, index):
         raise InvalidParameter(
             f"index {index.name!r} is not empty", "bulk_load fills new indexes; use ingest"
         )
-    primary_key = sql.Identifier(names.primary_key_name(index.name))
     with conn.transaction():
-        _drop_btrees(conn, index)
-        conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(index.table, primary_key))
+        drop_constraints(conn, index)
         started = time.perf_counter()
         count = 0
         cursor = conn.cursor()
@@ -783,21 +785,45 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
                 copy.write_row((key, to_copy(value)))
                 count += 1
         copied = time.perf_counter()
-        try:
-            with conn.transaction():
-                conn.execute(
-                    sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY (key)").format(
-                        index.table, primary_key
-                    )
-                )
-        except psycopg.errors.UniqueViolation as error:
-            raise InvalidParameter(
-                f"bulk_load got a key twice: {error.diag.message_detail or ''}",
-                "give each key once, or load with ingest/store, which update repeated keys",
-            ) from error
-        for statement in index.btrees():
-            conn.execute(statement)
-        index.placement.derive(conn, index)
+        build_constraints(
+            conn, index, "give each key once, or load with ingest/store, which update repeated keys"
+        )
         built = time.perf_counter()
     vacuum(conn, index)
     return BulkLoad(count, copied - started, built - copied)
+
+
+def drop_constraints(conn: Connection, index: Index) -> None:
+    """Drop the index's B-trees and primary key, before rows are copied into its empty table."""
+    _drop_btrees(conn, index)
+    conn.execute(
+        sql.SQL("ALTER TABLE {} DROP CONSTRAINT IF EXISTS {}").format(
+            index.table, sql.Identifier(names.primary_key_name(index.name))
+        )
+    )
+
+
+def build_constraints(conn: Connection, index: Index, repeated_hint: str) -> None:
+    """Build what drop_constraints dropped from all the rows copied (in the caller's transaction),
+    and what the placement derives from them. A key given twice is refused, with `repeated_hint`.
+    Each build sorts in up to BUILD_MEMORY where the server's default is less (64 MB sorts
+    100M rows in temporary files, several passes)."""
+    conn.execute(
+        "SELECT set_config('maintenance_work_mem', %s, true)"
+        " WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+        (BUILD_MEMORY, BUILD_MEMORY),
+    )
+    try:
+        with conn.transaction():
+            conn.execute(
+                sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY (key)").format(
+                    index.table, sql.Identifier(names.primary_key_name(index.name))
+                )
+            )
+    except psycopg.errors.UniqueViolation as error:
+        raise InvalidParameter(
+            f"a key is given twice: {error.diag.message_detail or ''}", repeated_hint
+        ) from error
+    for statement in index.btrees(if_missing=True):
+        conn.execute(statement)
+    index.placement.derive(conn, index)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from simdb import load
 from simdb.plan import pairing
 from simdb.sketch import features, minhash, short_text, simhash
 from simdb.sketch.features import Features
@@ -33,6 +34,7 @@ def warm() -> None:
         for spec in (1, 2):
             minhash.document_signatures(documents, kind, minhash.DEFAULT_PERMUTATIONS, spec)
     pairing.load_kernels()
+    load.load_kernels()
 
 
 def warm_sketch(sketch: Callable[[str], object]) -> None:

@@ -51,6 +51,7 @@ COMMAND_MODULES = {
     "ingest": "data",
     "init": "admin",
     "list": "admin",
+    "load": "data",
     "pairs": "search",
     "plan": "admin",
     "prune": "data",

@@ -1,4 +1,5 @@
-"""Writing an index's rows: ingest documents, delete keys, prune rows not seen for a while."""
+"""Writing an index's rows: ingest documents, load precomputed fingerprints, delete keys, prune
+rows not seen for a while."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from simdb.errors import InvalidParameter
 from simdb.index import lifecycle as indexes
 from simdb.index import modes
 from simdb.index.modes import Index
-from simdb.sources import readers
+from simdb.sources import fingerprints, readers
 
 PRUNE_ASKS_ABOVE = 0.5  # the share of an index's rows a prune may remove without asking
 
@@ -175,6 +176,74 @@ def ingest_(
     show(report, as_json)
 
 
+@click.command(name="load")
+@click.argument("name")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=False))
+@format_choice(
+    ("auto", *fingerprints.FORMATS),
+    "auto",
+    "auto: by extension (.npy, .u64 or .bin, .jsonl, .csv). npy: one column of 64-bit integers; "
+    "u64: raw little-endian 64-bit values; their rows are keyed by number (from 0).",
+)
+@click.option("--key-field", default="key", show_default=True, help="JSONL/CSV field holding the key.")
+@click.option(
+    "--fingerprint-field",
+    default="fingerprint",
+    show_default=True,
+    help="JSONL/CSV field holding the fingerprint: hex digits, or an integer (unsigned or signed).",
+)
+@click.option(
+    "--delimiter", default=",", show_default=True, help="CSV field separator: one character or 'tab'."
+)
+@click.option(
+    "--key-prefix",
+    default="",
+    help="npy/u64: text before each row's number in its key ('doc-' gives doc-0, ...).",
+)
+@click.option(
+    "--restart",
+    is_flag=True,
+    help="Empty the index of an interrupted load and load PATH from its start (by default a load "
+    "of the same file resumes where it stopped).",
+)
+@json_option
+@dsn_option
+@click.pass_context
+def load_(
+    ctx: click.Context,
+    name: str,
+    path: str,
+    format_: str,
+    key_field: str,
+    fingerprint_field: str,
+    delimiter: str,
+    key_prefix: str,
+    restart: bool,
+    as_json: bool,
+) -> None:
+    """Fill new index NAME with fingerprints computed elsewhere, at the speed of COPY.
+
+    The rows are copied without the index's B-trees, which are built once at the end: several
+    times faster than `simdb ingest --fingerprint-field`, for a new 64-bit simhash index. Each
+    100,000 rows commit on their own; an interrupted load resumes when run again on the same
+    file (and --restart starts it over). Keys must be unique.
+    """
+    from simdb import load
+    from simdb.sources.fingerprints import Fields, FingerprintFile, format_of
+
+    chosen = format_of(path, None if format_ == "auto" else format_)
+    with database(ctx, create_schema=True) as conn:
+        target = indexes.get(conn, name)
+        fields = Fields(
+            target.parse_given, key_field, fingerprint_field, {"tab": "\t"}.get(delimiter, delimiter)
+        )
+        with FingerprintFile(path, chosen, fields, key_prefix) as source:
+            unit = "rows" if source.rows is not None else "B"
+            with counter(f"load {name}", unit, source.total) as done:
+                report = load.load(conn, target, source, restart=restart, progress=done)
+    show(report, as_json)
+
+
 def _say_created(index: Index) -> None:
     """ingest --create made the index: say so on stderr, with what it finds."""
     for line in index.lines():
@@ -252,4 +321,4 @@ class _Pruned:
         return [f"pruned {self.removed} rows not seen for {ingest.format_duration(self.older_than)}"]
 
 
-COMMANDS = [ingest_, delete_, prune_]
+COMMANDS = [ingest_, load_, delete_, prune_]

@@ -28,6 +28,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "cat records.jsonl | simdb ingest docs -",
         "simdb ingest docs ./folder --delete-missing",
     ),
+    "load": (
+        "simdb load big fingerprints.npy --key-prefix doc-",
+        "simdb load docs exported.jsonl --key-field id --fingerprint-field fp",
+    ),
     "delete": ("simdb delete docs /home/me/folder/old.txt",),
     "prune": ("simdb prune docs --older-than 30d",),
     "query": (

@@ -1,8 +1,10 @@
-"""simdb's catalog: the only module that reads or writes simdb._indexes, _tables and _sources.
+"""simdb's catalog: the only module that reads or writes simdb._indexes, _tables, _sources,
+_pair_marks and _loads.
 
 _indexes holds one row per index with every parameter it was built with (the columns of its
 mode are filled, the others NULL); _tables the permuted tables of a simhash index; _sources the
-user table an attached index reads.
+user table an attached index reads; _pair_marks where each consumer of `pairs --new` read last;
+_loads how far each `simdb load` under way got.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ INDEXES = in_schema("_indexes")
 TABLES = in_schema("_tables")
 SOURCES = in_schema("_sources")
 PAIR_MARKS = in_schema("_pair_marks")  # (since revision 0018)
+LOADS = in_schema("_loads")  # (since revision 0019)
 
 
 def add_index(conn: Connection, values: Mapping[str, object]) -> None:
@@ -322,3 +325,45 @@ def set_pair_mark(conn: Connection, name: str, consumer: str) -> None:
         ).format(PAIR_MARKS),
         (name, consumer),
     )
+
+
+@dataclass(frozen=True)
+class LoadMark:
+    """How far a `simdb load` of index NAME under way got: the file (its path, and what fstat
+    said of it) and the rows copied from it."""
+
+    source: str
+    identity: str
+    rows: int
+
+
+def load_mark(conn: Connection, name: str) -> LoadMark | None:
+    """The load of index NAME under way (None when there is none), locked until the caller's
+    transaction ends."""
+    row = conn.execute(
+        sql.SQL("SELECT source, identity, rows FROM {} WHERE index_name = %s FOR UPDATE").format(LOADS),
+        (name,),
+    ).fetchone()
+    return None if row is None else LoadMark(str(row[0]), str(row[1]), int(row[2]))
+
+
+def begin_load(conn: Connection, name: str, source: str, identity: str) -> None:
+    """Record a load of index NAME from a file, at its first row."""
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {} (index_name, source, identity) VALUES (%s, %s, %s) ON CONFLICT (index_name)"
+            " DO UPDATE SET source = excluded.source, identity = excluded.identity, rows = 0,"
+            " started_at = now()"
+        ).format(LOADS),
+        (name, source, identity),
+    )
+
+
+def advance_load(conn: Connection, name: str, rows: int) -> None:
+    """Count `rows` more rows copied by the load of index NAME (in the transaction that copied them)."""
+    conn.execute(sql.SQL("UPDATE {} SET rows = rows + %s WHERE index_name = %s").format(LOADS), (rows, name))
+
+
+def end_load(conn: Connection, name: str) -> None:
+    """The load of index NAME is done."""
+    conn.execute(sql.SQL("DELETE FROM {} WHERE index_name = %s").format(LOADS), (name,))

@@ -915,3 +915,58 @@ def close_pairs(
                 count += 1
         start = end
     return first[:count].copy(), second[:count].copy()
+
+
+@_inline
+def _put_be(out: UInt8Array, at: int, value: np.uint64, size: int) -> None:
+    """`size` bytes of `value`, big-endian (network order, as binary COPY wants), at out[at:]."""
+    for byte in range(size):
+        out[at + byte] = np.uint8((value >> np.uint64(8 * (size - 1 - byte))) & np.uint64(0xFF))
+
+
+@_compiled
+def numbered_keys(prefix: UInt8Array, first: int, count: int) -> tuple[UInt8Array, npt.NDArray[np.int64]]:
+    """Keys prefix + str(first), prefix + str(first + 1), ...: their bytes end to end, and where
+    each ends (the keys of rows that come without one: a numpy or binary file's row numbers)."""
+    widest = len(prefix) + 20
+    out = np.empty(count * widest, dtype=np.uint8)
+    ends = np.empty(count, dtype=np.int64)
+    digits = np.empty(20, dtype=np.uint8)
+    at = 0
+    for row in range(count):
+        out[at : at + len(prefix)] = prefix
+        at += len(prefix)
+        number, size = first + row, 0
+        while True:
+            digits[size] = np.uint8(48 + number % 10)
+            number //= 10
+            size += 1
+            if number == 0:
+                break
+        for digit in range(size):
+            out[at + digit] = digits[size - 1 - digit]
+        at += size
+        ends[row] = at
+    return out[:at].copy(), ends
+
+
+@_compiled
+def copy_tuples(keys: UInt8Array, ends: npt.NDArray[np.int64], values: UInt64Array) -> UInt8Array:
+    """Binary COPY tuples of rows (text key, bigint value): key i is keys[ends[i-1]:ends[i]]
+    (UTF-8), its value values[i] (the bigint's two's complement). Without the file's header and
+    trailer."""
+    rows = len(values)
+    key_bytes = ends[rows - 1] if rows else 0
+    out = np.empty(rows * 18 + key_bytes, dtype=np.uint8)  # field count, 2 lengths, 8 value bytes
+    at, start = 0, 0
+    for row in range(rows):
+        _put_be(out, at, np.uint64(2), 2)
+        size = ends[row] - start
+        _put_be(out, at + 2, np.uint64(size), 4)
+        out[at + 6 : at + 6 + size] = keys[start : ends[row]]
+        at += 6 + size
+        _put_be(out, at, np.uint64(8), 4)
+        _put_be(out, at + 4, values[row], 8)
+        at += 12
+        start = ends[row]
+    return out

@@ -383,7 +383,7 @@ def test_bulk_load_equals_store(conn: Conn) -> None:
     with pytest.raises(InvalidParameter, match="is not empty"):
         ingest.bulk_load(conn, bulk, [("x", 1)])
     again = index.create(conn, "again")
-    with pytest.raises(InvalidParameter, match=r"bulk_load got a key twice: Key \(key\)=\(x\)"):
+    with pytest.raises(InvalidParameter, match=r"a key is given twice: Key \(key\)=\(x\)"):
         ingest.bulk_load(conn, again, [("x", 1), ("y", 2), ("x", 3)])
     assert conn.execute("SELECT count(*) FROM simdb.again").fetchone() == (0,)  # nothing stored
     assert ingest.bulk_load(conn, again, [("x", 1), ("y", 2)]).rows == 2  # and the index is whole

@@ -742,6 +742,8 @@ def format_duration(age: timedelta) -> str:
     return "".join(parts) or "0s"
 
 
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # binary COPY's signature, flags, extension length
+COPY_TRAILER = b"\xff\xff"  # (for rows written whole with Copy.write, which adds neither)
 BUILD_MEMORY = "1GB"  # maintenance_work_mem of a bulk load's B-tree builds, at least
 
 

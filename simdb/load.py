@@ -29,8 +29,6 @@ from simdb.sources.fingerprints import Chunk, FingerprintFile
 
 T = TypeVar("T")
 CHUNK_ROWS = 100_000  # rows a transaction copies: about 3 MB of COPY data
-_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # binary COPY's signature, flags and extension length
-_TRAILER = b"\xff\xff"
 
 
 @dataclass(frozen=True)
@@ -176,9 +174,9 @@ def _copy_chunk(conn: Connection, index: Index, rows: int, data: npt.NDArray[np.
     )
     with conn.transaction():
         with conn.cursor().copy(statement) as copy:
-            copy.write(_HEADER)
+            copy.write(ingest.COPY_HEADER)
             copy.write(data.data)
-            copy.write(_TRAILER)
+            copy.write(ingest.COPY_TRAILER)
         catalog.advance_load(conn, index.name, rows)
 
 

@@ -95,6 +95,15 @@ def calibrate_(
 @planned_distance("The scratch index's k: its probes find every row within this distance.")
 @click.option("--queries", type=click.IntRange(1), default=1000, show_default=True, help="Timed queries.")
 @click.option(
+    "--pairs-limit",
+    "pairs_limit",
+    type=click.FloatRange(1),
+    default=300.0,
+    show_default=True,
+    help="Seconds after which simdb.pairs in SQL and the hand-written table's self-joins are "
+    "stopped (and reported so): at 100M rows they compare ~10^11 candidates, hours.",
+)
+@click.option(
     "--brute-force-queries",
     type=click.IntRange(0),
     default=20,
@@ -263,6 +272,7 @@ def _bench_index(
     max_distance: int,
     queries: int,
     brute_force_queries: int,
+    pairs_limit: float,
     text_paths: tuple[str, ...],
     hnsw: bool,
     features: str,
@@ -286,6 +296,7 @@ def _bench_index(
             max_distance=max_distance,
             queries=queries,
             brute_force_queries=brute_force_queries,
+            pairs_limit_s=pairs_limit,
             progress=say,
         )
     return bench.BenchReport(measured, fingerprinting)

@@ -9,6 +9,7 @@ each, and one query: any band key equal, then the share of equal signature posit
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,6 +23,7 @@ from psycopg import sql
 
 from simdb.db.connection import Connection
 from simdb.index.modes.jaccard import dump_numpy_signatures
+from simdb.ingest import COPY_HEADER, COPY_TRAILER
 from simdb.plan.blocks import block_widths
 from simdb.sketch.bits import to_signed
 from simdb.sketch.minhash import Banding, UInt64Array
@@ -82,24 +84,17 @@ def _load(
     conn: Connection,
     table: sql.Identifier,
     columns: list[tuple[str, str]],
-    rows: Iterable[tuple[object, ...]],
-    prepare: Callable[[psycopg.Cursor[Any]], None] = lambda _: None,
+    fill: Callable[[psycopg.Cursor[Any], sql.Composed], int],
 ) -> tuple[float, float]:
-    """CREATE TABLE table (columns), COPY the rows (through a cursor `prepare` may set up), a
-    B-tree on each column after the first two, VACUUM (ANALYZE); the seconds of COPY and B-tree
-    builds, and the bytes of it all per row."""
+    """CREATE TABLE table (columns), the rows copied by `fill` (a cursor and the COPY statement;
+    it returns the rows), a B-tree on each column after the first two, VACUUM (ANALYZE); the
+    seconds of COPY and B-tree builds, and the bytes of it all per row."""
     definitions = sql.SQL(", ").join(
         sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t in columns
     )
     conn.execute(sql.SQL("CREATE TABLE {} ({})").format(table, definitions))
-    began, count = time.perf_counter(), 0
-    cursor = conn.cursor()
-    prepare(cursor)
-    with cursor.copy(sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table)) as copy:
-        copy.set_types([kind for _, kind in columns])
-        for row in rows:
-            copy.write_row(row)
-            count += 1
+    began = time.perf_counter()
+    count = fill(conn.cursor(), sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(table))
     for name, _ in columns[2:]:
         conn.execute(sql.SQL("CREATE INDEX ON {} ({})").format(table, sql.Identifier(name)))
     loaded = time.perf_counter() - began
@@ -110,15 +105,62 @@ def _load(
     return loaded, (size[0] if size else 0) / max(1, count)
 
 
+def _copy_integers(cursor: psycopg.Cursor[Any], statement: sql.Composed, columns: list[np.ndarray]) -> int:
+    """Binary COPY of rows of integer columns (int4 or int8 arrays, one value a row each), encoded
+    by numpy a million rows at a time: a Python call per row would take longer than the server."""
+    layout = [("fields", ">i2")]
+    for number, column in enumerate(columns):
+        layout += [
+            (f"size{number}", ">i4"),
+            (f"value{number}", ">i4" if column.dtype.itemsize == 4 else ">i8"),
+        ]
+    rows = len(columns[0])
+    with cursor.copy(statement) as copy:
+        copy.write(COPY_HEADER)
+        for first in range(0, rows, 1_000_000):
+            block = np.empty(min(rows - first, 1_000_000), dtype=layout)
+            block["fields"] = len(columns)
+            for number, column in enumerate(columns):
+                block[f"size{number}"] = column.dtype.itemsize
+                block[f"value{number}"] = column[first : first + len(block)]
+            copy.write(block.tobytes())
+        copy.write(COPY_TRAILER)
+    return rows
+
+
+def _write_rows(
+    types: list[str], rows: Iterable[tuple[object, ...]], prepare: Callable[[psycopg.Cursor[Any]], None]
+) -> Callable[[psycopg.Cursor[Any], sql.Composed], int]:
+    """A fill for _load that copies rows of Python values, one write_row each."""
+
+    def fill(cursor: psycopg.Cursor[Any], statement: sql.Composed) -> int:
+        prepare(cursor)
+        count = 0
+        with cursor.copy(statement) as copy:
+            copy.set_types(types)
+            for row in rows:
+                copy.write_row(row)
+                count += 1
+        return count
+
+    return fill
+
+
 @contextmanager
-def hand_table(conn: Connection, fingerprints: Sequence[int], max_distance: int) -> Iterator[HandTable]:
+def hand_table(conn: Connection, fingerprints: UInt64Array, max_distance: int) -> Iterator[HandTable]:
     """Load the fingerprints (row i has id i) into a scratch hand-written table; drop it afterwards."""
     table = sql.Identifier(f"simdb_bench_hand_{os.getpid()}")
     widths = block_widths(max_distance + 1)
     blocks = [(f"c{j}", "int4" if width <= 31 else "int8") for j, width in enumerate(widths)]
-    rows = ((n, to_signed(v), *blocks_of(v, widths)) for n, v in enumerate(fingerprints))
+    values: list[np.ndarray] = [np.arange(len(fingerprints), dtype=np.int32), fingerprints.view(np.int64)]
+    low = 64
+    for width in widths:  # (as blocks_of cuts them)
+        low -= width
+        block = (fingerprints >> np.uint64(low)) & np.uint64((1 << width) - 1)
+        values.append(block.astype(np.int32) if width <= 31 else block.view(np.int64))
     try:
-        loaded, size = _load(conn, table, [("id", "int4"), ("fp", "int8"), *blocks], rows)
+        fill = functools.partial(_copy_integers, columns=values)
+        loaded, size = _load(conn, table, [("id", "int4"), ("fp", "int8"), *blocks], fill)
         yield HandTable(table, max_distance, loaded, size)
     finally:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
@@ -184,7 +226,8 @@ def hand_bands(
     )
     columns = [("id", "int4"), ("signature", "int8[]"), *bands]
     try:
-        loaded, size = _load(conn, table, columns, rows, dump_numpy_signatures)
+        fill = _write_rows([kind for _, kind in columns], rows, dump_numpy_signatures)
+        loaded, size = _load(conn, table, columns, fill)
         yield HandBands(table, banding.bands, permutations, loaded, size)
     finally:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))

@@ -6,12 +6,16 @@ Nothing here asserts a timing; `simdb bench` reports what it measured.
 from __future__ import annotations
 
 import contextlib
+import csv
 import functools
 import math
 import os
 import platform
 import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -22,17 +26,19 @@ import psycopg
 import xxhash
 from psycopg import sql
 
-from simdb import duplicates, ingest
+from simdb import duplicates, ingest, load
 from simdb.db.connection import Connection
 from simdb.index import catalog, names
 from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index, JaccardSpec, SimhashIndex, SimhashSpec
-from simdb.measure.baseline import HandTable, hand_table
+from simdb.measure.baseline import hand_table
+from simdb.plan import planner
 from simdb.sketch.bits import to_signed
 from simdb.sketch.features import DEFAULT_FEATURES, EmptyDocument, Features
 from simdb.sketch.minhash import document_signature
 from simdb.sketch.simhash import fingerprint, fingerprints
 from simdb.sources import readers
+from simdb.sources.fingerprints import FingerprintFile
 
 
 def machine() -> dict[str, object]:
@@ -65,21 +71,20 @@ class NewPairsBench:
 
 
 def bench_new_pairs(
-    conn: Connection, index: SimhashIndex, data: dict[str, int], max_distance: int, seed: int
+    conn: Connection, index: SimhashIndex, values: np.ndarray, max_distance: int, seed: int
 ) -> NewPairsBench:
     """Track changes (a first pairs --new: every pair), add 1% rows, then time pairs --new and a
     full run in turn, and check one against the other."""
     list(duplicates.pairs(conn, index, new_for="bench"))
     rng = np.random.default_rng(seed + 1)
-    count = max(2, len(data) // 100)
-    values = list(data.values())
+    count = max(2, len(values) // 100)
     added = {}
     for number in range(count):
         if number % 2:
             added[f"added{number}"] = int(rng.integers(0, 2**64, dtype=np.uint64))
         else:
             flips = rng.choice(64, size=int(rng.integers(0, max_distance + 1)), replace=False)
-            near = values[int(rng.integers(len(values)))] ^ sum(1 << int(bit) for bit in flips)
+            near = int(values[int(rng.integers(len(values)))]) ^ sum(1 << int(bit) for bit in flips)
             added[f"added{number}"] = near
     ingest.store(conn, index, added)
     began = time.perf_counter()
@@ -123,12 +128,18 @@ class IndexBench:
     pairs_seconds: float
     pairs_recall: float
     sql_pairs_seconds: float
+    sql_pairs: int | None  # None: stopped at sql_pairs_seconds (--pairs-limit)
+    pairs_peak_rss_mb: float  # simdb pairs' peak resident memory (its own process)
     hand_pairs: int | None  # None: stopped at hand_pairs_seconds (its blocks give ever more candidates)
     hand_pairs_seconds: float
     index_build_s: float
     hnsw: dict[str, float] | None
     hnsw_note: str
     added: NewPairsBench | None = None
+    first_touch_p50_ms: float = float("nan")  # the queries' first run, before the timed rounds
+    first_touch_p99_ms: float = float("nan")
+    truth_from: str = "scan"  # recall's truth: a numpy scan of all rows, or the planted neighbours
+    predicted: dict[str, float] = field(default_factory=dict)  # simdb plan's figures for this plan
     machine: dict[str, object] = field(default_factory=machine)
 
     @property
@@ -165,21 +176,26 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def _planted_pairs(data: dict[str, int], planted: int, k: int) -> set[tuple[str, str]]:
+PAIRS_LIMIT_S = 300.0  # the longest simdb.pairs in SQL and the hand-written self-joins may take
+TRUTH_SCAN_LIMIT = 10**10  # row comparisons numpy makes for the recall's truth (10M rows, 1,000 queries)
+
+
+def _planted_pairs(values: np.ndarray, planted: int, k: int) -> set[tuple[str, str]]:
     """All pairs within k among the planted rows r0..r{planted-1}, by brute force (a small set)."""
     keys = sorted(f"r{i}" for i in range(planted))
-    values = np.array([data[key] for key in keys], dtype=np.uint64)
+    chosen = values[[int(key[1:]) for key in keys]]
     found: set[tuple[str, str]] = set()
     for i in range(len(keys)):
-        close = np.nonzero(np.bitwise_count(values[i + 1 :] ^ values[i]) <= k)[0]
+        close = np.nonzero(np.bitwise_count(chosen[i + 1 :] ^ chosen[i]) <= k)[0]
         found.update((keys[i], keys[i + 1 + int(j)]) for j in close)
     return found
 
 
-def planted_rows(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, int], list[int], int]:
+def planted_rows(rows: int, queries: int, k: int, seed: int) -> tuple[np.ndarray, list[int], int]:
     """Random fingerprints plus, for each query, neighbours at every distance 0..k+1.
 
-    Returns the rows, the query fingerprints, and how many rows (r0, r1, ...) are planted.
+    Returns the rows' fingerprints (row i is keyed r{i}), the query fingerprints, and how many
+    rows (r0, r1, ...) are planted.
     """
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 2**64, size=rows, dtype=np.uint64)
@@ -191,8 +207,12 @@ def planted_rows(rows: int, queries: int, k: int, seed: int) -> tuple[dict[str, 
         values[slot] = probes[query] ^ np.bitwise_or.reduce(
             np.uint64(1) << flips.astype(np.uint64), initial=0
         )
-    data = {f"r{i}": int(v) for i, v in enumerate(values.tolist())}
-    return data, [int(p) for p in probes.tolist()], planted
+    return values, [int(p) for p in probes.tolist()], planted
+
+
+def keyed(values: np.ndarray) -> dict[str, int]:
+    """The rows as {key: fingerprint} (for the smaller benchmarks that store them so)."""
+    return {f"r{i}": int(v) for i, v in enumerate(values.tolist())}
 
 
 def bench_index(
@@ -205,22 +225,29 @@ def bench_index(
     hnsw: bool = True,
     seed: int = 1,
     rounds: int = 3,
+    pairs_limit_s: float = PAIRS_LIMIT_S,
     progress: Callable[[str], None] = lambda _: None,
 ) -> IndexBench:
     """Load `rows` random fingerprints into a scratch index and into the hand-written block table,
     time the same queries through both (`rounds` interleaved rounds, the best p50 of each kept),
     and compare with a scan."""
     name = f"bench_{os.getpid()}"
-    data, probes, planted = planted_rows(rows, queries, max_distance, seed)
-    truth = _true_neighbours(data, probes, max_distance)
+    values, probes, planted = planted_rows(rows, queries, max_distance, seed)
     index = indexes.save(conn, SimhashSpec(max_distance).build(name, DEFAULT_FEATURES, rows))
     try:
-        progress(f"loading {rows} rows into scratch index {name}")
-        loaded = ingest.bulk_load(conn, index, data.items())  # vacuumed and analysed, too
+        progress(f"loading {rows} rows into scratch index {name} (simdb load of a .npy file)")
+        loaded = _load_file(conn, index, values)  # vacuumed and analysed, too
         size = conn.execute("SELECT pg_total_relation_size(%s)", (names.qualified(name),)).fetchone()
 
         progress(f"loading the same {rows} rows into the hand-written block table")
-        with hand_table(conn, list(data.values()), max_distance) as hand:
+        with hand_table(conn, values, max_distance) as hand:
+            progress(f"timing {queries} queries on first touch (their prefixes not read before)")
+            first_touch, _ = timed(
+                conn,
+                sql.SQL("SELECT key FROM simdb.near(%s, %s, %s)"),
+                [(name, to_signed(v), max_distance) for v in probes],
+                warm=0,
+            )
             progress(f"timing {queries} queries, {rounds} interleaved rounds")
             statement = sql.SQL("SELECT key FROM simdb.near(%s, %s, %s)")
             direct_statement = sql.SQL("SELECT key FROM {}(%s, %s)").format(index.near_function)
@@ -234,25 +261,28 @@ def bench_index(
             # before the pairs, whose scans of every row would leave the probed pages uncached
             server = server_side_ms(conn, index, [(to_signed(v), max_distance) for v in probes[:200]])
 
-            progress("timing all pairs, simdb's and the hand-written table's")
-            began = time.perf_counter()
-            found_pairs = {(pair.key_a, pair.key_b) for pair in duplicates.pairs(conn, index, max_distance)}
-            pairs_s = time.perf_counter() - began
-            began = time.perf_counter()
-            conn.execute(sql.SQL("SELECT count(*) FROM {}(%s)").format(index.pairs_function), (max_distance,))
-            sql_pairs_s = time.perf_counter() - began
-            hand_pairs, hand_pairs_s = _hand_pairs(conn, hand, limit_s=3 * sql_pairs_s + 5)
+            progress(
+                "timing all pairs: simdb pairs (a process of its own), simdb.pairs in SQL,"
+                " the hand-written table's"
+            )
+            found_pairs, pairs_s, pairs_rss = _pairs_command(conn, name, max_distance)
+            pairs_in_sql = sql.SQL("SELECT count(*) FROM {}(%s)").format(index.pairs_function)
+            sql_pairs, sql_pairs_s = _limited(conn, pairs_in_sql, [max_distance], pairs_limit_s)
+            hand_limit = min(3 * sql_pairs_s + 5, pairs_limit_s)
+            hand_pairs, hand_pairs_s = _limited(
+                conn, hand.pairs(), [max_distance] * len(hand.widths), hand_limit
+            )
         client, results = best["near"]
         direct, roundtrip, (hand_times, hand_found) = best["direct"][0], best["roundtrip"][0], best["hand"]
-        keys = list(data)
-        hand_results = [{keys[int(i)] for i in found} for found in hand_found]
+        hand_results = [{f"r{i}" for i in found} for found in hand_found]
 
         progress(f"timing {brute_force_queries} brute-force scans")
         scan = sql.SQL("SELECT key FROM {} WHERE simdb.hamming(fingerprint, %s) <= %s").format(index.table)
         some = probes[:brute_force_queries]
         brute, scanned = timed(conn, scan, [(to_signed(v), max_distance) for v in some], warm=0)
+        truth, truth_from = _true_neighbours(values, probes, max_distance, planted, scanned)
 
-        expected_pairs = _planted_pairs(data, planted, max_distance)
+        expected_pairs = _planted_pairs(values, planted, max_distance)
         hnsw_figures, hnsw_note = None, "not run (--no-hnsw)"
         if hnsw:
             hnsw_figures = _bench_hnsw(conn, index, probes, truth, progress)
@@ -267,7 +297,7 @@ def bench_index(
             queries=len(probes),
             server=f"PostgreSQL {version[0] if version else '?'}",
             load_rows_per_s=rows / loaded.copy_seconds,
-            index_build_s=loaded.index_seconds,
+            index_build_s=loaded.build_seconds,
             bytes_per_row=(size[0] if size else 0) / rows,
             query_p50_ms=statistics.median(client),
             query_p99_ms=percentile(client, 0.99),
@@ -286,36 +316,108 @@ def bench_index(
             brute_force_recall=recall_of(scanned, truth[: len(scanned)]),
             pairs=len(found_pairs),
             pairs_seconds=pairs_s,
+            pairs_peak_rss_mb=pairs_rss,
+            sql_pairs=sql_pairs,
             pairs_recall=len(expected_pairs & found_pairs) / len(expected_pairs) if expected_pairs else 1.0,
             sql_pairs_seconds=sql_pairs_s,
             hand_pairs=hand_pairs,
             hand_pairs_seconds=hand_pairs_s,
             hnsw=hnsw_figures,
             hnsw_note=hnsw_note,
-            added=bench_new_pairs(conn, index, data, max_distance, seed),
+            added=bench_new_pairs(conn, index, values, max_distance, seed),
+            first_touch_p50_ms=statistics.median(first_touch),
+            first_touch_p99_ms=percentile(first_touch, 0.99),
+            truth_from=truth_from,
+            predicted=_predicted(index, rows),
         )
     finally:
         indexes.drop(conn, name)
 
 
-def _hand_pairs(conn: Connection, hand: HandTable, limit_s: float) -> tuple[int | None, float]:
-    """(pairs, seconds) of the hand-written table's self-joins, or (None, limit_s) if they take
-    longer: its k + 1 short blocks give N^2 / 2^(block bits) candidates, hours at 100M rows."""
+def _limited(
+    conn: Connection, statement: sql.Composed, arguments: list[int], limit_s: float
+) -> tuple[int | None, float]:
+    """(rows, seconds) of a pairs statement, or (None, limit_s) if it takes longer: self-joins
+    of short prefixes compare N^2 / 2^(prefix bits) candidates, hours at 100M rows."""
     began = time.perf_counter()
     try:
         with conn.transaction():
             conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(int(limit_s * 1000))))
-            found = conn.execute(hand.pairs(), [hand.max_distance] * len(hand.widths)).fetchall()
+            found = conn.execute(statement, arguments).fetchall()
     except psycopg.errors.QueryCanceled:
         return None, limit_s
-    return len(found), time.perf_counter() - began
+    return (
+        int(found[0][0]) if len(found) == 1 and len(found[0]) == 1 else len(found)
+    ), time.perf_counter() - began
 
 
-def _true_neighbours(data: dict[str, int], probes: Sequence[int], k: int) -> list[set[str]]:
-    """The exact answer of every probe, by numpy over all rows (independent of PostgreSQL)."""
-    keys = np.array(list(data))
-    values = np.array(list(data.values()), dtype=np.uint64)
-    return [set(keys[np.bitwise_count(values ^ np.uint64(p)) <= k].tolist()) for p in probes]
+def _pairs_command(
+    conn: Connection, name: str, max_distance: int
+) -> tuple[set[tuple[str, str]], float, float]:
+    """`simdb pairs NAME` run as a user runs it, in a process of its own: the pairs it printed,
+    its seconds, and its peak resident memory in MB (what the client holds, by the kernel's count)."""
+    command = [
+        sys.executable,
+        "-c",
+        "from simdb.cli import run; run()",
+        "pairs",
+        name,
+        "-k",
+        str(max_distance),
+    ]
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        [*command, "--format", "csv", "--dsn", conn.info.dsn], stdout=subprocess.PIPE, text=True
+    )
+    rows = csv.reader(process.stdout or [])
+    next(rows, None)  # the header
+    found = {(row[0], row[1]) for row in rows}
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - began
+    if status != 0:
+        raise RuntimeError(f"simdb pairs {name} failed (status {status}): see its error above")
+    return found, seconds, usage.ru_maxrss / 1024
+
+
+def _true_neighbours(
+    values: np.ndarray, probes: Sequence[int], k: int, planted: int, scanned: Sequence[set[str]]
+) -> tuple[list[set[str]], str]:
+    """The exact answer of every probe and where it comes from: numpy over all rows (independent
+    of PostgreSQL) up to TRUTH_SCAN_LIMIT row comparisons; beyond, the planted neighbours of each
+    probe, joined with what the brute-force scans found for the first probes (a random row within
+    k bits of a random probe is a 1-in-10^14 event a row)."""
+    if len(values) * len(probes) <= TRUTH_SCAN_LIMIT:
+        return [
+            {f"r{i}" for i in np.nonzero(np.bitwise_count(values ^ np.uint64(p)) <= k)[0]} for p in probes
+        ], "scan"
+    truth: list[set[str]] = [set() for _ in probes]
+    for slot in range(planted):
+        query, distance = divmod(slot, k + 2)
+        if distance <= k:
+            truth[query].add(f"r{slot}")
+    for found, scan in zip(truth, scanned, strict=False):
+        found |= scan
+    return truth, "planted"
+
+
+def _load_file(conn: Connection, index: Index, values: np.ndarray) -> load.LoadReport:
+    """The rows loaded as a user loads fingerprints computed elsewhere: `simdb load` of a .npy file."""
+    with tempfile.TemporaryDirectory(prefix="simdb-bench-") as folder:
+        path = os.path.join(folder, "fingerprints.npy")
+        np.save(path, values)
+        with FingerprintFile(path, "npy", key_prefix="r") as source:
+            return load.load(conn, index, source)
+
+
+def _predicted(index: SimhashIndex, rows: int) -> dict[str, float]:
+    """What `simdb plan` predicts of this index's plan at these rows, to print beside the figures."""
+    design = planner.price(index.plan, rows)
+    return {
+        "online_ms": design.online_ms,
+        "sql_pairs_s": design.batch_s,
+        "bytes_per_row": design.bytes_per_row,
+        "candidates_per_query": design.candidates_per_query,
+    }
 
 
 def recall_of(found: Sequence[set[str]], truth: Sequence[set[str]]) -> float:
@@ -655,18 +757,40 @@ def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None =
         f"  simdb / hand-written: bytes/row x{ratio['bytes_per_row']:.2f}, load x{ratio['load']:.2f}, "
         f"p50 above the round trip x{ratio['near_above_roundtrip']:.2f} (NAME__near "
         f"x{ratio['direct_above_roundtrip']:.2f}); dispatch through simdb.near {ratio['dispatch_ms']:.3f} ms",
-        f"simdb.near server-side p50 {f.server_p50_ms:.3f} ms (the index's statement inside PostgreSQL)",
+        f"simdb.near server-side p50 {f.server_p50_ms:.3f} ms (the index's statement inside PostgreSQL); "
+        f"on first touch (the same queries' first run, their prefixes not read before) p50 "
+        f"{f.first_touch_p50_ms:.3f} ms, p99 {f.first_touch_p99_ms:.3f} ms",
         f"brute-force bit_count scan ({f.brute_force_queries} queries): p50 {f.brute_force_p50_ms:.1f} ms, "
         f"recall {f.brute_force_recall:.3f}; simdb.near is x{f.speedup:.0f} faster",
         f"all pairs within {f.max_distance} bits: simdb pairs (sorted in memory) {f.pairs} pairs in "
-        f"{f.pairs_seconds:.2f} s, recall of the planted pairs {f.pairs_recall:.3f}; in SQL, simdb.pairs "
-        f"{f.sql_pairs_seconds:.2f} s; the hand-written table's self-joins "
+        f"{f.pairs_seconds:.2f} s, peak RSS {f.pairs_peak_rss_mb:.0f} MB, recall of the planted pairs "
+        f"{f.pairs_recall:.3f}; in SQL, simdb.pairs "
+        + (
+            f"{f.sql_pairs_seconds:.2f} s"
+            if f.sql_pairs is not None
+            else f"stopped after {f.sql_pairs_seconds:.0f} s"
+        )
+        + "; the hand-written table's self-joins "
         + (
             f"{f.hand_pairs} pairs in {f.hand_pairs_seconds:.2f} s (simdb pairs x{ratio['pairs']:.2f})"
             if f.hand_pairs is not None
             else f"stopped after {f.hand_pairs_seconds:.0f} s (simdb pairs < x{ratio['pairs']:.3f})"
         ),
     ]
+    if f.predicted:
+        p = f.predicted
+        lines.append(
+            f"simdb plan's prediction for this plan at {f.rows} rows, measured (predicted): online p50 "
+            f"{f.query_p50_ms:.3f} ms ({p['online_ms']:.3f}), bytes/row {f.bytes_per_row:.0f} "
+            f"({p['bytes_per_row']:.0f}), simdb.pairs in SQL {f.sql_pairs_seconds:.1f} s "
+            f"({p['sql_pairs_s']:.1f})"
+        )
+    if f.truth_from != "scan":
+        lines.append(
+            "recall's truth: each query's planted neighbours and, for the first "
+            f"{f.brute_force_queries}, what the brute-force scan found (a numpy scan of every row "
+            "for every query would take longer than the benchmark)"
+        )
     if f.added is not None:
         a = f.added
         lines.append(

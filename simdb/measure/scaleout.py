@@ -34,7 +34,7 @@ from simdb.index import lifecycle as indexes
 from simdb.index import names
 from simdb.index.modes import SimhashIndex, SimhashSpec
 from simdb.index.placement import LOCAL, ByPrefix, Distributed, Placement, check_citus
-from simdb.measure.bench import machine, percentile, planted_rows
+from simdb.measure.bench import keyed, machine, percentile, planted_rows
 from simdb.plan.citus_cost import LayoutCost, plan
 from simdb.sketch.bits import to_signed
 from simdb.sketch.features import DEFAULT_FEATURES
@@ -146,7 +146,8 @@ def bench_placements(
     """Load the same rows into the three placements on the Citus coordinator at `dsn` and measure
     them; the indexes are dropped afterwards."""
     check_citus(conn)
-    data, probes, _ = planted_rows(rows, queries, max_distance, seed=1)
+    values, probes, _ = planted_rows(rows, queries, max_distance, seed=1)
+    data = keyed(values)
     found = conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()
     workers = int(found[0]) if found else 0
     version = conn.execute("SHOW server_version").fetchone()

@@ -337,7 +337,12 @@ def test_bench_reports_exact_recall(capsys: pytest.CaptureFixture[str], conn: Co
     # the hand-written block table answers the same queries exactly, in the same run, and finds
     # the same pairs
     assert figures["hand_recall"] == 1.0 and figures["rounds"] == 3
-    assert figures["hand_pairs"] == figures["pairs"] > 0
+    assert figures["hand_pairs"] == figures["pairs"] == figures["sql_pairs"] > 0
+    # simdb pairs ran as a command of its own, its memory counted; first-touch queries timed;
+    # simdb plan's figures for the same plan beside the measured ones; truth by a full scan
+    assert figures["pairs_peak_rss_mb"] > 0 and figures["first_touch_p50_ms"] > 0
+    assert set(figures["predicted"]) == {"online_ms", "sql_pairs_s", "bytes_per_row", "candidates_per_query"}
+    assert figures["truth_from"] == "scan"
     # pairs --new after 1% rows added: the full run's pairs that involve an added row
     added = figures["added"]
     assert added["rows"] == 30 and added["exact"] is True and 0 < added["pairs"] < added["full_pairs"]

@@ -145,9 +145,10 @@ def _all_pairs(
     if in_memory and index.placement.pairs_on_client:
         found = index.pairs_in_memory(conn, cutoff, jobs)
         if found is not None:
-            statement, parameters = found
+            statement, batches = found
             extra = sql.SQL("").join(sql.SQL(" AND {}").format(c) for c in conditions)
-            yield from _stream(conn, index, statement + extra, [*parameters, *values])
+            for parameters in batches:
+                yield from _stream(conn, index, statement + extra, [*parameters, *values])
             return
     statement = sql.SQL("SELECT p.* FROM {}(%s) AS p").format(index.pairs_function)
     yield from _stream(conn, index, _filtered(index, statement, conditions), [cutoff, *values])

@@ -73,6 +73,13 @@ class Placement(ABC):
         (only where pairs_on_client)."""
         return rowscan.read(conn, table, expressions)
 
+    def read_column(
+        self, conn: Connection, table: sql.Identifier, expression: sql.Composable
+    ) -> rowscan.Column:
+        """Every row's address and its value of one bigint expression (over r), compactly, for
+        pairs on the client (only where pairs_on_client)."""
+        return rowscan.read_column(conn, table, expression)
+
     def pairs_of(self, table: sql.Identifier, score: sql.Composable, keep: sql.Composable) -> sql.Composed:
         """SELECT least(a.key, b.key), greatest(a.key, b.key), score of the pairs of rows whose
         addresses are the two array parameters (rows a and b; `keep` may name s.score)."""

@@ -7,6 +7,7 @@ to, in one REPEATABLE READ transaction.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,62 @@ class Rows:
         return list(found)
 
 
+@dataclass(frozen=True)
+class Column:
+    """Each row's value of one bigint expression, and its address kept compactly: rows come in
+    address order, so the page of a run of rows on one page is kept once (with the position of
+    its first row), and each row's offset in it in two bytes: 10 bytes a row in all."""
+
+    values: np.ndarray  # int64
+    pages: np.ndarray  # uint32: the page of each run of rows
+    starts: np.ndarray  # int64: the position of each run's first row
+    offsets: np.ndarray  # uint16: each row's place in its page
+
+    def at(self, positions: np.ndarray) -> list[str]:
+        """The addresses of these rows as text, for a tid[] parameter."""
+        pages = self.pages[np.searchsorted(self.starts, positions, side="right") - 1]
+        return [
+            f"({page},{offset})"
+            for page, offset in zip(pages.tolist(), self.offsets[positions].tolist(), strict=True)
+        ]
+
+
+def read_column(
+    conn: Connection, table: sql.Composable, expression: sql.Composable, chunk_bytes: int = _CHUNK_BYTES // 4
+) -> Column:
+    """Every row's value of one bigint expression (over alias r) and its address, as `read` reads
+    them, into arrays sized once from the table's row estimate (grown if it was short): at 100M
+    rows 1 GB, where `read` holds twice its 1.4 GB while it joins the parts."""
+    estimate = conn.execute(
+        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
+        (table.as_string(conn),),
+    ).fetchone()
+    size = max(1024, int(1.05 * (estimate[0] if estimate else 0)))
+    values, offsets = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.uint16)
+    pages: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    at = 0
+    for addresses, data in _ranges(conn, table, [expression], chunk_bytes):
+        rows = len(addresses)
+        if at + rows > len(values):
+            size = max(2 * len(values), at + rows)
+            values, offsets = np.resize(values, size), np.resize(offsets, size)
+        values[at : at + rows] = np.frombuffer(data[0], dtype=">i8")
+        offsets[at : at + rows] = addresses["offset"]
+        blocks = addresses["block"]
+        runs = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
+        pages.append(blocks[runs].astype(np.uint32))
+        starts.append(runs + at)
+        at += rows
+    empty = np.empty(0, dtype=np.int64)
+    return Column(
+        values[:at],
+        np.concatenate([empty.astype(np.uint32), *pages]),
+        np.concatenate([empty, *starts]),
+        offsets[:at],
+    )
+
+
 def read(
     conn: Connection,
     table: sql.Composable,
@@ -45,6 +102,23 @@ def read(
     strings (string_agg of each value's binary form), one statement per range of pages that
     returns at most `chunk_bytes` a column: a value or a row PostgreSQL sends is at most 1 GB,
     which one statement over 10M rows passed."""
+    parts: list[list[bytes]] = [[] for _ in range(1 + len(expressions))]
+    for addresses, data in _ranges(conn, table, expressions, chunk_bytes):
+        parts[0].append(addresses.tobytes())
+        for part, value in zip(parts[1:], data, strict=True):
+            part.append(value)
+    return Rows(
+        np.frombuffer(b"".join(parts[0]), dtype=ADDRESS),
+        [np.frombuffer(b"".join(part), dtype=">i8").astype(np.int64) for part in parts[1:]],
+    )
+
+
+def _ranges(
+    conn: Connection, table: sql.Composable, expressions: list[sql.Composable], chunk_bytes: int
+) -> Iterator[tuple[np.ndarray, list[bytes]]]:
+    """The rows of each range of pages, as their addresses (ADDRESS records) and each
+    expression's values (int8send bytes, big-endian); a range returns at most `chunk_bytes` a
+    column."""
     pages, page_size = conn.execute(
         "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int,"
         " current_setting('block_size')::int",
@@ -58,15 +132,9 @@ def read(
     statement = sql.SQL("SELECT {} FROM {} AS r WHERE r.ctid >= %s::tid AND r.ctid < %s::tid").format(
         sql.SQL(", ").join(aggregates), table
     )
-    parts: list[list[bytes]] = [[] for _ in range(1 + len(expressions))]
     # The last range is open-ended, so no row past the size read above is left out.
     for first in range(0, max(pages, 1), step):
         last = f"({first + step},0)" if first + step < pages else _BEYOND
         row = conn.execute(statement, (f"({first},0)", last), binary=True).fetchone()
         if row is not None and row[0] is not None:
-            for part, data in zip(parts, row, strict=True):
-                part.append(data)
-    return Rows(
-        np.frombuffer(b"".join(parts[0]), dtype=ADDRESS),
-        [np.frombuffer(b"".join(part), dtype=">i8").astype(np.int64) for part in parts[1:]],
-    )
+            yield np.frombuffer(row[0], dtype=ADDRESS), list(row[1:])

@@ -970,3 +970,18 @@ def copy_tuples(keys: UInt8Array, ends: npt.NDArray[np.int64], values: UInt64Arr
         at += 12
         start = ends[row]
     return out
+
+
+@_compiled
+def prefix_tops(fingerprints: UInt64Array, prefix: npt.NDArray[np.int64], shift: int) -> UInt8Array:
+    """Each fingerprint's table prefix (its blocks as close_pairs assembles them) >> shift: the
+    range of prefixes a row falls in, when a table's rows are paired a range at a time (fewer
+    than 256 ranges)."""
+    tops = np.empty(len(fingerprints), dtype=np.uint8)
+    for row in range(len(fingerprints)):
+        value, key = fingerprints[row], np.uint64(0)
+        for source, width, target in prefix:
+            block = (value >> np.uint64(source)) & (_ALL_BITS >> np.uint64(64 - width))
+            key |= block << np.uint64(target)
+        tops[row] = np.uint8(key >> np.uint64(shift))
+    return tops

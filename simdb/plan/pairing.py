@@ -12,8 +12,9 @@ work is a hash self-join per table, which costs several times more per candidate
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -23,6 +24,7 @@ from simdb.errors import InvalidParameter
 from simdb.plan.blocks import BlockPlan, Table
 
 Positions = np.ndarray  # int64 row positions
+RANGE_ROWS = 8_000_000  # about as many rows of a table paired at once (within_by_ranges): ~250 MB a thread
 
 
 def prefix_blocks(table: Table) -> np.ndarray:
@@ -36,8 +38,20 @@ def within(
     fingerprints: np.ndarray, plan: BlockPlan, max_distance: int, jobs: int = 1
 ) -> tuple[Positions, Positions, np.ndarray]:
     """(i, j, distance) of every pair of positions i < j whose fingerprints differ in at most
-    `max_distance` bits (at most the plan's k), each pair once; `jobs` threads pair the tables
-    (the kernel runs outside the GIL)."""
+    `max_distance` bits (at most the plan's k), each pair once, in order; `jobs` threads pair
+    the tables' prefix ranges (the kernel runs outside the GIL)."""
+    found = list(within_by_ranges(fingerprints, plan, max_distance, jobs))
+    i, j = _ordered(found, len(fingerprints))
+    return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
+
+
+def within_by_ranges(
+    fingerprints: np.ndarray, plan: BlockPlan, max_distance: int, jobs: int = 1
+) -> Iterator[tuple[Positions, Positions]]:
+    """The pairs of `within` (i < j, each once), a batch per table and range of its prefixes:
+    a table's rows are paired RANGE_ROWS or so at a time (those whose prefix starts with the
+    same bits: every pair that shares the prefix is in one range), so that memory beyond the
+    fingerprints holds one range per thread, not every row's sort keys."""
     if plan.bits != 64 or not 0 <= max_distance <= plan.max_distance:
         raise InvalidParameter(
             f"cannot pair {plan.bits}-bit fingerprints within {max_distance} bits by sorting",
@@ -47,16 +61,27 @@ def within(
     from simdb.kernels import compiled as kernels  # (numba loads with the first pairs, not with the CLI)
 
     masks = np.array([table.prefix_mask for table in plan.tables], dtype=np.uint64)
+    blocks = [prefix_blocks(table) for table in plan.tables]
+    wanted = max(0, int(np.ceil(np.log2(max(1, len(fingerprints) / RANGE_ROWS)))))
 
-    def table_pairs(number: int) -> tuple[Positions, Positions]:
-        table = plan.tables[number]
-        return kernels.close_pairs(
-            fingerprints, prefix_blocks(table), masks[number], masks[:number], max_distance
-        )
+    def ranges() -> Iterator[tuple[int, Positions | None]]:
+        """(table, the positions of one range of its prefixes, or None: all rows), in order."""
+        for number, table in enumerate(plan.tables):
+            bits = min(8, table.prefix_bits, wanted)
+            if bits == 0:
+                yield number, None
+                continue
+            tops = kernels.prefix_tops(fingerprints, blocks[number], table.prefix_bits - bits)
+            for top in range(1 << bits):
+                yield number, np.flatnonzero(tops == top)
 
-    found = each(table_pairs, range(len(plan.tables)), jobs)
-    i, j = _ordered(found, len(fingerprints))
-    return i, j, np.bitwise_count(fingerprints[i] ^ fingerprints[j]).astype(np.int64)
+    def range_pairs(item: tuple[int, Positions | None]) -> tuple[Positions, Positions]:
+        number, chosen = item
+        rows = fingerprints if chosen is None else fingerprints[chosen]
+        i, j = kernels.close_pairs(rows, blocks[number], masks[number], masks[:number], max_distance)
+        return (i, j) if chosen is None else (chosen[i], chosen[j])
+
+    yield from each(range_pairs, ranges(), jobs)
 
 
 @contextmanager
@@ -78,7 +103,7 @@ def load_kernels() -> None:
 def sharing(keys: list[np.ndarray], jobs: int = 1) -> tuple[Positions, Positions]:
     """(i, j) of every pair of positions i < j equal in at least one of the key arrays (the bands
     of MinHash LSH), each pair once; `jobs` threads take the bands (numpy sorts outside the GIL)."""
-    return _once(each(_in_runs, keys, jobs), len(keys[0]) if keys else 0)
+    return _once(list(each(_in_runs, keys, jobs)), len(keys[0]) if keys else 0)
 
 
 T = TypeVar("T")
@@ -86,12 +111,20 @@ T = TypeVar("T")
 
 def each(
     work: Callable[[T], tuple[Positions, Positions]], items: Iterable[T], jobs: int
-) -> list[tuple[Positions, Positions]]:
-    """work(item) for each item, in order, on `jobs` threads (this one alone for 1)."""
+) -> Iterator[tuple[Positions, Positions]]:
+    """work(item) for each item, in order, on `jobs` threads (this one alone for 1); at most
+    `jobs` items are worked on or waiting at a time, so memory holds that many."""
     if jobs <= 1:
-        return [work(item) for item in items]
+        yield from map(work, items)
+        return
     with ThreadPoolExecutor(jobs, thread_name_prefix="simdb-pairs") as pool:
-        return list(pool.map(work, items))
+        pending: deque[Future[tuple[Positions, Positions]]] = deque()
+        for item in items:
+            pending.append(pool.submit(work, item))
+            if len(pending) >= jobs:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def _once(found: list[tuple[Positions, Positions]], rows: int) -> tuple[Positions, Positions]:

@@ -3,6 +3,7 @@ many ranges of pages do, on a real table."""
 
 from __future__ import annotations
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
@@ -40,3 +41,24 @@ def test_read_returns_every_row_once_in_one_statement_or_in_ranges_of_pages(
     for chunk_bytes in (rowscan._CHUNK_BYTES, 1, 30_000):  # one statement; a page each; a few pages
         found = _read(conn, chunk_bytes)
         assert len(found) == len(expected) == 5000 - 5000 // 7 and set(found) == expected
+
+
+def test_read_column_keeps_each_rows_address_in_ten_bytes(
+    conn: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    """The same rows and addresses as read, whatever the ranges, and with a row estimate that is
+    short (rows added after ANALYZE: the arrays grow)."""
+    conn.execute(sql.SQL("CREATE TABLE {} (id bigint, v bigint)").format(TABLE))
+    assert len(rowscan.read_column(conn, TABLE, EXPRESSIONS[0]).values) == 0
+    conn.execute(sql.SQL("INSERT INTO {} SELECT i, i * 7919 FROM generate_series(1, 3000) i").format(TABLE))
+    conn.execute(sql.SQL("DELETE FROM {} WHERE id % 5 = 0").format(TABLE))
+    conn.execute(sql.SQL("ANALYZE {}").format(TABLE))
+    conn.execute(
+        sql.SQL("INSERT INTO {} SELECT i, i * 7919 FROM generate_series(3001, 9000) i").format(TABLE)
+    )
+    expected = {(address, v) for address, v, _ in _expected(conn)}
+    for chunk_bytes in (rowscan._CHUNK_BYTES, 1, 30_000):
+        column = rowscan.read_column(conn, TABLE, EXPRESSIONS[0], chunk_bytes=chunk_bytes)
+        found = list(zip(column.at(np.arange(len(column.values))), column.values.tolist(), strict=True))
+        assert len(found) == len(expected) == 9000 - 600 and set(found) == expected
+        assert column.offsets.dtype == np.uint16 and len(column.pages) < len(found) / 50

@@ -11,9 +11,13 @@ from simdb.plan import pairing
 from simdb.plan.blocks import BlockPlan
 
 
+@pytest.mark.parametrize("range_rows", [pairing.RANGE_ROWS, 7])  # a table at once; up to 256 ranges of it
 @pytest.mark.parametrize("jobs", [1, 3])
 @pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 6), (6, 8)])
-def test_within_equals_brute_force(k: int, blocks: int, jobs: int) -> None:
+def test_within_equals_brute_force(
+    k: int, blocks: int, jobs: int, range_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pairing, "RANGE_ROWS", range_rows)
     rng = np.random.default_rng(blocks)
     base = rng.integers(0, 2**64, size=40, dtype=np.uint64)
     values = [base]

@@ -8,7 +8,7 @@ never asks which mode it has; a new mode or fingerprint width is one new module 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
@@ -295,10 +295,11 @@ class Index(ABC):
 
     def pairs_in_memory(
         self, conn: Connection, cutoff: float, jobs: int = 1
-    ) -> tuple[sql.Composed, list[Any]] | None:
+    ) -> tuple[sql.Composed, Iterator[list[Any]]] | None:
         """Every pair within the cutoff found in memory (simdb.plan.pairing), several times faster than
         the pairs function's self-joins: the statement that names them, SELECT key_a, key_b,
-        score FROM ... rows a and b ... WHERE ..., and its parameters; None where the mode cannot.
+        score FROM ... rows a and b ... WHERE ..., and its parameters for each batch of pairs;
+        None where the mode cannot.
 
         The pairs may be row addresses (Placement.read_rows), so the caller runs this and the
         statement in one REPEATABLE READ transaction. Conditions on rows a and b may be added

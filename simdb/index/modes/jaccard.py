@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Self, cast
 
@@ -492,15 +492,15 @@ class JaccardIndex(Index):
 
     def pairs_in_memory(
         self, conn: Connection, cutoff: float, jobs: int = 1
-    ) -> tuple[sql.Composed, list[Any]] | None:
+    ) -> tuple[sql.Composed, Iterator[list[Any]]] | None:
         """Rows sharing a band key found by sorting each band's keys; each candidate pair's rows
-        then read once and estimated in SQL."""
+        then read once and estimated in SQL (one batch)."""
         rows = self.placement.read_rows(conn, self.table, self.btree_keys(sql.SQL("r.signature")))
         first, second = pairing.sharing(rows.values, jobs)
         estimate = self.estimate(sql.SQL("a.signature"), sql.SQL("b.signature"))
         keep = sql.SQL("s.score >= %s")
         statement = self.placement.pairs_of(self.table, estimate, keep)
-        return statement, [rows.at(first), rows.at(second), cutoff]
+        return statement, iter([[rows.at(first), rows.at(second), cutoff]])
 
     def pairs_statement(self, rows: sql.Composable) -> sql.Composed:
         """SELECT key_a, key_b, similarity of every pair sharing a band and estimated >= $1, once:

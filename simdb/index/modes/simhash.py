@@ -16,7 +16,7 @@ bit_count and kept once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Self, cast
 
@@ -359,17 +359,19 @@ class SimhashIndex(Index):
 
     def pairs_in_memory(
         self, conn: Connection, cutoff: float, jobs: int = 1
-    ) -> tuple[sql.Composed, list[Any]] | None:
-        """Each table's prefixes sorted, runs compared with bit_count (64-bit fingerprints only)."""
+    ) -> tuple[sql.Composed, Iterator[list[Any]]] | None:
+        """Each table's prefixes sorted, runs compared with bit_count (64-bit fingerprints only),
+        a range of prefixes at a time: memory holds the fingerprints and addresses (10 bytes a
+        row) and one range per thread; a batch of pairs for each range."""
         if self.bits != 64:
             return None
         stored = sql.Identifier(self.sketch_column)
         with pairing.loading_kernels():
-            rows = self.placement.read_rows(conn, self.table, [sql.SQL("r.{}").format(stored)])
-        first, second, _ = pairing.within(rows.values[0].view(np.uint64), self.plan, int(cutoff), jobs)
+            rows = self.placement.read_column(conn, self.table, sql.SQL("r.{}").format(stored))
+        found = pairing.within_by_ranges(rows.values.view(np.uint64), self.plan, int(cutoff), jobs)
         distance = self.width.distance(sql.SQL("a.{}").format(stored), sql.SQL("b.{}").format(stored))
         statement = self.placement.pairs_of(self.table, distance, sql.SQL("true"))
-        return statement, [rows.at(first), rows.at(second)]
+        return statement, ([rows.at(first), rows.at(second)] for first, second in found if len(first))
 
     def pairs_statement(self, rows: sql.Composable) -> sql.Composed:
         """SELECT key_a, key_b, distance of every pair of rows within $1 bits, once (key_a < key_b):

@@ -61,3 +61,13 @@ def test_sharing_equals_brute_force(jobs: int) -> None:
         }
         assert len(found) == len(set(found)) and set(found) == expected
     assert [len(part) for part in pairing.sharing([])] == [0, 0]
+
+
+def test_pairing_plan_takes_longer_prefixes_as_the_rows_grow() -> None:
+    """Any plan with more blocks than the distance is exact (the brute-force test above pairs with
+    several); the cheapest one for many rows has more tables than the fewest, never fewer."""
+    for k in (1, 3, 5):
+        plans = [pairing.pairing_plan(rows, k) for rows in (10**3, 10**6, 10**8)]
+        assert plans[0].blocks == k + 1 and all(p.max_distance == k for p in plans)
+        assert [p.blocks for p in plans] == sorted(p.blocks for p in plans)
+    assert pairing.pairing_plan(10**8, 3).blocks == 5  # 10 tables of 25-26 bits, not the index's 4 of 16

@@ -362,13 +362,15 @@ class SimhashIndex(Index):
     ) -> tuple[sql.Composed, Iterator[list[Any]]] | None:
         """Each table's prefixes sorted, runs compared with bit_count (64-bit fingerprints only),
         a range of prefixes at a time: memory holds the fingerprints and addresses (10 bytes a
-        row) and one range per thread; a batch of pairs for each range."""
+        row) and one range per thread; a batch of pairs for each range. The tables are those
+        that pair these rows fastest (pairing.pairing_plan), not necessarily the index's."""
         if self.bits != 64:
             return None
         stored = sql.Identifier(self.sketch_column)
         with pairing.loading_kernels():
             rows = self.placement.read_column(conn, self.table, sql.SQL("r.{}").format(stored))
-        found = pairing.within_by_ranges(rows.values.view(np.uint64), self.plan, int(cutoff), jobs)
+        plan = pairing.pairing_plan(len(rows.values), int(cutoff))  # (its own tables: none is read)
+        found = pairing.within_by_ranges(rows.values.view(np.uint64), plan, int(cutoff), jobs)
         distance = self.width.distance(sql.SQL("a.{}").format(stored), sql.SQL("b.{}").format(stored))
         statement = self.placement.pairs_of(self.table, distance, sql.SQL("true"))
         return statement, ([rows.at(first), rows.at(second)] for first, second in found if len(first))

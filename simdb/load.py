@@ -104,20 +104,34 @@ def _read_ahead(items: Iterator[T]) -> Iterator[T]:
     """The items, each made (a chunk read, parsed and encoded) in a thread while the one before
     is copied: the client's work and the server's COPY overlap. The thread's error is raised here."""
     ready: queue.Queue[T | BaseException | None] = queue.Queue(maxsize=2)
+    stopped = threading.Event()  # the caller is gone (an error, Ctrl-C): the thread ends too
+
+    def hand(item: T | BaseException | None) -> None:
+        while not stopped.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
     def read() -> None:
         try:
             for item in items:
-                ready.put(item)
-            ready.put(None)
+                if stopped.is_set():
+                    return
+                hand(item)
+            hand(None)
         except BaseException as error:  # (handed to the caller, who raises it)
-            ready.put(error)
+            hand(error)
 
     threading.Thread(target=read, name="simdb-load-read", daemon=True).start()
-    while (item := ready.get()) is not None:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    try:
+        while (item := ready.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stopped.set()
 
 
 def load_kernels() -> None:

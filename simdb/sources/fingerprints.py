@@ -56,7 +56,9 @@ def format_of(path: str, given: str | None) -> str:
     """The format given, or the one the file's extension names."""
     if given is not None:
         return given
-    extension = os.path.splitext(path.removesuffix(".gz"))[1].lower()
+    extension = os.path.splitext(path)[1].lower()
+    if extension == ".gz":
+        raise InputError(f"{path} is compressed", "decompress it first (gunzip -k), then load the file")
     if extension not in _EXTENSIONS:
         raise InputError(
             f"{path}: cannot tell the format from the extension {extension or '(none)'!r}",

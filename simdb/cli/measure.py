@@ -80,6 +80,12 @@ def calibrate_(
     show(result, as_json)
 
 
+_PAIRS_LIMIT = (
+    "Seconds after which simdb.pairs in SQL and the hand-written table's self-joins are stopped "
+    "(and reported so): at 100M rows they compare ~10^11 candidates, hours."
+)
+
+
 @click.command(name="bench")
 @click.option(
     "--mode",
@@ -94,15 +100,7 @@ def calibrate_(
 )
 @planned_distance("The scratch index's k: its probes find every row within this distance.")
 @click.option("--queries", type=click.IntRange(1), default=1000, show_default=True, help="Timed queries.")
-@click.option(
-    "--pairs-limit",
-    "pairs_limit",
-    type=click.FloatRange(1),
-    default=300.0,
-    show_default=True,
-    help="Seconds after which simdb.pairs in SQL and the hand-written table's self-joins are "
-    "stopped (and reported so): at 100M rows they compare ~10^11 candidates, hours.",
-)
+@click.option("--pairs-limit", type=click.FloatRange(1), default=300.0, show_default=True, help=_PAIRS_LIMIT)
 @click.option(
     "--brute-force-queries",
     type=click.IntRange(0),

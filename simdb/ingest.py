@@ -293,6 +293,7 @@ def _build_btrees(conn: Connection, index: Index, clock: dict[str, float]) -> No
     began = time.perf_counter()
     with conn.transaction():
         conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(index.table))
+        _sort_memory(conn)
         for statement in index.btrees(if_missing=True):
             conn.execute(statement)
     clock["btrees"] = time.perf_counter() - began
@@ -795,6 +796,16 @@ def bulk_load(conn: Connection, index: Index, rows: Iterable[tuple[str, Sketch]]
     return BulkLoad(count, copied - started, built - copied)
 
 
+def _sort_memory(conn: Connection) -> None:
+    """Let the B-tree builds of the caller's transaction sort in BUILD_MEMORY where the server's
+    setting is less (its 64 MB default sorts 100M rows in temporary files, several passes)."""
+    conn.execute(
+        "SELECT set_config('maintenance_work_mem', %s, true)"
+        " WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+        (BUILD_MEMORY, BUILD_MEMORY),
+    )
+
+
 def drop_constraints(conn: Connection, index: Index) -> None:
     """Drop the index's B-trees and primary key, before rows are copied into its empty table."""
     _drop_btrees(conn, index)
@@ -808,13 +819,8 @@ def drop_constraints(conn: Connection, index: Index) -> None:
 def build_constraints(conn: Connection, index: Index, repeated_hint: str) -> None:
     """Build what drop_constraints dropped from all the rows copied (in the caller's transaction),
     and what the placement derives from them. A key given twice is refused, with `repeated_hint`.
-    Each build sorts in up to BUILD_MEMORY where the server's default is less (64 MB sorts
-    100M rows in temporary files, several passes)."""
-    conn.execute(
-        "SELECT set_config('maintenance_work_mem', %s, true)"
-        " WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
-        (BUILD_MEMORY, BUILD_MEMORY),
-    )
+    Each build sorts in BUILD_MEMORY at least (_sort_memory)."""
+    _sort_memory(conn)
     try:
         with conn.transaction():
             conn.execute(

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy.engine import Connection as SAConnection
 
-HEAD = "0019"  # tests check that this is the head of migrations/versions
+HEAD = "0020"  # tests check that this is the head of migrations/versions
 
 
 def alembic_config() -> Config:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
-import logging
 import os
 import sys
 from pathlib import Path
@@ -26,14 +25,6 @@ if TYPE_CHECKING:
     import psycopg
 
 DISTRIBUTION = "simdb-pg"  # the name on the package index (pip install simdb-pg), as in pyproject.toml
-
-
-# psycopg logs a warning when the rollback after an error fails too ("error ignored in rollback
-# ... another command is already in progress" after a Ctrl-C mid-statement). With no handler
-# configured, Python prints it on stderr beside the one line run() writes, which already says what
-# happened; a handler of the command's own keeps it there (logging configured by whoever embeds
-# the CLI still receives it).
-logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 class _ReaderGone(Exception):

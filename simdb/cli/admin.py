@@ -30,6 +30,7 @@ from simdb.errors import InvalidParameter
 from simdb.follow import app_column, keep
 from simdb.index import lifecycle as indexes
 from simdb.index import modes, names
+from simdb.index.modes import widths
 from simdb.index.placement import DEFAULT_LAYOUT, LAYOUTS, LOCAL
 from simdb.plan import citus_cost, planner
 from simdb.plan.planner import DEFAULT_EXPECTED_ROWS, WORKLOADS
@@ -432,7 +433,9 @@ def plan_(
     if shards is not None:
         raise InvalidParameter("--shards applies with --workers", "add --workers N, or leave out --shards")
     budget = memory if memory is not None else planner.machine_memory()
-    show(planner.compare(rows, max_distance, workload, bits or 64, budget or None), as_json)
+    coverings = (False, True) if widths.width(bits or 64).covering else (False,)  # (as `simdb create`)
+    compared = planner.compare(rows, max_distance, workload, bits or 64, budget or None, coverings=coverings)
+    show(compared, as_json)
 
 
 @click.command(name="list")

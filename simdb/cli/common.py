@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import re
 import sys
@@ -28,6 +29,13 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
+
+# psycopg logs a warning when the rollback after an error fails too ("error ignored in rollback
+# ... another command is already in progress" after a Ctrl-C mid-statement). With no handler
+# configured, Python prints it on stderr beside the one line simdb.cli.run writes, which already
+# says what happened; a handler of the commands' own keeps it there (logging configured by
+# whoever embeds the CLI still receives it). Here, not in simdb.cli: `simdb --help` loads no logging.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 def _take_dsn(ctx: click.Context, _: click.Parameter, value: str | None) -> None:

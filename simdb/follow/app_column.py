@@ -63,7 +63,9 @@ def attach_in_table(
     chosen = spec or SimhashSpec()
     if not text_column:
         chosen = chosen.for_column()
-    index = dataclasses.replace(chosen.build(name, features, expected_rows), storage=stored)
+    # (B-trees on the prefix alone, as the application's own migrations make them: Django's and
+    # Alembic's, which simdb adopts where they exist)
+    index = dataclasses.replace(chosen.build(name, features, expected_rows), storage=stored, covering=False)
     if sketch_kind is not None and sketch_kind != index.sketch_column:
         raise InvalidParameter(
             f"--{sketch_kind}-column does not apply to a {index.mode} index",

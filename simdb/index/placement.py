@@ -53,6 +53,9 @@ class Placement(ABC):
     bulk_writes: ClassVar[bool] = True
     # whether all pairs may read every row's sketch to the client and pair them there (simdb.plan.pairing)
     pairs_on_client: ClassVar[bool] = False
+    # whether near may verify candidates in B-trees that carry the sketch (Index.covering), then
+    # look up the rows of what it found by sketch: Citus cannot push that lookup down to shards
+    index_only_near: ClassVar[bool] = False
 
     @abstractmethod
     def describe(self) -> str:
@@ -148,6 +151,7 @@ class Local(Placement):
     near_settings: ClassVar[str] = "PARALLEL SAFE SET plan_cache_mode = force_generic_plan"
     pairs_settings: ClassVar[str] = ""
     inline_near: ClassVar[bool] = True
+    index_only_near: ClassVar[bool] = True
 
     def describe(self) -> str:
         return ""

@@ -424,7 +424,7 @@ def _load_file(conn: Connection, index: Index, values: np.ndarray) -> load.LoadR
 
 def _predicted(index: SimhashIndex, rows: int) -> dict[str, float]:
     """What `simdb plan` predicts of this index's plan at these rows, to print beside the figures."""
-    design = planner.price(index.plan, rows)
+    design = planner.price(index.plan, rows, covering=index.covering)
     return {
         "online_ms": design.online_ms,
         "sql_pairs_s": design.batch_s,

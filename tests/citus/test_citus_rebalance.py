@@ -112,7 +112,8 @@ def _answers_equal_brute_force(conn: Conn, oracle: Oracle) -> None:
     assert duplicates.clusters(conn, made).groups == components(expected_pairs)
 
 
-@pytest.mark.parametrize("mode", list(ORACLES))
+# (simhash_covering: its rows and answers on Citus are simhash's; the contract suite runs it there)
+@pytest.mark.parametrize("mode", [mode for mode in ORACLES if mode != "simhash_covering"])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_a_rebalance_onto_a_new_worker_keeps_every_answer_exact(
     citus_conn: Conn, capsys: pytest.CaptureFixture[str], layout: str, mode: str

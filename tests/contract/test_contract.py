@@ -50,6 +50,8 @@ def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
 def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
     where = request.node.callspec.params["conn"]
     storage = "column" if where.endswith("in_table") else "side" if where == "side" else "own"
+    if request.param == "simhash_covering" and (storage == "column" or where == "citus_prefix"):
+        pytest.skip("B-trees carry the fingerprint in simdb's own tables only (simhash tests the others)")
     return ORACLES[request.param](conn, PLACEMENTS[where], storage)
 
 

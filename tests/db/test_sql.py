@@ -268,9 +268,33 @@ def _load(conn: Conn, name: str, rows: dict[str, int]) -> index.Index:
     return made
 
 
-def test_near_plan_probes_every_table_once_and_reads_only_candidates(conn: Conn) -> None:
+def test_near_plan_verifies_candidates_in_the_btrees_and_reads_only_the_rows_found(conn: Conn) -> None:
+    """A new index's B-trees carry the fingerprint: each is scanned index-only under the query's
+    prefix (no table page read for a candidate), and table 0's B-tree finds the rows of what matched."""
     rng = random.Random(3)
-    made = _load(conn, "docs", {f"r{i}": rng.getrandbits(64) for i in range(20000)})
+    rows = {f"r{i}": rng.getrandbits(64) for i in range(20000)}
+    made = index.create(conn, "docs", SimhashSpec(max_distance=3, covering=True))
+    ingest.store(conn, made, rows)
+    ingest.vacuum(conn, made)
+    assert isinstance(made, SimhashIndex) and made.covering
+    query = rows["r7"] ^ 0b101  # (r7 within 2 bits)
+    explained = conn.execute("SELECT simdb.explain_near('docs', %s)", (to_signed(query),))
+    plan = "\n".join(str(line) for (line,) in explained.fetchall())
+    assert plan.count("Index Only Scan using docs_p") == len(made.plan.tables) == 4, plan
+    assert plan.count("Heap Fetches: 0") == 4, plan
+    assert "Index Scan using docs_p0" in plan, plan
+    assert "Seq Scan" not in plan and "Bitmap" not in plan, plan
+    assert conn.execute("SELECT * FROM simdb.near('docs', %s)", (to_signed(query),)).fetchall() == [("r7", 2)]
+
+
+def test_near_plan_over_btrees_on_the_prefix_alone_probes_every_table_once(conn: Conn) -> None:
+    """B-trees on the prefix alone (the planner's choice at a million rows, and every index made
+    before revision 0020): one bitmap scan of each, OR-ed, the candidates verified on their rows."""
+    rng = random.Random(3)
+    made = index.create(conn, "docs", SimhashSpec(max_distance=3))
+    ingest.store(conn, made, {f"r{i}": rng.getrandbits(64) for i in range(20000)})
+    ingest.vacuum(conn, made)
+    assert conn.execute("SELECT covering FROM simdb._indexes").fetchone() == (False,)
     rows = conn.execute("SELECT simdb.explain_near('docs', %s)", (to_signed(rng.getrandbits(64)),))
     plan = "\n".join(str(line) for (line,) in rows.fetchall())
     assert isinstance(made, SimhashIndex)

@@ -219,6 +219,13 @@ class SimhashOracle(Oracle):
         )
 
 
+class SimhashCoveringOracle(SimhashOracle):
+    """The same rows in an index whose B-trees carry the fingerprint (Index.covering): near checks
+    candidates in the B-trees and looks up the rows it found (on one server)."""
+
+    spec = SimhashSpec(max_distance=3, covering=True)
+
+
 class Simhash128Oracle(SimhashOracle):
     """The same plan on 128-bit fingerprints (bit(128) in SQL), at k = 6."""
 
@@ -299,6 +306,7 @@ class JaccardV1Oracle(JaccardOracle):
 
 ORACLES = {
     "simhash": SimhashOracle,
+    "simhash_covering": SimhashCoveringOracle,
     "simhash128": Simhash128Oracle,
     "simhash_v3": SimhashV3Oracle,
     "jaccard": JaccardOracle,

@@ -74,7 +74,10 @@ def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:
     for workload in WORKLOADS:
         code, out, _ = simdb(capsys, "plan", "--rows", "1000000", "-k", "3", "--workload", workload, "--json")
         rows = json.loads(out)
-        assert code == 0 and [r["blocks"] for r in rows] == [4, 5, 6, 7, 8]
+        # each block count with B-trees on the prefix alone and on prefix and fingerprint
+        assert code == 0 and [(r["blocks"], r["btrees"]) for r in rows] == [
+            (blocks, btrees) for blocks in (4, 5, 6, 7, 8) for btrees in ("prefix", "prefix, fingerprint")
+        ]
         assert sum(r["chosen"] for r in rows) == 1
     code, out, _ = simdb(capsys, "plan", "--rows", "1000000", "-k", "3")
     assert code == 0 and "* chosen: 4 blocks (4 tables)" in out
@@ -117,15 +120,20 @@ def test_plan_command_with_workers(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_memory_budget_sets_aside_the_designs_that_do_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
     """At 100M rows within 3 bits, 10 tables check ~21 candidates a query but take 22 GB; in 19 GB
     the planner takes 4 tables (10 GB) and says why; where none fits, it chooses as without a
-    budget (Manku's 8 billion rows: 6 blocks, 20 tables)."""
+    budget (Manku's 8 billion rows: 6 blocks, 20 tables). B-trees that carry the fingerprint make
+    the 4 tables' queries ten times cheaper: searches read those B-trees alone (12 GB of 20)."""
     options = designs(100_000_000, 3)
     assert choose(options).tables == 10 and choose(options, memory=19e9).tables == 4
     assert choose(options, memory=19e9).total_bytes <= 19e9 < choose(options).total_bytes
     assert choose(designs(8_000_000_000, 3), memory=19e9).tables == 20
     assert plan_for(100_000_000, 3, memory=19e9).blocks == 4
+    covered = choose(designs(100_000_000, 3, coverings=(False, True)), memory=19e9)
+    assert (covered.tables, covered.covering) == (4, True)
+    assert covered.searched_bytes <= 19e9 < covered.total_bytes
+    assert covered.online_ms < choose(options, memory=19e9).online_ms / 5
     code, out, _ = simdb(capsys, "plan", "--rows", "100000000", "-k", "3", "--memory", "19G")
-    assert code == 0 and "* chosen: 4 blocks (4 tables)" in out
-    assert "5 blocks (10 tables) would check fewer candidates but take 22.4 GB" in " ".join(out.split())
+    assert code == 0 and "* chosen: 4 blocks (4 tables, B-trees on prefix and fingerprint)" in out
+    assert "5 blocks (10 tables) would be faster but searches would read 22.4 GB" in " ".join(out.split())
     code, out, _ = simdb(capsys, "plan", "--rows", "100000000", "-k", "3", "--memory", "64G", "--json")
     chosen = [design for design in json.loads(out) if design["chosen"]]
     assert [(d["tables"], d["fits"]) for d in chosen] == [(10, True)]

@@ -83,6 +83,9 @@ class Index(ABC):
     expected_rows: int
     placement: Placement = field(default=LOCAL, kw_only=True)  # not a catalog column: Citus' metadata
     storage: Storage = field(default=OWN, kw_only=True)  # where the rows live (catalog: _sources)
+    # The B-trees in simdb's table are on (key expression, sketch), so that a search reads its
+    # candidates from them alone (catalog: _indexes.covering; made so since revision 0020).
+    covering: bool = field(default=False, kw_only=True)
 
     mode: ClassVar[str]
     widths: ClassVar[tuple[int, ...]] = (BITS,)  # the widths of a fingerprint or signature value it makes
@@ -281,6 +284,12 @@ class Index(ABC):
     def btree_keys(self, sketch: sql.Composable) -> list[sql.Composable]:
         """What each B-tree is on, in the order of `columns`, as an expression of a sketch: a
         permuted table's prefix of a fingerprint, or a band's key of a signature."""
+
+    def btree_columns(self, sketch: sql.Composable) -> list[sql.Composable]:
+        """Each B-tree's columns as CREATE INDEX lists them, in the order of `columns`: its key
+        expression of `sketch`, and the sketch after it where the index is covering."""
+        after = sql.SQL(", {}").format(sketch) if self.covering else sql.SQL("")
+        return [sql.SQL("({}){}").format(key, after) for key in self.btree_keys(sketch)]
 
     def btrees(self, *, if_missing: bool = False) -> list[sql.Composed]:
         """CREATE INDEX NAME_<column> on each B-tree's expression of the stored sketch in simdb's

@@ -31,7 +31,7 @@ from simdb.index.modes.widths import Width, width
 from simdb.index.placement import first_shared
 from simdb.plan import pairing, reach
 from simdb.plan.blocks import BlockPlan
-from simdb.plan.planner import WORKLOADS, machine_memory, plan_for
+from simdb.plan.planner import WORKLOADS, design_for, machine_memory
 from simdb.sketch.features import WIDTHS, Content, Features, check_bits
 from simdb.sketch.simhash import (
     FINGERPRINT_METHODS,
@@ -55,13 +55,15 @@ class SimhashSpec(Spec):
     finds copies with a line changed; v2 SimHash, close copies, the dataclass's default, kept for
     code written before; v1 only to match fingerprints made under it; None, what `newest()` and
     the CLI ask for: v3, or v2 in a column the application fills, as simdb.fingerprint computes
-    it); `bits`: the fingerprint's width, 64 or 128."""
+    it); `bits`: the fingerprint's width, 64 or 128; `covering`: B-trees on prefix and
+    fingerprint (True), on the prefix alone (False), or as the planner prices them (None)."""
 
     max_distance: int | None = None
     blocks: int | None = None
     workload: str = "both"
     fingerprint_spec: int | None = SPEC_VERSION
     bits: int = 64
+    covering: bool | None = None
 
     mode = "simhash"
 
@@ -89,11 +91,20 @@ class SimhashSpec(Spec):
             )
         bits = check_bits(self.bits)
         k = self.k
-        chosen = self.blocks
-        if chosen is None:
-            chosen = plan_for(expected_rows, k, self.workload, bits, machine_memory()).blocks
-        plan = BlockPlan(k, chosen, bits)
-        return SimhashIndex(name, features, expected_rows, plan, check_spec(self.version))
+        coverings = (False, True) if width(bits).covering else (False,)
+        if self.covering is not None:
+            if self.covering not in coverings:
+                raise InvalidParameter(
+                    f"B-trees that carry a {bits}-bit fingerprint are not made",
+                    "leave covering unset for these fingerprints (64-bit ones may have them)",
+                )
+            coverings = (self.covering,)
+        design = design_for(
+            expected_rows, k, self.workload, bits, machine_memory(), coverings=coverings, blocks=self.blocks
+        )
+        return SimhashIndex(
+            name, features, expected_rows, design.plan, check_spec(self.version), covering=design.covering
+        )
 
     @property
     def k(self) -> int:
@@ -165,7 +176,11 @@ class SimhashIndex(Index):
     @property
     def spec(self) -> SimhashSpec:
         return SimhashSpec(
-            self.plan.max_distance, self.plan.blocks, fingerprint_spec=self.fingerprint_spec, bits=self.bits
+            self.plan.max_distance,
+            self.plan.blocks,
+            fingerprint_spec=self.fingerprint_spec,
+            bits=self.bits,
+            covering=self.covering,
         )
 
     @property
@@ -227,6 +242,7 @@ class SimhashIndex(Index):
             "blocks": self.plan.blocks,
             "block_widths": list(self.plan.widths),
             "near_sql": self.near_statement().as_string(conn),
+            **({"covering": True} if self.covering else {}),  # (the column's default, and before 0020 none)
         }
 
     @classmethod
@@ -238,7 +254,8 @@ class SimhashIndex(Index):
                 f"index {row['name']!r} has a table layout this simdb does not compute", MISMATCH_HINT
             )
         features = Features.parse(row["features"])
-        return cls(row["name"], features, row["expected_rows"], plan, row["spec_version"])
+        covering = bool(row.get("covering"))  # (no such column before revision 0020)
+        return cls(row["name"], features, row["expected_rows"], plan, row["spec_version"], covering=covering)
 
     def register(self, conn: Connection) -> None:
         """The permuted tables in simdb._tables."""
@@ -339,7 +356,10 @@ class SimhashIndex(Index):
     ) -> sql.Composed:
         """SELECT key, distance of the rows within `cutoff` bits of fingerprint `sketch`, nearest
         first: any table's prefix equal (one bitmap scan of each B-tree, OR-ed), then bit_count on
-        the row."""
+        the row; where the B-trees carry the fingerprint (on one server), bit_count on their
+        entries instead (index_only_near_statement)."""
+        if self.covering and self.placement.index_only_near:
+            return self.index_only_near_statement(sketch, cutoff)
         stored = sql.SQL("r.{}").format(sql.Identifier(self.sketch_column))
         distance = self.width.distance(stored, sketch)
         return sql.SQL(
@@ -355,6 +375,45 @@ class SimhashIndex(Index):
                 for row, query in zip(self.btree_keys(stored), self.btree_keys(sketch), strict=True)
             ),
             k=cutoff,
+        )
+
+    def index_only_near_statement(self, sketch: sql.Composable, cutoff: sql.Composable) -> sql.Composed:
+        """table_near_statement over B-trees on (prefix, fingerprint): each table's entries under
+        the query's prefix verified with bit_count in the B-tree (an index-only scan: at 100M rows
+        the ~1,500 candidates of a 16-bit prefix are a few pages there, against as many table
+        pages), the distinct fingerprints found then looked up in table 0's B-tree for their rows
+        (the only rows read; OFFSET 0 keeps that a lookup per fingerprint found, never a join
+        with a scan of the table). Aliases c, h and r: the caller may name its own rows f."""
+        fingerprint = sql.Identifier(self.sketch_column)
+        found = sql.SQL("c.{}").format(fingerprint)
+        hit = sql.SQL("h.{}").format(fingerprint)
+        row = sql.SQL("r.{}").format(fingerprint)
+        probes = sql.SQL(" UNION ").join(
+            sql.SQL("SELECT {found} FROM {table} AS c WHERE {prefix} = {query} AND {distance} <= {k}").format(
+                found=found,
+                table=self.table,
+                prefix=prefix,
+                query=query,
+                distance=self.width.distance(found, sketch),
+                k=cutoff,
+            )
+            for prefix, query in zip(self.btree_keys(found), self.btree_keys(sketch), strict=True)
+        )
+        first = self.btree_keys(row)[0], self.btree_keys(hit)[0]
+        return sql.SQL(
+            "SELECT r.key, {distance} AS distance FROM ({probes}) AS h CROSS JOIN LATERAL"
+            " (SELECT r.key, {row} FROM {table} AS r WHERE {row_prefix} = {hit_prefix} AND {row} = {hit}"
+            " OFFSET 0) AS r WHERE {check} {order}"
+        ).format(
+            distance=self.width.distance(row, sketch),
+            probes=probes,
+            row=row,
+            table=self.table,
+            row_prefix=first[0],
+            hit_prefix=first[1],
+            hit=hit,
+            check=self.sketch_check(sketch),
+            order=self.nearest_first,
         )
 
     def pairs_in_memory(

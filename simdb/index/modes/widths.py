@@ -34,6 +34,9 @@ class Width(ABC):
     bits: ClassVar[int]
     column_type: ClassVar[str]  # the fingerprint column's type
     sketch_type: ClassVar[str]  # the type COPY and function arguments name
+    # Whether a new index's B-trees carry the fingerprint after the prefix (Index.covering), so
+    # that near verifies candidates in the B-tree; a bit(128) would add 24 bytes an entry.
+    covering: ClassVar[bool] = False
 
     def to_hex(self, value: int) -> str:
         """The unsigned value as hex digits (16 or 32), as `simdb fingerprint` prints it."""
@@ -76,6 +79,7 @@ class Width64(Width):
 
     bits = 64
     column_type = sketch_type = "bigint"
+    covering = True  # (8 more bytes an entry)
 
     def to_sql(self, value: int) -> int:
         return to_signed(value)

@@ -30,10 +30,10 @@ def btree_statements(
     words = ["CREATE INDEX", "CONCURRENTLY" if concurrently else "", "IF NOT EXISTS" if if_missing else ""]
     create = sql.SQL(" ".join(word for word in words if word))
     return [
-        sql.SQL("{create} {name} ON {table} (({key}))").format(
-            create=create, name=sql.Identifier(name_of.format(column=column)), table=table, key=key
+        sql.SQL("{create} {name} ON {table} ({columns})").format(
+            create=create, name=sql.Identifier(name_of.format(column=column)), table=table, columns=columns
         )
-        for column, key in zip(index.columns, index.btree_keys(sketch), strict=True)
+        for column, columns in zip(index.columns, index.btree_columns(sketch), strict=True)
     ]
 
 

@@ -20,12 +20,20 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from support import remove_folder, remove_leftovers, remove_test_folders, run_folder
 
-from simdb import schema
+from simdb import schema, warmup
 from simdb.db.embedded import EmbeddedServer
 from simdb.index import catalog
 from simdb.index import lifecycle as index
 
 _counter = itertools.count()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kernels_compiled() -> None:
+    """The kernels compiled (or loaded from numba's cache) before any test, as `simdb init` does
+    after an install: otherwise the first test to sketch, whichever it is, would also see the
+    one-time "compiling its kernels" notice (test_startup checks it with a cache of its own)."""
+    warmup.warm()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -123,6 +123,13 @@ _PAIRS_LIMIT = (
     help="Compare with pgvector's HNSW over bit(64) where the vector extension is available.",
 )
 @click.option(
+    "--new-pairs/--no-new-pairs",
+    default=True,
+    show_default=True,
+    help="Add 1%% more rows and time `pairs --new` beside a full run (at 100M rows: 1M rows stored"
+    " one batch at a time, and two more all-pairs runs).",
+)
+@click.option(
     "--corpus",
     "corpus_paths",
     multiple=True,
@@ -273,6 +280,7 @@ def _bench_index(
     pairs_limit: float,
     text_paths: tuple[str, ...],
     hnsw: bool,
+    new_pairs: bool,
     features: str,
     **_: Any,
 ) -> Result:
@@ -290,6 +298,7 @@ def _bench_index(
         measured = bench.bench_index(
             conn,
             hnsw=hnsw,
+            new_pairs=new_pairs,
             rows=rows,
             max_distance=max_distance,
             queries=queries,

@@ -107,6 +107,7 @@ class IndexBench:
     blocks: int
     tables: int
     queries: int
+    covering: bool  # the B-trees carry the fingerprint (Index.covering): candidates verified in them
     server: str
     load_rows_per_s: float
     bytes_per_row: float
@@ -224,6 +225,7 @@ def bench_index(
     queries: int = 1000,
     brute_force_queries: int = 20,
     hnsw: bool = True,
+    new_pairs: bool = True,
     seed: int = 1,
     rounds: int = 3,
     pairs_limit_s: float = PAIRS_LIMIT_S,
@@ -288,13 +290,15 @@ def bench_index(
         if hnsw:
             hnsw_figures = _bench_hnsw(conn, index, probes, truth, progress)
             hnsw_note = "" if hnsw_figures else "the vector extension is not available on this server"
-        progress(f"pairs --new: {max(2, rows // 100)} rows added, new pairs against a full run")
+        if new_pairs:
+            progress(f"pairs --new: {max(2, rows // 100)} rows added, new pairs against a full run")
         version = conn.execute("SHOW server_version").fetchone()
         return IndexBench(
             rows=rows,
             max_distance=max_distance,
             blocks=index.plan.blocks,
             tables=len(index.plan.tables),
+            covering=index.covering,
             queries=len(probes),
             server=f"PostgreSQL {version[0] if version else '?'}",
             load_rows_per_s=rows / loaded.copy_seconds,
@@ -325,7 +329,7 @@ def bench_index(
             hand_pairs_seconds=hand_pairs_s,
             hnsw=hnsw_figures,
             hnsw_note=hnsw_note,
-            added=bench_new_pairs(conn, index, values, max_distance, seed),
+            added=bench_new_pairs(conn, index, values, max_distance, seed) if new_pairs else None,
             first_touch_p50_ms=statistics.median(first_touch),
             first_touch_p99_ms=percentile(first_touch, 0.99),
             truth_from=truth_from,
@@ -757,7 +761,8 @@ def format_report(figures: IndexBench, fingerprinting: FingerprintBench | None =
     lines += [
         f"index: {f.rows} rows, k={f.max_distance}, {f.blocks} blocks, {f.tables} tables, "
         f"{f.bytes_per_row:.0f} bytes/row with indexes; bulk-loaded at {f.load_rows_per_s:.0f} rows/s, "
-        f"then the {f.tables} B-trees built in {f.index_build_s:.1f} s",
+        f"then the {f.tables} B-trees ({'prefix, fingerprint' if f.covering else 'prefix'}) built in"
+        f" {f.index_build_s:.1f} s",
         f"side by side, the same {f.queries} queries (client-side, prepared psycopg; best p50 of {f.rounds} "
         "interleaved rounds):",
         f"  {'':<52}{'p50 ms':>8}{'p99 ms':>8}{'bytes/row':>11}{'load s':>8}{'recall':>8}",

@@ -171,9 +171,9 @@ def score(design: Design, options: list[Design], workload: str) -> float:
 def plan_for(
     rows: int, max_distance: int, workload: str = "both", bits: int = 64, memory: float | None = None
 ) -> BlockPlan:
-    """The block plan `simdb create` uses when --blocks is not given (within `memory` bytes: see
-    choose), among B-trees on the prefix alone."""
-    return choose(designs(rows, max_distance, bits=bits), workload, memory).plan
+    """The block plan of the cheapest design with B-trees on the prefix alone (within `memory`
+    bytes: see choose); `simdb create` chooses between both kinds of B-tree (design_for)."""
+    return design_for(rows, max_distance, workload, bits, memory, coverings=(False,)).plan
 
 
 def design_for(

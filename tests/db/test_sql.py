@@ -269,8 +269,9 @@ def _load(conn: Conn, name: str, rows: dict[str, int]) -> index.Index:
 
 
 def test_near_plan_verifies_candidates_in_the_btrees_and_reads_only_the_rows_found(conn: Conn) -> None:
-    """A new index's B-trees carry the fingerprint: each is scanned index-only under the query's
-    prefix (no table page read for a candidate), and table 0's B-tree finds the rows of what matched."""
+    """B-trees that carry the fingerprint (the planner's choice at 100M rows): each is scanned
+    index-only under the query's prefix (no table page read for a candidate), and table 0's B-tree
+    finds the rows of what matched."""
     rng = random.Random(3)
     rows = {f"r{i}": rng.getrandbits(64) for i in range(20000)}
     made = index.create(conn, "docs", SimhashSpec(max_distance=3, covering=True))

@@ -60,12 +60,10 @@ def attach_in_table(
     B-trees are built at the end of that fill (fill), once, not updated row by row."""
     schema, relation = tables.parse_table(table)
     stored = InTable(schema, relation, key_column, sketch_column, text_column or None, condition)
-    chosen = spec or SimhashSpec()
+    chosen = (spec or SimhashSpec()).in_application_table()
     if not text_column:
         chosen = chosen.for_column()
-    # (B-trees on the prefix alone, as the application's own migrations make them: Django's and
-    # Alembic's, which simdb adopts where they exist)
-    index = dataclasses.replace(chosen.build(name, features, expected_rows), storage=stored, covering=False)
+    index = dataclasses.replace(chosen.build(name, features, expected_rows), storage=stored)
     if sketch_kind is not None and sketch_kind != index.sketch_column:
         raise InvalidParameter(
             f"--{sketch_kind}-column does not apply to a {index.mode} index",

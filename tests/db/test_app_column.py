@@ -17,9 +17,11 @@ from simdb import fingerprint, ingest, query, schema
 from simdb.errors import IndexMismatch, InvalidParameter, SimdbError
 from simdb.follow import app_column, keep
 from simdb.index import lifecycle as index
-from simdb.index.modes import JaccardSpec, SimhashSpec
+from simdb.index.modes import JaccardSpec, SimhashIndex, SimhashSpec
 from simdb.index.placement import Distributed
+from simdb.plan import planner
 from simdb.sketch.bits import to_signed
+from simdb.sketch.features import DEFAULT_FEATURES
 
 BODY = " ".join(f"word{i} topic{i % 11}" for i in range(300))
 OTHER = "something else entirely, about other things and more of them"
@@ -268,6 +270,10 @@ def test_attach_checks_the_columns_first(articles: Conn) -> None:
         (("public.articles", "id", "fp", None, "(SELECT true)"), "must look at one row of public.articles"),
         (("public.nope", "id", "fp"), "no table public.nope"),
         (("public.articles", "id", "nope"), "has no column 'nope' (check --fingerprint-column"),
+        (
+            ("public.articles", "id", "fp", None, None, SimhashSpec(covering=True)),
+            "B-trees that carry the fingerprint are made in simdb's own tables only",
+        ),
     ]
     for arguments, message in cases:
         with pytest.raises(InvalidParameter, match=message.replace("(", r"\(")):
@@ -275,6 +281,19 @@ def test_attach_checks_the_columns_first(articles: Conn) -> None:
         assert articles.execute("SELECT to_regclass('simdb.arts')").fetchone() == (None,)
     with pytest.raises(InvalidParameter, match="--signature-column does not apply to a simhash index"):
         app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", sketch_kind="signature")
+
+
+def test_an_index_in_the_application_table_is_planned_on_btrees_of_the_prefix_alone(articles: Conn) -> None:
+    """Where simdb's own table would get B-trees that carry the fingerprint (100M expected rows),
+    an application's column gets the best design on the prefix alone, as its migrations make them."""
+    rows = 100_000_000
+    assert SimhashSpec().for_column().build("own", DEFAULT_FEATURES, rows).covering
+    made = app_column.attach_in_table(articles, "arts", "public.articles", "id", "fp", expected_rows=rows)
+    assert isinstance(made, SimhashIndex) and not made.covering
+    best = planner.design_for(
+        rows, made.plan.max_distance, memory=planner.machine_memory(), coverings=(False,)
+    )
+    assert made.plan == best.plan
 
 
 def test_attach_refuses_a_btree_name_the_table_has_and_leaves_it_alone(articles: Conn) -> None:

@@ -69,6 +69,12 @@ class Spec(ABC):
         newest sketches suit only simdb's own tables says which to use there)."""
         return self
 
+    def in_application_table(self) -> Spec:
+        """This spec for an index in an application's own table, whose B-trees its migrations make
+        on the key expressions alone (Django's, Alembic's): a mode that may have others plans
+        without them, and refuses them if asked for."""
+        return self
+
     @abstractmethod
     def literal(self, value: Sketch) -> str:
         """A sketch as `simdb fingerprint` prints it: what SQL users paste into a query."""

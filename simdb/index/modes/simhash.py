@@ -84,6 +84,16 @@ class SimhashSpec(Spec):
             return self
         return dataclasses.replace(self, fingerprint_spec=SPEC_VERSION)
 
+    def in_application_table(self) -> SimhashSpec:
+        """B-trees on the prefix alone, as an application's migrations make them."""
+        if self.covering:
+            raise InvalidParameter(
+                "B-trees that carry the fingerprint are made in simdb's own tables only",
+                "leave covering unset for an index in the application's table (its B-trees are on the"
+                " prefix alone, as its migrations make them)",
+            )
+        return dataclasses.replace(self, covering=False)
+
     def build(self, name: str, features: Features, expected_rows: int) -> SimhashIndex:
         if self.workload not in WORKLOADS:
             raise InvalidParameter(

@@ -409,7 +409,7 @@ class SimhashIndex(Index):
             )
             for prefix, query in zip(self.btree_keys(found), self.btree_keys(sketch), strict=True)
         )
-        first = self.btree_keys(row)[0], self.btree_keys(hit)[0]
+        first = self.plan.tables[0]
         return sql.SQL(
             "SELECT r.key, {distance} AS distance FROM ({probes}) AS h CROSS JOIN LATERAL"
             " (SELECT r.key, {row} FROM {table} AS r WHERE {row_prefix} = {hit_prefix} AND {row} = {hit}"
@@ -419,8 +419,8 @@ class SimhashIndex(Index):
             probes=probes,
             row=row,
             table=self.table,
-            row_prefix=first[0],
-            hit_prefix=first[1],
+            row_prefix=self.width.prefix(first, row),
+            hit_prefix=self.width.prefix(first, hit),
             hit=hit,
             check=self.sketch_check(sketch),
             order=self.nearest_first,

@@ -11,7 +11,7 @@ from psycopg.pq import TransactionStatus
 
 from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter, PermissionDenied
-from simdb.index import catalog, changes, names
+from simdb.index import catalog, changes, names, rowscan
 from simdb.index import lifecycle as indexes
 from simdb.index.modes import Index
 from simdb.query import check_size_ratio
@@ -112,7 +112,14 @@ def _changed_pairs(
         return
     either, values = changes.either_changed(mark)
     yield from _all_pairs(
-        conn, index, cutoff, [*conditions, either], in_memory=True, values=values, jobs=jobs
+        conn,
+        index,
+        cutoff,
+        [*conditions, either],
+        in_memory=True,
+        values=values,
+        jobs=jobs,
+        fresh=changes.changed_rows(mark),
     )
 
 
@@ -138,12 +145,14 @@ def _all_pairs(
     in_memory: bool,
     values: Sequence[object] = (),
     jobs: int = 1,
+    fresh: rowscan.Where | None = None,
 ) -> Iterator[Pair]:
     """Every pair where the conditions (over rows a and b, with parameters `values`) hold, in the
     caller's transaction: paired in memory where the placement may and the transaction is
-    repeatable read (`in_memory`), else by the index's pairs function."""
+    repeatable read (`in_memory`; only the pairs of rows where `fresh` holds, if the mode can),
+    else by the index's pairs function."""
     if in_memory and index.placement.pairs_on_client:
-        found = index.pairs_in_memory(conn, cutoff, jobs)
+        found = index.pairs_in_memory(conn, cutoff, jobs, fresh)
         if found is not None:
             statement, batches = found
             extra = sql.SQL("").join(sql.SQL(" AND {}").format(c) for c in conditions)

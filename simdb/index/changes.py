@@ -16,7 +16,7 @@ from psycopg import sql
 
 from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter, PermissionDenied
-from simdb.index import catalog, names
+from simdb.index import catalog, names, rowscan
 from simdb.index.ddl import table_function
 
 if TYPE_CHECKING:
@@ -173,17 +173,18 @@ def fresh_pairs(index: Index, mark: str, cutoff: float) -> tuple[sql.Composed, l
 
 
 # What a changed row's near statement costs per B-tree it probes (the probe and its candidates'
-# rows), against pairing every row in memory: measured on simdb's development machine (PG 15,
-# 21 B-trees, default shared_buffers), 6 us a B-tree at 1M rows, whose pages stay in PostgreSQL's
-# buffers, and 95 us at 10M, where each probe reads its pages from the OS cache; pairing, 1 to 1.3
-# us a row at both. The larger figure is taken: probing where it pays at any size.
+# rows), against finding the changed rows' pairs in memory: measured on simdb's development
+# machine (PG 15, 21 B-trees, default shared_buffers), 6 us a B-tree at 1M rows, whose pages stay
+# in PostgreSQL's buffers, and 95 us at 10M, where each probe reads its pages from the OS cache;
+# in memory, about 1 us a row (its fingerprint and address read, a pass per table, or sorting
+# every row when many changed). The larger figure is taken: probing where it pays at any size.
 PROBE_S_PER_BTREE = 95e-6
 PAIRING_S_PER_ROW = 1e-6
 
 
 def probing_pays(conn: Connection, index: Index, mark: str) -> bool:
-    """Whether a near query for each row changed after `mark` costs less than pairing every row in
-    memory and keeping the pairs of changed rows (either_changed): few changed rows, or few rows."""
+    """Whether a near query for each row changed after `mark` costs less than reading every row
+    and finding the changed rows' pairs in memory: few changed rows, or few rows."""
     found = conn.execute(
         sql.SQL(
             "SELECT (SELECT count(*) FROM {table} AS f WHERE {changed}),"
@@ -193,6 +194,11 @@ def probing_pays(conn: Connection, index: Index, mark: str) -> bool:
     ).fetchone()
     fresh, rows = (int(found[0]), float(found[1])) if found else (0, 0.0)
     return fresh * PROBE_S_PER_BTREE * len(index.columns) <= max(rows, 0.0) * PAIRING_S_PER_ROW
+
+
+def changed_rows(mark: str) -> rowscan.Where:
+    """The condition that row r changed after `mark`, and its parameters."""
+    return _changed_after(sql.Identifier("r"), sql.SQL("%s::pg_snapshot")), [mark, mark]
 
 
 def either_changed(mark: str) -> tuple[sql.Composed, list[object]]:

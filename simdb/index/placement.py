@@ -77,11 +77,11 @@ class Placement(ABC):
         return rowscan.read(conn, table, expressions)
 
     def read_column(
-        self, conn: Connection, table: sql.Identifier, expression: sql.Composable
+        self, conn: Connection, table: sql.Identifier, expression: sql.Composable, jobs: int = 1
     ) -> rowscan.Column:
         """Every row's address and its value of one bigint expression (over r), compactly, for
-        pairs on the client (only where pairs_on_client)."""
-        return rowscan.read_column(conn, table, expression)
+        pairs on the client (only where pairs_on_client); `jobs` connections read."""
+        return rowscan.read_column(conn, table, expression, jobs=jobs)
 
     def pairs_of(self, table: sql.Identifier, score: sql.Composable, keep: sql.Composable) -> sql.Composed:
         """SELECT least(a.key, b.key), greatest(a.key, b.key), score of the pairs of rows whose

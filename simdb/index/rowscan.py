@@ -7,18 +7,25 @@ to, in one REPEATABLE READ transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from simdb.db.connection import Connection
+from simdb.errors import SimdbError
 
 ADDRESS = np.dtype([("block", ">u4"), ("offset", ">u2")])  # tidsend's six bytes
 _CHUNK_BYTES = 1 << 28  # the most one statement returns per column: 256 MB, well under 1 GB
 _PAGE_HEADER, _ROW_OVERHEAD = 24, 28  # a heap page's header; a tuple's aligned header and line pointer
 _BEYOND = f"({2**32 - 1},{2**16 - 1})"  # the largest tid: past every row's address
+Where = tuple[sql.Composable, Sequence[object]]  # a condition on the rows (alias r) and its parameters
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,20 @@ class Column:
     starts: np.ndarray  # int64: the position of each run's first row
     offsets: np.ndarray  # uint16: each row's place in its page
 
+    def positions(self, addresses: np.ndarray) -> np.ndarray:
+        """The positions of the rows at these addresses (ADDRESS records), which the column
+        holds: read in the same snapshot."""
+        from simdb.kernels import compiled as kernels  # (numba loads with the first pairs)
+
+        blocks, places = addresses["block"].astype(np.uint32), addresses["offset"].astype(np.uint16)
+        found = kernels.positions_of(self.pages, self.starts, self.offsets, blocks, places)
+        if (found < 0).any():
+            raise SimdbError(
+                f"{int((found < 0).sum())} rows were not among the rows read: read both in one "
+                "REPEATABLE READ transaction"
+            )
+        return found
+
     def at(self, positions: np.ndarray) -> list[str]:
         """The addresses of these rows as text, for a tid[] parameter."""
         pages = self.pages[np.searchsorted(self.starts, positions, side="right") - 1]
@@ -57,11 +78,16 @@ class Column:
 
 
 def read_column(
-    conn: Connection, table: sql.Composable, expression: sql.Composable, chunk_bytes: int = _CHUNK_BYTES // 4
+    conn: Connection,
+    table: sql.Composable,
+    expression: sql.Composable,
+    chunk_bytes: int = _CHUNK_BYTES // 4,
+    jobs: int = 1,
 ) -> Column:
     """Every row's value of one bigint expression (over alias r) and its address, as `read` reads
     them, into arrays sized once from the table's row estimate (grown if it was short): at 100M
-    rows 1 GB, where `read` holds twice its 1.4 GB while it joins the parts."""
+    rows 1 GB, where `read` holds twice its 1.4 GB while it joins the parts. With `jobs` > 1 in a
+    REPEATABLE READ transaction, that many connections read in its snapshot (see _sharing)."""
     estimate = conn.execute(
         "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
         (table.as_string(conn),),
@@ -71,7 +97,7 @@ def read_column(
     pages: list[np.ndarray] = []
     starts: list[np.ndarray] = []
     at = 0
-    for addresses, data in _ranges(conn, table, [expression], chunk_bytes):
+    for addresses, data in _ranges(conn, table, [expression], chunk_bytes, jobs):
         rows = len(addresses)
         if at + rows > len(values):
             size = max(2 * len(values), at + rows)
@@ -90,6 +116,14 @@ def read_column(
         np.concatenate([empty, *starts]),
         offsets[:at],
     )
+
+
+def addresses(conn: Connection, table: sql.Composable, where: Where) -> np.ndarray:
+    """The addresses (ADDRESS records, in address order) of the rows where a condition holds."""
+    condition, parameters = where
+    statement = sql.SQL("SELECT string_agg(tidsend(r.ctid), ''::bytea ORDER BY r.ctid) FROM {} AS r WHERE {}")
+    row = conn.execute(statement.format(table, condition), parameters, binary=True).fetchone()
+    return np.frombuffer(row[0] if row and row[0] is not None else b"", dtype=ADDRESS)
 
 
 def read(
@@ -114,11 +148,15 @@ def read(
 
 
 def _ranges(
-    conn: Connection, table: sql.Composable, expressions: list[sql.Composable], chunk_bytes: int
+    conn: Connection,
+    table: sql.Composable,
+    expressions: list[sql.Composable],
+    chunk_bytes: int,
+    jobs: int = 1,
 ) -> Iterator[tuple[np.ndarray, list[bytes]]]:
-    """The rows of each range of pages, as their addresses (ADDRESS records) and each
+    """The rows of each range of pages, in order, as their addresses (ADDRESS records) and each
     expression's values (int8send bytes, big-endian); a range returns at most `chunk_bytes` a
-    column."""
+    column. Ranges are read on the connections _sharing gives, a statement at a time on each."""
     pages, page_size = conn.execute(
         "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int,"
         " current_setting('block_size')::int",
@@ -132,9 +170,65 @@ def _ranges(
     statement = sql.SQL("SELECT {} FROM {} AS r WHERE r.ctid >= %s::tid AND r.ctid < %s::tid").format(
         sql.SQL(", ").join(aggregates), table
     )
-    # The last range is open-ended, so no row past the size read above is left out.
-    for first in range(0, max(pages, 1), step):
-        last = f"({first + step},0)" if first + step < pages else _BEYOND
-        row = conn.execute(statement, (f"({first},0)", last), binary=True).fetchone()
-        if row is not None and row[0] is not None:
-            yield np.frombuffer(row[0], dtype=ADDRESS), list(row[1:])
+
+    def fetch(connection: Connection, bounds: tuple[str, str]) -> tuple[np.ndarray, list[bytes]] | None:
+        row = connection.execute(statement, bounds, binary=True).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return np.frombuffer(row[0], dtype=ADDRESS), list(row[1:])
+
+    with _sharing(conn, jobs if pages > 1 else 1) as connections:
+        if len(connections) > 1:  # (ranges enough for each connection to take several)
+            step = max(1, min(step, -(-pages // (4 * len(connections)))))
+        # The last range is open-ended, so no row past the size read above is left out.
+        bounds = [
+            (f"({first},0)", f"({first + step},0)" if first + step < pages else _BEYOND)
+            for first in range(0, max(pages, 1), step)
+        ]
+        with ThreadPoolExecutor(len(connections), thread_name_prefix="simdb-read") as pool:
+            pending: deque[Future[tuple[np.ndarray, list[bytes]] | None]] = deque()
+            for number, bound in enumerate(bounds):  # (a statement at a time on each connection)
+                pending.append(pool.submit(fetch, connections[number % len(connections)], bound))
+                while len(pending) >= len(connections) or (pending and number == len(bounds) - 1):
+                    done = pending.popleft().result()
+                    if done is not None:
+                        yield done
+
+
+@contextmanager
+def _sharing(conn: Connection, jobs: int) -> Iterator[list[Connection]]:
+    """`conn` and up to jobs - 1 more connections to the same server whose transactions read
+    its snapshot (pg_export_snapshot), where conn is in a REPEATABLE READ transaction; just conn
+    where it is not, or where another connection cannot be had (too many clients: one reads)."""
+    connections = [conn]
+    if jobs > 1 and _repeatable_read(conn):
+        (snapshot,) = conn.execute("SELECT pg_export_snapshot()").fetchone() or ("",)
+        try:
+            for _ in range(jobs - 1):
+                connections.append(_reading_in(conn, snapshot))
+        except psycopg.Error:
+            pass
+    try:
+        yield connections
+    finally:
+        for other in connections[1:]:
+            other.close()
+
+
+def _repeatable_read(conn: Connection) -> bool:
+    if conn.info.transaction_status != TransactionStatus.INTRANS:
+        return False
+    level = conn.execute("SELECT current_setting('transaction_isolation')").fetchone()
+    return level is not None and level[0] in ("repeatable read", "serializable")
+
+
+def _reading_in(conn: Connection, snapshot: str) -> Connection:
+    """A new connection with conn's parameters, in a transaction that reads `snapshot`."""
+    other = psycopg.connect(conn.info.dsn, password=conn.info.password or None, connect_timeout=10)
+    try:
+        other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        other.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+    except psycopg.Error:
+        other.close()
+        raise
+    return other

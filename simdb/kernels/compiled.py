@@ -854,6 +854,29 @@ def _popcount(value: np.uint64) -> np.uint64:
     return (value * np.uint64(0x0101010101010101)) >> np.uint64(56)
 
 
+@_inline
+def _table_prefix(value: np.uint64, prefix: npt.NDArray[np.int64]) -> np.uint64:
+    """A fingerprint's table prefix: its blocks, listed as (source, width, target) rows, moved
+    to their targets, counted from the prefix's lowest bit."""
+    key = np.uint64(0)
+    for source, width, target in prefix:
+        block = (value >> np.uint64(source)) & (_ALL_BITS >> np.uint64(64 - width))
+        key |= block << np.uint64(target)
+    return key
+
+
+@_inline
+def _first_found_here(differ: np.uint64, limit: np.uint64, own: np.uint64, earlier: UInt64Array) -> bool:
+    """Whether two fingerprints that differ in the bits `differ` are within `limit` bits, share
+    this table's prefix (agree on mask `own`) and no earlier table's (a pair is kept once)."""
+    if _popcount(differ) > limit or differ & own != 0:
+        return False
+    for mask in earlier:  # noqa: SIM110 (a loop numba compiles, where all() of a generator is slow)
+        if differ & mask == 0:
+            return False
+    return True
+
+
 @_compiled
 def close_pairs(
     fingerprints: UInt64Array,
@@ -879,10 +902,7 @@ def close_pairs(
     cut = np.uint64(prefix_bits - kept_bits)
     packed = np.empty(rows, dtype=np.uint64)
     for row in range(rows):
-        value, key = fingerprints[row], np.uint64(0)
-        for source, width, target in prefix:
-            block = (value >> np.uint64(source)) & (_ALL_BITS >> np.uint64(64 - width))
-            key |= block << np.uint64(target)
+        key = _table_prefix(fingerprints[row], prefix)
         packed[row] = ((key >> cut) << np.uint64(position_bits)) | np.uint64(row)
     packed = _sorted_high(packed, position_bits, kept_bits)
 
@@ -899,15 +919,7 @@ def close_pairs(
             value = fingerprints[i]
             for b in range(a + 1, end):
                 j = np.int64(packed[b] & positions)
-                differ = value ^ fingerprints[j]
-                if _popcount(differ) > limit or differ & own != 0:
-                    continue
-                found_before = False
-                for mask in earlier:
-                    if differ & mask == 0:
-                        found_before = True
-                        break
-                if found_before:
+                if not _first_found_here(value ^ fingerprints[j], limit, own, earlier):
                     continue
                 if count == len(first):
                     first, second = np.concatenate((first, first)), np.concatenate((second, second))
@@ -979,9 +991,90 @@ def prefix_tops(fingerprints: UInt64Array, prefix: npt.NDArray[np.int64], shift:
     than 256 ranges)."""
     tops = np.empty(len(fingerprints), dtype=np.uint8)
     for row in range(len(fingerprints)):
-        value, key = fingerprints[row], np.uint64(0)
-        for source, width, target in prefix:
-            block = (value >> np.uint64(source)) & (_ALL_BITS >> np.uint64(64 - width))
-            key |= block << np.uint64(target)
-        tops[row] = np.uint8(key >> np.uint64(shift))
+        tops[row] = np.uint8(_table_prefix(fingerprints[row], prefix) >> np.uint64(shift))
     return tops
+
+
+@_compiled
+def touching_pairs(
+    fingerprints: UInt64Array,
+    fresh: npt.NDArray[np.int64],
+    is_fresh: npt.NDArray[np.bool_],
+    prefix: npt.NDArray[np.int64],
+    own: np.uint64,
+    earlier: UInt64Array,
+    max_distance: int,
+    lookup_bits: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The pairs of close_pairs (same arguments) that involve a `fresh` row (positions; is_fresh
+    marks them): each row's prefix is looked up among the fresh rows' by its top `lookup_bits`
+    bits (a bit each, then where the fresh rows with them start), so the work is a pass over the
+    rows and the fresh rows' candidates, not a sort of every row. A pair of two fresh rows is
+    kept from the lower one."""
+    prefix_bits = 0
+    for _, width, target in prefix:
+        prefix_bits = max(prefix_bits, target + width)
+    lookup_bits = min(prefix_bits, lookup_bits)
+    shift = np.uint64(prefix_bits - lookup_bits)
+    keys = np.empty(len(fresh), dtype=np.uint64)
+    for q in range(len(fresh)):
+        keys[q] = _table_prefix(fingerprints[fresh[q]], prefix)
+    order = np.argsort(keys)
+    owners = fresh[order]
+    held = np.empty((len(fresh), 2), dtype=np.uint64)  # each fresh row's prefix and fingerprint, side by side
+    held[:, 0], held[:, 1] = keys[order], fingerprints[owners]
+    starts = np.zeros((1 << lookup_bits) + 1, dtype=np.int32)
+    seen = np.zeros(((1 << lookup_bits) + 63) // 64, dtype=np.uint64)
+    for key in held[:, 0]:
+        top = key >> shift
+        starts[top + np.uint64(1)] += 1
+        seen[top >> np.uint64(6)] |= np.uint64(1) << (top & np.uint64(63))
+    for top in range(1 << lookup_bits):
+        starts[top + 1] += starts[top]
+
+    first, second = np.empty(1024, dtype=np.int64), np.empty(1024, dtype=np.int64)
+    count = 0
+    limit = np.uint64(max_distance)
+    for row in range(len(fingerprints)):
+        value = fingerprints[row]
+        key = _table_prefix(value, prefix)
+        top = key >> shift
+        if (seen[top >> np.uint64(6)] >> (top & np.uint64(63))) & np.uint64(1) == 0:
+            continue
+        for at in range(starts[top], starts[top + np.uint64(1)]):
+            if held[at, 0] != key:
+                continue
+            if not _first_found_here(value ^ held[at, 1], limit, own, earlier):
+                continue
+            other = owners[at]
+            if other == row or (is_fresh[row] and row > other):
+                continue
+            if count == len(first):
+                first, second = np.concatenate((first, first)), np.concatenate((second, second))
+            first[count], second[count] = min(row, other), max(row, other)
+            count += 1
+    return first[:count].copy(), second[:count].copy()
+
+
+@_compiled
+def positions_of(
+    pages: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.uint16],
+    blocks: npt.NDArray[np.uint32],
+    places: npt.NDArray[np.uint16],
+) -> npt.NDArray[np.int64]:
+    """The position of each address (block, place) among rows read in address order, kept as
+    rowscan.Column keeps them (the page of each run of rows, the run's first position, each
+    row's offset in its page); -1 for an address not among them."""
+    found = np.full(len(blocks), -1, dtype=np.int64)
+    for q in range(len(blocks)):
+        run = np.searchsorted(pages, blocks[q])
+        if run == len(pages) or pages[run] != blocks[q]:
+            continue
+        end = starts[run + 1] if run + 1 < len(starts) else len(offsets)
+        for position in range(starts[run], end):
+            if offsets[position] == places[q]:
+                found[q] = position
+                break
+    return found

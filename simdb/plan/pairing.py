@@ -29,6 +29,12 @@ Positions = np.ndarray  # int64 row positions
 # blocks, k=5 with 7 and 8): 31.5 to 45.7 ns a row and table, 1.2 to 2.1 ns a candidate pair.
 SORT_S_PER_ROW = 32e-9  # per row and table: its prefix computed, sorted and its run scanned (close_pairs)
 COMPARE_S_PER_PAIR = 1.6e-9  # per candidate pair compared in a run of equal prefixes
+# touching_pairs, 10M rows and 100,000 fresh (k=3 with 5 and 6 blocks, k=5 with 7 and 8), one
+# thread, on a noisier machine where sorting measured 2 to 3 times the figures above, scaled by
+# that: a row 12 ns a table, 35 ns more where a fresh row has its top prefix bits.
+LOOKUP_S_PER_ROW = 12e-9
+LOOKUP_S_PER_HIT = 35e-9
+LOOKUP_BITS = 20  # the top prefix bits touching_pairs looks fresh rows up by: 128 KB of bits, 4 MB of starts
 RANGE_ROWS = 8_000_000  # about as many rows of a table paired at once (within_by_ranges): ~250 MB a thread
 
 
@@ -89,23 +95,78 @@ def within_by_ranges(
     yield from each(range_pairs, ranges(), jobs)
 
 
+def within_fresh(
+    fingerprints: np.ndarray, fresh: Positions, max_distance: int, jobs: int = 1
+) -> Iterator[tuple[Positions, Positions]]:
+    """The pairs of `within_by_ranges` that involve a row at one of the `fresh` positions, each
+    once, a batch at a time, the cheaper way: each table's prefix of every row looked up among
+    the fresh rows' (within_touching: a pass over the rows a table), or, where many rows are
+    fresh, every pair found by sorting and those of a fresh row kept."""
+    rows = len(fingerprints)
+    touching = min(_plans(max_distance), key=lambda plan: _touching_cost(plan, rows, len(fresh)))
+    sorting = pairing_plan(rows, max_distance)
+    if _touching_cost(touching, rows, len(fresh)) <= _sorting_cost(sorting, rows):
+        yield from within_touching(fingerprints, fresh, touching, max_distance, jobs)
+        return
+    is_fresh = np.zeros(rows, dtype=np.bool_)
+    is_fresh[fresh] = True
+    for first, second in within_by_ranges(fingerprints, sorting, max_distance, jobs):
+        kept = is_fresh[first] | is_fresh[second]
+        yield first[kept], second[kept]
+
+
+def within_touching(
+    fingerprints: np.ndarray, fresh: Positions, plan: BlockPlan, max_distance: int, jobs: int = 1
+) -> Iterator[tuple[Positions, Positions]]:
+    """The pairs of `within_by_ranges` that involve a row at one of the `fresh` positions, a
+    batch per table: each row's prefix looked up among the fresh rows' instead of every row
+    sorted (simdb.kernels.compiled.touching_pairs)."""
+    from simdb.kernels import compiled as kernels
+
+    masks = np.array([table.prefix_mask for table in plan.tables], dtype=np.uint64)
+    is_fresh = np.zeros(len(fingerprints), dtype=np.bool_)
+    is_fresh[fresh] = True
+
+    def table_pairs(number: int) -> tuple[Positions, Positions]:
+        blocks = prefix_blocks(plan.tables[number])
+        return kernels.touching_pairs(
+            fingerprints, fresh, is_fresh, blocks, masks[number], masks[:number], max_distance, LOOKUP_BITS
+        )
+
+    yield from each(table_pairs, range(len(plan.tables)), jobs)
+
+
 def pairing_plan(rows: int, max_distance: int) -> BlockPlan:
     """The block plan that pairs `rows` 64-bit fingerprints within `max_distance` bits fastest in
     memory. Any number of blocks above the distance finds every pair (the pigeonhole), whatever
     the index stores: more blocks give more tables, each a sort of every row, and longer prefixes,
     so fewer candidate pairs to compare in each run (at 100M rows within 3 bits, the index's 4
     tables of 16-bit prefixes compare 3e11 candidates; 10 tables of 25 to 26 bits, 1e9)."""
+    return min(_plans(max_distance), key=lambda plan: _sorting_cost(plan, rows))
 
-    def cost(plan: BlockPlan) -> float:
-        candidates = sum(rows * rows / 2 / 2.0**table.prefix_bits for table in plan.tables)
-        return len(plan.tables) * rows * SORT_S_PER_ROW + candidates * COMPARE_S_PER_PAIR
 
-    plans = [
+def _plans(max_distance: int) -> list[BlockPlan]:
+    """The block plans pairing may use: a few more blocks than the distance."""
+    return [
         BlockPlan(max_distance, blocks)
         for blocks in range(max_distance + 1, min(64, max_distance + 6) + 1)
         if math.comb(blocks, max_distance) <= MAX_TABLES
     ]
-    return min(plans, key=cost)
+
+
+def _sorting_cost(plan: BlockPlan, rows: int) -> float:
+    """Seconds to pair `rows` rows by sorting each table's prefixes (within_by_ranges)."""
+    candidates = sum(rows * rows / 2 / 2.0**table.prefix_bits for table in plan.tables)
+    return len(plan.tables) * rows * SORT_S_PER_ROW + candidates * COMPARE_S_PER_PAIR
+
+
+def _touching_cost(plan: BlockPlan, rows: int, fresh: int) -> float:
+    """Seconds to find the pairs of `fresh` rows among `rows` (within_touching): a pass over the
+    rows a table, a lookup for a row whose top prefix bits some fresh row has, and the candidates."""
+    hits = sum(-math.expm1(-fresh / 2.0 ** min(table.prefix_bits, LOOKUP_BITS)) for table in plan.tables)
+    candidates = sum(fresh * rows / 2.0**table.prefix_bits for table in plan.tables)
+    passes = rows * (len(plan.tables) * LOOKUP_S_PER_ROW + hits * LOOKUP_S_PER_HIT)
+    return passes + candidates * COMPARE_S_PER_PAIR
 
 
 @contextmanager
@@ -120,8 +181,10 @@ def loading_kernels() -> Iterator[None]:
 
 
 def load_kernels() -> None:
-    """Load (or compile) the pairing kernel: pair two fingerprints."""
-    within(np.arange(2, dtype=np.uint64), BlockPlan(1, 2), 1)
+    """Load (or compile) the pairing kernels: pair two fingerprints, all pairs and a fresh one's."""
+    two, plan = np.arange(2, dtype=np.uint64), BlockPlan(1, 2)
+    within(two, plan, 1)
+    list(within_touching(two, np.array([1]), plan, 1))
 
 
 def sharing(keys: list[np.ndarray], jobs: int = 1) -> tuple[Positions, Positions]:

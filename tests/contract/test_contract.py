@@ -189,8 +189,8 @@ def test_new_pairs_are_the_pairs_that_writes_add(
     rows are added, rewritten and removed, the next reports exactly the pairs of the index now that
     involve a written row, which hold every pair the second full run has and the first had not;
     with nothing written since, none. simdb.pairs_since agrees from the first run's mark. Both
-    ways give it: a near query per written row (`probes`), or every pair paired in memory and
-    those of a written row kept (`paired`, the way when many rows were written)."""
+    ways give it: a near query per written row (`probes`), or the written rows' pairs found in
+    memory (`paired`, the way when many rows were written)."""
     monkeypatch.setattr(changes, "PROBE_S_PER_BTREE", 0.0 if way == "probes" else 1.0)
     made = oracle.made
     if not made.storage.writes_own_rows or made.placement.distributed:

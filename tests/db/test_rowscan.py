@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import psycopg
+import pytest
 from psycopg import sql
 
+from simdb.errors import SimdbError
 from simdb.index import rowscan
 
 TABLE = sql.Identifier("rowscan_sample")
@@ -62,3 +64,48 @@ def test_read_column_keeps_each_rows_address_in_ten_bytes(
         found = list(zip(column.at(np.arange(len(column.values))), column.values.tolist(), strict=True))
         assert len(found) == len(expected) == 9000 - 600 and set(found) == expected
         assert column.offsets.dtype == np.uint16 and len(column.pages) < len(found) / 50
+
+
+def test_read_column_on_several_connections_reads_the_callers_snapshot(
+    conn: psycopg.Connection[tuple[object, ...]], dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """jobs > 1 in a REPEATABLE READ transaction: more connections read ranges of pages in its
+    snapshot, so the rows and addresses are one connection's, and rows another transaction writes
+    after the snapshot are read by none; outside such a transaction, one connection reads."""
+    opened: list[object] = []
+    reading_in = rowscan._reading_in
+    monkeypatch.setattr(rowscan, "_reading_in", lambda *a: opened.append(a) or reading_in(*a))
+    conn.execute(sql.SQL("CREATE TABLE {} (id bigint, v bigint)").format(TABLE))
+    conn.execute(sql.SQL("INSERT INTO {} SELECT i, i * 7919 FROM generate_series(1, 9000) i").format(TABLE))
+    conn.execute(sql.SQL("DELETE FROM {} WHERE id % 5 = 0").format(TABLE))
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        expected = {(address, v) for address, v, _ in _expected(conn)}
+        with psycopg.connect(dsn, autocommit=True) as other:
+            other.execute(sql.SQL("UPDATE {} SET v = -v WHERE id < 3000").format(TABLE))
+            other.execute(
+                sql.SQL("INSERT INTO {} SELECT i, i FROM generate_series(9001, 9500) i").format(TABLE)
+            )
+        for chunk_bytes in (1, 30_000, rowscan._CHUNK_BYTES):  # a page a range; a few; one range
+            column = rowscan.read_column(conn, TABLE, EXPRESSIONS[0], chunk_bytes=chunk_bytes, jobs=3)
+            found = list(zip(column.at(np.arange(len(column.values))), column.values.tolist(), strict=True))
+            assert len(found) == len(expected) == 9000 - 1800 and set(found) == expected
+        assert len(opened) == 2 * 3  # two more connections for each read
+    column = rowscan.read_column(conn, TABLE, EXPRESSIONS[0], chunk_bytes=1, jobs=3)  # autocommit
+    assert len(column.values) == 9000 - 1800 + 500 and len(opened) == 6
+
+
+def test_positions_find_rows_by_address(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Column.positions: where the rows at these addresses are in the column (read in the same
+    snapshot: an address it does not hold is an error, never a wrong row)."""
+    conn.execute(sql.SQL("CREATE TABLE {} (id bigint, v bigint)").format(TABLE))
+    conn.execute(sql.SQL("INSERT INTO {} SELECT i, i FROM generate_series(1, 3000) i").format(TABLE))
+    conn.execute(sql.SQL("DELETE FROM {} WHERE id % 3 = 0").format(TABLE))
+    column = rowscan.read_column(conn, TABLE, EXPRESSIONS[0], chunk_bytes=30_000)
+    chosen = rowscan.addresses(conn, TABLE, (sql.SQL("r.id %% %s = 1"), [7]))
+    positions = column.positions(chosen)
+    assert sorted(column.values[positions].tolist()) == [i for i in range(1, 3001) if i % 7 == 1 and i % 3]
+    assert column.at(positions) == [f"({block},{offset})" for block, offset in chosen.tolist()]
+    conn.execute(sql.SQL("INSERT INTO {} VALUES (9999, 9999)").format(TABLE))
+    with pytest.raises(SimdbError, match="not among the rows read"):
+        column.positions(rowscan.addresses(conn, TABLE, (sql.SQL("r.id = %s"), [9999])))

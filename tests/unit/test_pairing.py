@@ -11,6 +11,22 @@ from simdb.plan import pairing
 from simdb.plan.blocks import BlockPlan
 
 
+def _collisions(k: int, seed: int) -> np.ndarray:
+    """Rows at every distance up to k + 2 from others, exact repeats, a long run of one value."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**64, size=40, dtype=np.uint64)
+    values = [base]
+    for flips in range(k + 3):
+        copies = base.copy()
+        for row in range(len(copies)):
+            for bit in rng.choice(64, size=flips, replace=False):
+                copies[row] ^= np.uint64(1) << np.uint64(bit)
+        values.append(copies)
+    values.append(np.full(30, base[0]))
+    values.append(rng.integers(0, 2**64, size=200, dtype=np.uint64))
+    return np.concatenate(values)
+
+
 @pytest.mark.parametrize("range_rows", [pairing.RANGE_ROWS, 7])  # a table at once; up to 256 ranges of it
 @pytest.mark.parametrize("jobs", [1, 3])
 @pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 6), (6, 8)])
@@ -18,18 +34,7 @@ def test_within_equals_brute_force(
     k: int, blocks: int, jobs: int, range_rows: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pairing, "RANGE_ROWS", range_rows)
-    rng = np.random.default_rng(blocks)
-    base = rng.integers(0, 2**64, size=40, dtype=np.uint64)
-    values = [base]
-    for flips in range(k + 3):  # copies at every distance up to k + 2, and exact repeats
-        copies = base.copy()
-        for row in range(len(copies)):
-            for bit in rng.choice(64, size=flips, replace=False):
-                copies[row] ^= np.uint64(1) << np.uint64(bit)
-        values.append(copies)
-    values.append(np.full(30, base[0]))  # a long run of one value
-    values.append(rng.integers(0, 2**64, size=200, dtype=np.uint64))
-    fingerprints = np.concatenate(values)
+    fingerprints = _collisions(k, blocks)
     plan = BlockPlan(k, blocks)
     for distance in sorted({0, k // 2, k}):
         i, j, d = pairing.within(fingerprints, plan, distance, jobs)
@@ -37,6 +42,51 @@ def test_within_equals_brute_force(
         assert len(found) == len(set(found)) and set(found) == hamming_pairs(
             dict(enumerate(fingerprints.tolist())), distance
         )
+
+
+@pytest.mark.parametrize("lookup_bits", [pairing.LOOKUP_BITS, 3])  # top bits shared by many prefixes
+@pytest.mark.parametrize(("k", "blocks"), [(0, 1), (1, 2), (3, 4), (3, 5), (4, 6)])
+def test_pairs_of_fresh_rows_equal_brute_force(
+    k: int, blocks: int, lookup_bits: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Looked up table by table (within_touching) or sorted and kept (within_fresh, whichever it
+    takes): the brute-force pairs with a fresh row in them, each once, for fresh rows that pair
+    with old rows, with each other and with nothing."""
+    monkeypatch.setattr(pairing, "LOOKUP_BITS", lookup_bits)
+    fingerprints = _collisions(k, blocks)
+    every = hamming_pairs(dict(enumerate(fingerprints.tolist())), k)
+    rng = np.random.default_rng(k)
+    for fresh in (
+        np.sort(rng.choice(len(fingerprints), size=25, replace=False)),
+        np.arange(len(fingerprints) - 240, len(fingerprints) - 200),  # the long run and copies
+        np.arange(len(fingerprints)),
+        np.arange(0),
+    ):
+        wanted = {(i, j) for i, j, _ in every if i in set(fresh.tolist()) or j in set(fresh.tolist())}
+        touched = [
+            pair
+            for first, second in pairing.within_touching(fingerprints, fresh, BlockPlan(k, blocks), k, jobs=2)
+            for pair in zip(first.tolist(), second.tolist(), strict=True)
+        ]
+        assert len(touched) == len(set(touched)) and set(touched) == wanted
+        kept = [
+            pair
+            for first, second in pairing.within_fresh(fingerprints, fresh, k)
+            for pair in zip(first.tolist(), second.tolist(), strict=True)
+        ]
+        assert len(kept) == len(set(kept)) and set(kept) == wanted
+
+
+def test_pairs_of_fresh_rows_look_them_up_while_few() -> None:
+    """within_fresh looks a few fresh rows up, and sorts every row once most are fresh."""
+    rows = 10**7
+    for k in (3, 5):
+        sorting = pairing._sorting_cost(pairing.pairing_plan(rows, k), rows)
+        touching = [
+            min(pairing._touching_cost(plan, rows, fresh) for plan in pairing._plans(k))
+            for fresh in (10**4, 10**5, rows)
+        ]
+        assert touching[0] < touching[1] < sorting < touching[2]
 
 
 def test_within_refuses_what_it_cannot_pair_exactly() -> None:

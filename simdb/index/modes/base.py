@@ -18,7 +18,7 @@ from psycopg.abc import AdaptContext
 
 from simdb.db.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
-from simdb.index import catalog, names
+from simdb.index import catalog, names, rowscan
 from simdb.index.ddl import table_function
 from simdb.index.placement import LOCAL, Placement
 from simdb.index.storage.base import OWN, Storage, btree_statements
@@ -309,7 +309,7 @@ class Index(ABC):
         return btree_statements(self, self.table, stored, name_of, if_missing=if_missing)
 
     def pairs_in_memory(
-        self, conn: Connection, cutoff: float, jobs: int = 1
+        self, conn: Connection, cutoff: float, jobs: int = 1, fresh: rowscan.Where | None = None
     ) -> tuple[sql.Composed, Iterator[list[Any]]] | None:
         """Every pair within the cutoff found in memory (simdb.plan.pairing), several times faster than
         the pairs function's self-joins: the statement that names them, SELECT key_a, key_b,
@@ -318,7 +318,8 @@ class Index(ABC):
 
         The pairs may be row addresses (Placement.read_rows), so the caller runs this and the
         statement in one REPEATABLE READ transaction. Conditions on rows a and b may be added
-        with AND.
+        with AND. `fresh` (a condition on row r) says that only pairs with a row where it holds
+        are wanted: a mode may pair just those; the caller's conditions keep no others.
         """
         return None
 

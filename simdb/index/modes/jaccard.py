@@ -30,6 +30,7 @@ from psycopg.types.numeric import Int8
 
 from simdb.db.connection import Connection
 from simdb.errors import InvalidParameter
+from simdb.index import rowscan
 from simdb.index.modes.base import CUTOFF, SKETCH, Index, Sketch, Spec
 from simdb.plan import pairing
 from simdb.sketch.bits import BITS
@@ -491,10 +492,10 @@ class JaccardIndex(Index):
         )
 
     def pairs_in_memory(
-        self, conn: Connection, cutoff: float, jobs: int = 1
+        self, conn: Connection, cutoff: float, jobs: int = 1, fresh: rowscan.Where | None = None
     ) -> tuple[sql.Composed, Iterator[list[Any]]] | None:
         """Rows sharing a band key found by sorting each band's keys; each candidate pair's rows
-        then read once and estimated in SQL (one batch)."""
+        then read once and estimated in SQL (one batch). Every pair, fresh or not."""
         rows = self.placement.read_rows(conn, self.table, self.btree_keys(sql.SQL("r.signature")))
         first, second = pairing.sharing(rows.values, jobs)
         estimate = self.estimate(sql.SQL("a.signature"), sql.SQL("b.signature"))

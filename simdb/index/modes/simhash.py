@@ -25,7 +25,7 @@ from psycopg import sql
 
 from simdb.db.connection import Connection
 from simdb.errors import IndexMismatch, InvalidParameter
-from simdb.index import catalog
+from simdb.index import catalog, rowscan
 from simdb.index.modes.base import CUTOFF, MISMATCH_HINT, SKETCH, Index, Sketch, Spec
 from simdb.index.modes.widths import Width, width
 from simdb.index.placement import first_shared
@@ -427,19 +427,25 @@ class SimhashIndex(Index):
         )
 
     def pairs_in_memory(
-        self, conn: Connection, cutoff: float, jobs: int = 1
+        self, conn: Connection, cutoff: float, jobs: int = 1, fresh: rowscan.Where | None = None
     ) -> tuple[sql.Composed, Iterator[list[Any]]] | None:
         """Each table's prefixes sorted, runs compared with bit_count (64-bit fingerprints only),
         a range of prefixes at a time: memory holds the fingerprints and addresses (10 bytes a
         row) and one range per thread; a batch of pairs for each range. The tables are those
-        that pair these rows fastest (pairing.pairing_plan), not necessarily the index's."""
+        that pair these rows fastest (pairing.pairing_plan), not necessarily the index's. With
+        `fresh`, only the pairs of the rows where it holds (pairing.within_fresh)."""
         if self.bits != 64:
             return None
         stored = sql.Identifier(self.sketch_column)
         with pairing.loading_kernels():
-            rows = self.placement.read_column(conn, self.table, sql.SQL("r.{}").format(stored))
-        plan = pairing.pairing_plan(len(rows.values), int(cutoff))  # (its own tables: none is read)
-        found = pairing.within_by_ranges(rows.values.view(np.uint64), plan, int(cutoff), jobs)
+            rows = self.placement.read_column(conn, self.table, sql.SQL("r.{}").format(stored), jobs)
+            chosen = None if fresh is None else rowscan.addresses(conn, self.table, fresh)
+        fingerprints = rows.values.view(np.uint64)
+        if chosen is None:
+            plan = pairing.pairing_plan(len(fingerprints), int(cutoff))  # (its own tables: none is read)
+            found = pairing.within_by_ranges(fingerprints, plan, int(cutoff), jobs)
+        else:
+            found = pairing.within_fresh(fingerprints, rows.positions(chosen), int(cutoff), jobs)
         distance = self.width.distance(sql.SQL("a.{}").format(stored), sql.SQL("b.{}").format(stored))
         statement = self.placement.pairs_of(self.table, distance, sql.SQL("true"))
         return statement, ([rows.at(first), rows.at(second)] for first, second in found if len(first))

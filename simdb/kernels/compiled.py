@@ -906,24 +906,27 @@ def close_pairs(
         packed[row] = ((key >> cut) << np.uint64(position_bits)) | np.uint64(row)
     packed = _sorted_high(packed, position_bits, kept_bits)
 
+    positions = np.uint64((1 << position_bits) - 1)
+    ordered = np.empty(rows, dtype=np.uint64)  # the fingerprints in sorted order: runs read in sequence
+    for a in range(rows):
+        ordered[a] = fingerprints[np.int64(packed[a] & positions)]
+
     first, second = np.empty(1024, dtype=np.int64), np.empty(1024, dtype=np.int64)
     count, start = 0, 0
     limit, low = np.uint64(max_distance), np.uint64(position_bits)
-    positions = np.uint64((1 << position_bits) - 1)
     while start < rows:
         end = start + 1
         while end < rows and (packed[end] >> low) == (packed[start] >> low):
             end += 1
         for a in range(start, end - 1):
-            i = np.int64(packed[a] & positions)  # the lower position: the sort kept their order
-            value = fingerprints[i]
+            value = ordered[a]
             for b in range(a + 1, end):
-                j = np.int64(packed[b] & positions)
-                if not _first_found_here(value ^ fingerprints[j], limit, own, earlier):
+                if not _first_found_here(value ^ ordered[b], limit, own, earlier):
                     continue
                 if count == len(first):
                     first, second = np.concatenate((first, first)), np.concatenate((second, second))
-                first[count], second[count] = i, j
+                # (the lower position first: the sort kept the rows' order among equal prefixes)
+                first[count], second[count] = np.int64(packed[a] & positions), np.int64(packed[b] & positions)
                 count += 1
         start = end
     return first[:count].copy(), second[:count].copy()

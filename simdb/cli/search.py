@@ -194,9 +194,10 @@ def pairs_(
     simhash: key_a,key_b,distance, from each permuted table's prefixes sorted in memory and
     compared run by run (128 bits: a self-join in SQL); jaccard: key_a,key_b,similarity, from
     each band's keys sorted the same way, the estimate computed in SQL. Streamed.
-    With --new, a near query for each row written since the consumer's last run: its mark moves
-    once every pair is printed (an interrupted run moves nothing). simdb.pairs_since reads the
-    same in SQL.
+    With --new, the pairs of the rows written since the consumer's last run (a near query for
+    each of a few; for more, their prefixes looked up among every row's in memory): its mark
+    moves once every pair is printed (an interrupted run moves nothing). simdb.pairs_since reads
+    the same in SQL.
     """
     if not new_only and ctx.get_parameter_source("consumer") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--consumer goes with --new")
@@ -253,8 +254,9 @@ def clusters_(
 
     The result is stored in simdb."NAME__clusters" (key, cluster, and max_distance or
     min_similarity), so SQL can join cluster numbers to keys; keys without a near-duplicate are
-    not listed. With --new, a near query for each row written since the clusters were stored:
-    clusters only merge (a row rewritten or removed since leaves its cluster at the next full run).
+    not listed. With --new, the pairs of the rows written since the clusters were stored (as
+    pairs --new finds them) merge into them: clusters only merge (a row rewritten or removed
+    since leaves its cluster at the next full run).
     """
     with database(ctx) as conn:
         target = indexes.get(conn, name)

@@ -10,7 +10,8 @@ cannot do without a Python call per token, a sort per document or a pass per can
   distinct shingles of a document of any length);
 - MinHash minima over the permutations, and signature spec v2's check;
 - all pairs of fingerprints within k bits: a radix sort of each table's prefixes, and the runs
-  of equal prefixes compared pair by pair (simdb.plan.pairing).
+  of equal prefixes compared pair by pair; the pairs of a few fresh rows, each row's prefix
+  looked up among theirs (simdb.plan.pairing); rows found by address (simdb.index.rowscan).
 
 Pure code over numpy arrays: simhash.py, minhash.py and pairing.py call it and keep their specs;
 the plain references in the tests (brute force, for pairs) judge both. Compiled on first use and

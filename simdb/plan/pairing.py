@@ -6,7 +6,8 @@ bits share some table's prefix, so sorting the rows by each table's prefix puts 
 pair in one run of equal prefixes. For fingerprints a compiled kernel radix-sorts the prefixes
 and compares each run pair by pair (simdb.kernels.compiled.close_pairs), keeping a pair only in the first
 table whose prefix it shares; band keys are sorted and compared in numpy. In PostgreSQL the same
-work is a hash self-join per table, which costs several times more per candidate pair.
+work is a hash self-join per table, which costs several times more per candidate pair. The pairs
+of a few fresh rows (pairs --new) need no sort: each row's prefix is looked up among theirs.
 """
 
 from __future__ import annotations

@@ -867,6 +867,15 @@ def _table_prefix(value: np.uint64, prefix: npt.NDArray[np.int64]) -> np.uint64:
 
 
 @_inline
+def _prefix_bits(prefix: npt.NDArray[np.int64]) -> int:
+    """The width of a table prefix listed as (source, width, target) rows."""
+    bits = 0
+    for _, width, target in prefix:
+        bits = max(bits, target + width)
+    return bits
+
+
+@_inline
 def _first_found_here(differ: np.uint64, limit: np.uint64, own: np.uint64, earlier: UInt64Array) -> bool:
     """Whether two fingerprints that differ in the bits `differ` are within `limit` bits, share
     this table's prefix (agree on mask `own`) and no earlier table's (a pair is kept once)."""
@@ -896,9 +905,7 @@ def close_pairs(
     whole prefix is compared within the run)."""
     rows = len(fingerprints)
     position_bits = max(1, int(np.ceil(np.log2(max(rows, 2)))))
-    prefix_bits = 0
-    for _, width, target in prefix:
-        prefix_bits = max(prefix_bits, target + width)
+    prefix_bits = _prefix_bits(prefix)
     kept_bits = min(prefix_bits, 64 - position_bits)
     cut = np.uint64(prefix_bits - kept_bits)
     packed = np.empty(rows, dtype=np.uint64)
@@ -1015,9 +1022,7 @@ def touching_pairs(
     bits (a bit each, then where the fresh rows with them start), so the work is a pass over the
     rows and the fresh rows' candidates, not a sort of every row. A pair of two fresh rows is
     kept from the lower one."""
-    prefix_bits = 0
-    for _, width, target in prefix:
-        prefix_bits = max(prefix_bits, target + width)
+    prefix_bits = _prefix_bits(prefix)
     lookup_bits = min(prefix_bits, lookup_bits)
     shift = np.uint64(prefix_bits - lookup_bits)
     keys = np.empty(len(fresh), dtype=np.uint64)

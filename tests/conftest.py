@@ -10,22 +10,25 @@ SIMDB_REQUIRE_CITUS=1 (CI).
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Iterator
 
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from support import remove_folder, remove_leftovers, remove_test_folders, run_folder
+from support import (
+    DATABASES,
+    cleared_citus,
+    fresh_database,
+    remove_folder,
+    remove_leftovers,
+    remove_test_folders,
+    run_folder,
+    with_db,
+)
 
 from simdb import schema, warmup
 from simdb.db.embedded import EmbeddedServer
-from simdb.index import catalog
-from simdb.index import lifecycle as index
-
-_counter = itertools.count()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,19 +67,13 @@ def admin_dsn() -> Iterator[str]:
         remove_folder(folder)  # (stops the server first)
 
 
-def _with_db(dsn: str, name: str) -> str:
-    params = conninfo_to_dict(dsn)
-    params["dbname"] = name
-    return make_conninfo("", **params)
-
-
 @pytest.fixture(scope="session")
 def template_db(admin_dsn: str) -> Iterator[str]:
     name = f"simdb_tpl_{os.getpid()}"
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    schema.upgrade(_with_db(admin_dsn, name))
+    schema.upgrade(with_db(admin_dsn, name))
     yield name
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
@@ -85,18 +82,9 @@ def template_db(admin_dsn: str) -> Iterator[str]:
 @pytest.fixture
 def dsn(admin_dsn: str, template_db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh, migrated database for one test; SIMDB_DSN points at it for CLI calls."""
-    name = f"simdb_t_{os.getpid()}_{next(_counter)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(template_db)
-            )
-        )
-    url = _with_db(admin_dsn, name)
-    monkeypatch.setenv("SIMDB_DSN", url)
-    yield url
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with fresh_database(admin_dsn, template_db) as url:
+        monkeypatch.setenv("SIMDB_DSN", url)
+        yield url
 
 
 @pytest.fixture
@@ -108,10 +96,10 @@ def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 @pytest.fixture
 def empty_db(admin_dsn: str) -> Iterator[str]:
     """A fresh database without simdb's schema (for migration tests)."""
-    name = f"simdb_e_{os.getpid()}_{next(_counter)}"
+    name = f"simdb_e_{os.getpid()}_{next(DATABASES)}"
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield _with_db(admin_dsn, name)
+    yield with_db(admin_dsn, name)
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
@@ -134,12 +122,7 @@ def citus_dsn() -> str:
 def citus_conn(
     citus_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    """A connection to the Citus coordinator; SIMDB_DSN points there. The cluster's one database
-    is shared, so every index is dropped before and after the test."""
+    """A connection to the Citus coordinator (cleared_citus); SIMDB_DSN points there."""
     monkeypatch.setenv("SIMDB_DSN", citus_dsn)
-    with psycopg.connect(citus_dsn, autocommit=True) as connection:
-        for name in catalog.index_names(connection):
-            index.drop(connection, name)
+    with cleared_citus(citus_dsn) as connection:
         yield connection
-        for name in catalog.index_names(connection):
-            index.drop(connection, name)

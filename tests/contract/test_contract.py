@@ -8,12 +8,13 @@ and for one distributed over a Citus cluster (the `citus` marker; see conftest).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import numpy as np
 import psycopg
 import pytest
-from support import Conn
+from support import Conn, cleared_citus, fresh_database
 from support.oracles import ORACLES, PLACEMENTS, Oracle, components, sketches
 
 from simdb import duplicates, ingest, query
@@ -21,108 +22,152 @@ from simdb.errors import InvalidParameter
 from simdb.follow import keep
 from simdb.index import changes
 
+PLACES = [
+    pytest.param("local"),
+    pytest.param("in_table"),
+    pytest.param("side"),
+    pytest.param("citus", marks=pytest.mark.citus),
+    pytest.param("citus_in_table", marks=pytest.mark.citus),
+    pytest.param("citus_prefix", marks=pytest.mark.citus),
+]
 
-@pytest.fixture(
-    params=[
-        pytest.param("local"),
-        pytest.param("in_table"),
-        pytest.param("side"),
-        pytest.param("citus", marks=pytest.mark.citus),
-        pytest.param("citus_in_table", marks=pytest.mark.citus),
-        pytest.param("citus_prefix", marks=pytest.mark.citus),
-    ]
-)
-def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
+
+@contextlib.contextmanager
+def _connected(request: pytest.FixtureRequest, where: str) -> Iterator[Conn]:
     """A connection to a fresh database (local: simdb's own table; in_table: the rows in an
-    application's table, storage.column), or to the Citus coordinator (citus; citus_in_table: the
-    application's table distributed by its key; citus_prefix: Manku's layout, placement.ByPrefix)."""
-    if request.param.startswith("citus"):
-        citus: Conn = request.getfixturevalue("citus_conn")
-        citus.execute("DROP TABLE IF EXISTS app_docs")
-        yield citus
-        citus.execute("DROP TABLE IF EXISTS app_docs CASCADE")
+    application's table, storage.column; side: a side table of an application's texts), or to
+    the Citus coordinator (citus; citus_in_table: the application's table distributed by its
+    key; citus_prefix: Manku's layout, placement.ByPrefix)."""
+    if where.startswith("citus"):
+        with cleared_citus(request.getfixturevalue("citus_dsn")) as citus:
+            citus.execute("DROP TABLE IF EXISTS app_docs")
+            yield citus
+            citus.execute("DROP TABLE IF EXISTS app_docs CASCADE")
         return
-    with psycopg.connect(request.getfixturevalue("dsn"), autocommit=True) as connection:
+    admin, template = request.getfixturevalue("admin_dsn"), request.getfixturevalue("template_db")
+    with fresh_database(admin, template) as url, psycopg.connect(url, autocommit=True) as connection:
+        yield connection
+
+
+def _built(mode: str, where: str, conn: Conn) -> Oracle:
+    """Index "docs" of one mode, filled with its oracle's planted rows, where `where` says."""
+    storage = "column" if where.endswith("in_table") else "side" if where == "side" else "own"
+    if mode == "simhash_covering" and (storage == "column" or where == "citus_prefix"):
+        pytest.skip("B-trees carry the fingerprint in simdb's own tables only (simhash tests the others)")
+    return ORACLES[mode](conn, PLACEMENTS[where], storage)
+
+
+# A test that writes gets an index of its own (TestReads' tests share one).
+@pytest.fixture(params=PLACES)
+def where(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def conn(request: pytest.FixtureRequest, where: str) -> Iterator[Conn]:
+    with _connected(request, where) as connection:
         yield connection
 
 
 @pytest.fixture(params=list(ORACLES))
-def oracle(request: pytest.FixtureRequest, conn: Conn) -> Oracle:
-    where = request.node.callspec.params["conn"]
-    storage = "column" if where.endswith("in_table") else "side" if where == "side" else "own"
-    if request.param == "simhash_covering" and (storage == "column" or where == "citus_prefix"):
-        pytest.skip("B-trees carry the fingerprint in simdb's own tables only (simhash tests the others)")
-    return ORACLES[request.param](conn, PLACEMENTS[where], storage)
+def oracle(request: pytest.FixtureRequest, where: str, conn: Conn) -> Oracle:
+    return _built(request.param, where, conn)
 
 
-@pytest.mark.parametrize("step", [0, 1, 2])
-def test_pairs_equal_brute_force_each_once(conn: Conn, oracle: Oracle, step: int) -> None:
-    made, cutoff = oracle.made, oracle.cutoffs[step]
-    found_pairs = list(duplicates.pairs(conn, made, **oracle.cutoff_argument(cutoff)))
-    found = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in found_pairs]
-    assert len(found) == len(set(found))  # pairs found by several tables or bands come back once
-    expected = oracle.pairs(oracle.effective(cutoff))
-    assert set(found) == expected and len(expected) >= 40  # the planted copies, not an empty answer
-    assert all((p.similarity, p.distance) == made.scored(getattr(p, made.score_column)) for p in found_pairs)
-    in_sql = conn.execute(oracle.sql_pairs, (cutoff,)).fetchall()
-    assert len(in_sql) == len(expected) and set(in_sql) == expected
+class TestReads:
+    """The tests that write no row (near, pairs, clusters and dedup; the last two replace the
+    stored clusters, each from the pairs) share one index per placement and mode, built once
+    instead of once per test."""
 
+    @pytest.fixture(scope="class", params=PLACES)
+    @classmethod
+    def where(cls, request: pytest.FixtureRequest) -> str:
+        return str(request.param)
 
-@pytest.mark.parametrize("step", [0, 1, 2])
-def test_near_equals_brute_force(conn: Conn, oracle: Oracle, step: int) -> None:
-    made, cutoff = oracle.made, oracle.cutoffs[step]
-    for probe in oracle.probes:
-        expected = oracle.near(probe, oracle.effective(cutoff))
-        found = query.near(conn, made, oracle.stored[probe], **oracle.cutoff_argument(cutoff))
-        assert [(m.key, getattr(m, made.score_column)) for m in found] == expected
-        assert expected[0] == (probe, oracle.perfect)
-        assert conn.execute(oracle.sql_near_key, (probe, cutoff)).fetchall() == expected
-        sketch = made.to_sql(oracle.stored[probe])
-        assert conn.execute(oracle.sql_near, (sketch, cutoff)).fetchall() == expected
+    @pytest.fixture(scope="class", params=list(ORACLES))
+    @classmethod
+    def built(cls, request: pytest.FixtureRequest, where: str) -> Iterator[tuple[Conn, Oracle]]:
+        with _connected(request, where) as connection:
+            yield connection, _built(request.param, where, connection)
 
+    @pytest.fixture(scope="class")
+    @classmethod
+    def conn(cls, built: tuple[Conn, Oracle]) -> Conn:
+        return built[0]
 
-def test_clusters_are_connected_components_stored_for_sql(conn: Conn, oracle: Oracle) -> None:
-    made = oracle.made
-    found = duplicates.clusters(conn, made)
-    own = oracle.effective(None)
-    assert found.cutoff == own and found.described == oracle.described
-    assert found.groups == components(oracle.pairs(own))
-    assert all(len(group) >= 2 for group in found.groups)
-    for group in found.groups:  # the copies of one planted document, never an unrelated row
-        assert len({key.split("_")[0] for key in group}) == 1 and not group[0].startswith(oracle.unrelated)
-    stored = conn.execute(
-        "SELECT cluster, array_agg(key ORDER BY key) FROM simdb.docs__clusters GROUP BY 1 ORDER BY 1"
-    )
-    assert [keys for _, keys in stored.fetchall()] == found.groups
-    recorded = conn.execute(f"SELECT DISTINCT {made.cutoff_column} FROM simdb.docs__clusters").fetchall()
-    assert recorded == [(own,)]
-    joined = conn.execute(
-        "SELECT count(*) FROM simdb.docs AS d JOIN simdb.docs__clusters AS c USING (key)"
-    ).fetchone()
-    assert joined == (found.keys,)
-    # recomputing replaces the table
-    smaller = duplicates.clusters(conn, made, **oracle.cutoff_argument(oracle.cutoffs[-1]))
-    assert conn.execute("SELECT count(*) FROM simdb.docs__clusters").fetchone() == (smaller.keys,)
+    @pytest.fixture(scope="class")
+    @classmethod
+    def oracle(cls, built: tuple[Conn, Oracle]) -> Oracle:
+        return built[1]
 
+    @pytest.mark.parametrize("step", [0, 1, 2])
+    def test_pairs_equal_brute_force_each_once(self, conn: Conn, oracle: Oracle, step: int) -> None:
+        made, cutoff = oracle.made, oracle.cutoffs[step]
+        found_pairs = list(duplicates.pairs(conn, made, **oracle.cutoff_argument(cutoff)))
+        found = [(p.key_a, p.key_b, getattr(p, made.score_column)) for p in found_pairs]
+        assert len(found) == len(set(found))  # pairs found by several tables or bands come back once
+        expected = oracle.pairs(oracle.effective(cutoff))
+        assert set(found) == expected and len(expected) >= 40  # the planted copies, not an empty answer
+        assert all(
+            (p.similarity, p.distance) == made.scored(getattr(p, made.score_column)) for p in found_pairs
+        )
+        in_sql = conn.execute(oracle.sql_pairs, (cutoff,)).fetchall()
+        assert len(in_sql) == len(expected) and set(in_sql) == expected
 
-def test_dedup_keeps_one_key_per_cluster(conn: Conn, oracle: Oracle) -> None:
-    found = duplicates.clusters(conn, oracle.made)
-    decisions = list(duplicates.dedup(conn, oracle.made, "first"))
-    assert sum(d.keep for d in decisions) == len(found.groups)
-    by_cluster: dict[int, list[str]] = {}
-    for decision in decisions:
-        by_cluster.setdefault(decision.cluster, []).append(decision.key)
-    assert sorted(sorted(keys) for keys in by_cluster.values()) == found.groups
+    @pytest.mark.parametrize("step", [0, 1, 2])
+    def test_near_equals_brute_force(self, conn: Conn, oracle: Oracle, step: int) -> None:
+        made, cutoff = oracle.made, oracle.cutoffs[step]
+        for probe in oracle.probes:
+            expected = oracle.near(probe, oracle.effective(cutoff))
+            found = query.near(conn, made, oracle.stored[probe], **oracle.cutoff_argument(cutoff))
+            assert [(m.key, getattr(m, made.score_column)) for m in found] == expected
+            assert expected[0] == (probe, oracle.perfect)
+            assert conn.execute(oracle.sql_near_key, (probe, cutoff)).fetchall() == expected
+            sketch = made.to_sql(oracle.stored[probe])
+            assert conn.execute(oracle.sql_near, (sketch, cutoff)).fetchall() == expected
 
+    def test_clusters_are_connected_components_stored_for_sql(self, conn: Conn, oracle: Oracle) -> None:
+        made = oracle.made
+        found = duplicates.clusters(conn, made)
+        own = oracle.effective(None)
+        assert found.cutoff == own and found.described == oracle.described
+        assert found.groups == components(oracle.pairs(own))
+        assert all(len(group) >= 2 for group in found.groups)
+        for group in found.groups:  # the copies of one planted document, never an unrelated row
+            assert len({key.split("_")[0] for key in group}) == 1 and not group[0].startswith(
+                oracle.unrelated
+            )
+        stored = conn.execute(
+            "SELECT cluster, array_agg(key ORDER BY key) FROM simdb.docs__clusters GROUP BY 1 ORDER BY 1"
+        )
+        assert [keys for _, keys in stored.fetchall()] == found.groups
+        recorded = conn.execute(f"SELECT DISTINCT {made.cutoff_column} FROM simdb.docs__clusters").fetchall()
+        assert recorded == [(own,)]
+        joined = conn.execute(
+            "SELECT count(*) FROM simdb.docs AS d JOIN simdb.docs__clusters AS c USING (key)"
+        ).fetchone()
+        assert joined == (found.keys,)
+        # recomputing replaces the table
+        smaller = duplicates.clusters(conn, made, **oracle.cutoff_argument(oracle.cutoffs[-1]))
+        assert conn.execute("SELECT count(*) FROM simdb.docs__clusters").fetchone() == (smaller.keys,)
 
-def test_a_cutoff_beyond_the_index_is_refused(conn: Conn, oracle: Oracle) -> None:
-    beyond = oracle.cutoff_argument(oracle.too_far)
-    with pytest.raises(psycopg.errors.InvalidParameterValue):
-        conn.execute(oracle.sql_pairs, (oracle.too_far,))
-    with pytest.raises(psycopg.errors.InvalidParameterValue):
-        conn.execute(oracle.sql_near_key, (oracle.probes[0], oracle.too_far))
-    with pytest.raises(InvalidParameter):
-        list(duplicates.pairs(conn, oracle.made, **beyond))
+    def test_dedup_keeps_one_key_per_cluster(self, conn: Conn, oracle: Oracle) -> None:
+        found = duplicates.clusters(conn, oracle.made)
+        decisions = list(duplicates.dedup(conn, oracle.made, "first"))
+        assert sum(d.keep for d in decisions) == len(found.groups)
+        by_cluster: dict[int, list[str]] = {}
+        for decision in decisions:
+            by_cluster.setdefault(decision.cluster, []).append(decision.key)
+        assert sorted(sorted(keys) for keys in by_cluster.values()) == found.groups
+
+    def test_a_cutoff_beyond_the_index_is_refused(self, conn: Conn, oracle: Oracle) -> None:
+        beyond = oracle.cutoff_argument(oracle.too_far)
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute(oracle.sql_pairs, (oracle.too_far,))
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute(oracle.sql_near_key, (oracle.probes[0], oracle.too_far))
+        with pytest.raises(InvalidParameter):
+            list(duplicates.pairs(conn, oracle.made, **beyond))
 
 
 def test_writes_keep_near_and_pairs_exact(conn: Conn, oracle: Oracle) -> None:

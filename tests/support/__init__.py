@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import itertools
 import os
 import random
 import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from simdb import cli
 from simdb.db.embedded import EmbeddedServer
 from simdb.errors import DatabaseUnavailable
+from simdb.index import catalog
+from simdb.index import lifecycle as index
 from simdb.index.modes import Index
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -181,3 +187,44 @@ def btree_values(conn: Conn, made: Index) -> dict[str, list[int]]:
         sql.SQL("SELECT key, {} FROM {}").format(sql.SQL(", ").join(expressions), made.table)
     ).fetchall()
     return {key: list(values) for key, *values in rows}
+
+
+# --- test databases ------------------------------------------------------------------------------
+
+DATABASES = itertools.count()  # numbers the databases this run makes
+
+
+def with_db(dsn: str, name: str) -> str:
+    """`dsn` with database `name`."""
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = name
+    return make_conninfo("", **params)
+
+
+@contextlib.contextmanager
+def fresh_database(admin_dsn: str, template_db: str) -> Iterator[str]:
+    """A fresh, migrated database (a copy of the template), dropped afterwards: its URL."""
+    name = f"simdb_t_{os.getpid()}_{next(DATABASES)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template_db)
+            )
+        )
+    try:
+        yield with_db(admin_dsn, name)
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@contextlib.contextmanager
+def cleared_citus(citus_dsn: str) -> Iterator[Conn]:
+    """A connection to the Citus coordinator. The cluster's one database is shared, so every
+    index is dropped before and after."""
+    with psycopg.connect(citus_dsn, autocommit=True) as connection:
+        for name in catalog.index_names(connection):
+            index.drop(connection, name)
+        yield connection
+        for name in catalog.index_names(connection):
+            index.drop(connection, name)

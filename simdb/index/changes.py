@@ -173,13 +173,15 @@ def fresh_pairs(index: Index, mark: str, cutoff: float) -> tuple[sql.Composed, l
 
 
 # What a changed row's near statement costs per B-tree it probes (the probe and its candidates'
-# rows), against finding the changed rows' pairs in memory: measured on simdb's development
-# machine (PG 15, 21 B-trees, default shared_buffers), 6 us a B-tree at 1M rows, whose pages stay
-# in PostgreSQL's buffers, and 95 us at 10M, where each probe reads its pages from the OS cache;
-# in memory, about 1 us a row (its fingerprint and address read, a pass per table, or sorting
-# every row when many changed). The larger figure is taken: probing where it pays at any size.
-PROBE_S_PER_BTREE = 95e-6
-PAIRING_S_PER_ROW = 1e-6
+# rows), against finding the changed rows' pairs in memory (every fingerprint read, then a pass
+# over them per table looking the changed rows' prefixes up). Measured on one machine the same
+# day (PG 15, 21 B-trees, default shared_buffers, 2 threads): probing 7 us a B-tree at 1M rows,
+# whose pages stay in PostgreSQL's buffers, and 85 us at 10M, where each probe reads its pages
+# from the OS cache; in memory 0.11 us a row at 1M and 0.13 us at 10M (0.33 us with 1% changed).
+# The larger probing figure is taken: probing where it pays at any size (at 10M, below about
+# 700 changed rows, as measured; at 1M it gives up probing's 0.08 s lead on 200 rows).
+PROBE_S_PER_BTREE = 85e-6
+PAIRING_S_PER_ROW = 0.13e-6
 
 
 def probing_pays(conn: Connection, index: Index, mark: str) -> bool:

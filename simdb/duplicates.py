@@ -52,7 +52,8 @@ def pairs(
     that consumer's last such run (every pair on its first, which starts tracking changes); its
     mark moves to this run's snapshot once every pair has been read (a run stopped before leaves
     it where it was: the next one reports those pairs again). That costs a near query per changed
-    row while they are few, else about a full run (_changed_pairs). Checks run at the call.
+    row while they are few, else a read of every row and a pass over them per table
+    (_changed_pairs). Checks run at the call.
     """
     cutoff = index.cutoff(max_distance, min_similarity)
     conditions = _conditions(same_extension, size_ratio)

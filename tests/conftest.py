@@ -17,7 +17,6 @@ import psycopg
 import pytest
 from psycopg import sql
 from support import (
-    DATABASES,
     cleared_citus,
     fresh_database,
     remove_folder,
@@ -96,12 +95,8 @@ def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 @pytest.fixture
 def empty_db(admin_dsn: str) -> Iterator[str]:
     """A fresh database without simdb's schema (for migration tests)."""
-    name = f"simdb_e_{os.getpid()}_{next(DATABASES)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield with_db(admin_dsn, name)
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with fresh_database(admin_dsn) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -191,7 +191,7 @@ def btree_values(conn: Conn, made: Index) -> dict[str, list[int]]:
 
 # --- test databases ------------------------------------------------------------------------------
 
-DATABASES = itertools.count()  # numbers the databases this run makes
+_DATABASES = itertools.count()  # numbers the databases this run makes
 
 
 def with_db(dsn: str, name: str) -> str:
@@ -202,15 +202,15 @@ def with_db(dsn: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def fresh_database(admin_dsn: str, template_db: str) -> Iterator[str]:
-    """A fresh, migrated database (a copy of the template), dropped afterwards: its URL."""
-    name = f"simdb_t_{os.getpid()}_{next(DATABASES)}"
+def fresh_database(admin_dsn: str, template_db: str | None = None) -> Iterator[str]:
+    """A fresh database, dropped afterwards: its URL. A copy of `template_db` (migrated once),
+    or without simdb's schema when none is given."""
+    name = f"simdb_t_{os.getpid()}_{next(_DATABASES)}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template_db is not None:
+        create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template_db))
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(template_db)
-            )
-        )
+        conn.execute(create)
     try:
         yield with_db(admin_dsn, name)
     finally:
